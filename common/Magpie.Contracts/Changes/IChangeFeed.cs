@@ -1,0 +1,24 @@
+namespace Magpie.Contracts.Changes;
+
+/// <summary>
+/// Where a reader of the change feed has got to: one next-position per source partition
+/// (embedded: the single key <c>"log"</c> → FasterLog address; Kafka: partition number → next offset).
+/// Readers persist it beside whatever they built from the changes and resume from it.
+/// </summary>
+public sealed record ChangeFeedPosition(IReadOnlyDictionary<string, long> Next)
+{
+    public static ChangeFeedPosition Beginning { get; } = new(new Dictionary<string, long>());
+}
+
+/// <summary>A batch of committed changes and the position just after them.</summary>
+public sealed record ChangeBatch(IReadOnlyList<ChangeEvent> Changes, ChangeFeedPosition After);
+
+/// <summary>
+/// The stream of committed changes, in etag order per document. Two implementations: the embedded one
+/// tails the committed FasterLog; the Kafka one consumes <c>magpie.changes</c>.
+/// </summary>
+public interface IChangeFeed
+{
+    /// <summary>Reads batches from <paramref name="from"/> onwards, waiting for new changes at the tail, until cancelled.</summary>
+    IAsyncEnumerable<ChangeBatch> ReadAsync(ChangeFeedPosition from, int maxBatchSize, CancellationToken cancellationToken);
+}

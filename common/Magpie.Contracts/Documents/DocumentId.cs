@@ -1,0 +1,46 @@
+using System.Text;
+
+namespace Magpie.Contracts.Documents;
+
+/// <summary>The rules for document ids and the collection derived from them (see ARCHITECTURE.md, Contracts).</summary>
+public static class DocumentId
+{
+    public const int MaxUtf8Bytes = 512;
+
+    /// <summary>Collection of documents whose id has no prefix and that carry no explicit collection.</summary>
+    public const string EmptyCollection = "@empty";
+
+    /// <summary>Returns null when the id is acceptable, otherwise the reason it is not.</summary>
+    public static string? Validate(string? id)
+    {
+        if (string.IsNullOrEmpty(id)) return "document id is empty";
+        if (Encoding.UTF8.GetByteCount(id) > MaxUtf8Bytes) return $"document id is longer than {MaxUtf8Bytes} UTF-8 bytes";
+        foreach (var c in id)
+        {
+            if (char.IsControl(c)) return $"document id contains the control character U+{(int)c:X4}";
+            if (char.IsSurrogate(c) && !IsWellFormed(id)) return "document id is not well-formed UTF-16";
+        }
+        return null;
+    }
+
+    /// <summary>`users/1` → `users`; an id with no `/` (or a leading one) belongs to <see cref="EmptyCollection"/>.</summary>
+    public static string CollectionOf(string id)
+    {
+        var slash = id.IndexOf('/');
+        return slash > 0 ? id[..slash] : EmptyCollection;
+    }
+
+    private static bool IsWellFormed(string s)
+    {
+        for (var i = 0; i < s.Length; i++)
+        {
+            if (char.IsHighSurrogate(s[i]))
+            {
+                if (i + 1 >= s.Length || !char.IsLowSurrogate(s[i + 1])) return false;
+                i++;
+            }
+            else if (char.IsLowSurrogate(s[i])) return false;
+        }
+        return true;
+    }
+}

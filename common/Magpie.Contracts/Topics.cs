@@ -1,0 +1,20 @@
+namespace Magpie.Contracts;
+
+/// <summary>Kafka topic and header names every stage agrees on.</summary>
+public static class Topics
+{
+    public const string Documents = "magpie.documents";
+    public const string DocumentsDeadLetter = "magpie.documents.dlq";
+    public const string Changes = "magpie.changes";
+
+    public static class Headers
+    {
+        public const string Op = "magpie-op";
+        public const string Collection = "magpie-collection";
+        public const string IfMatch = "magpie-if-match";
+        public const string DeadLetterReason = "magpie-dlq-reason";
+        public const string DeadLetterTopic = "magpie-dlq-topic";
+        public const string DeadLetterPartition = "magpie-dlq-partition";
+        public const string DeadLetterOffset = "magpie-dlq-offset";
+    }
+}

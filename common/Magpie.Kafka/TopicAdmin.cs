@@ -1,0 +1,39 @@
+using Confluent.Kafka;
+using Confluent.Kafka.Admin;
+using Magpie.Contracts;
+
+namespace Magpie.Kafka;
+
+/// <summary>Creates Magpie's topics when they are missing (an existing topic is left as it is).</summary>
+public static class TopicAdmin
+{
+    public static IReadOnlyList<TopicSpecification> DefaultTopics(int partitions, short replicationFactor) =>
+    [
+        new() { Name = Topics.Documents, NumPartitions = partitions, ReplicationFactor = replicationFactor },
+        new() { Name = Topics.DocumentsDeadLetter, NumPartitions = 1, ReplicationFactor = replicationFactor },
+        // Compacted: the latest change per document id is enough to rebuild an index shard (ARCHITECTURE.md, Scale-out).
+        new()
+        {
+            Name = Topics.Changes, NumPartitions = partitions, ReplicationFactor = replicationFactor,
+            Configs = new() { ["cleanup.policy"] = "compact" },
+        },
+    ];
+
+    public static async Task EnsureAsync(string bootstrapServers, IEnumerable<TopicSpecification> topics, CancellationToken ct = default)
+    {
+        KafkaNative.EnsureLoaded();
+        using var admin = new AdminClientBuilder(new AdminClientConfig { BootstrapServers = bootstrapServers }).Build();
+        var existing = admin.GetMetadata(TimeSpan.FromSeconds(10)).Topics
+            .Where(t => t.Error.Code == ErrorCode.NoError).Select(t => t.Topic).ToHashSet();
+        var missing = topics.Where(t => !existing.Contains(t.Name)).ToList();
+        if (missing.Count == 0) return;
+        try
+        {
+            await admin.CreateTopicsAsync(missing, new CreateTopicsOptions { RequestTimeout = TimeSpan.FromSeconds(15) });
+        }
+        catch (CreateTopicsException e) when (e.Results.All(r => r.Error.Code is ErrorCode.NoError or ErrorCode.TopicAlreadyExists))
+        {
+            // Another process created them first: fine.
+        }
+    }
+}

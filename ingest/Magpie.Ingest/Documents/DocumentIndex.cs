@@ -1,0 +1,98 @@
+using System.Collections.Concurrent;
+using FASTER.core;
+
+namespace Magpie.Ingest.Documents;
+
+/// <summary>Where the latest version of a document lives: its etag, change-log address and collection.</summary>
+public readonly record struct DocPointer(long Etag, long Address, int CollectionId);
+
+/// <summary>
+/// FasterKV from document id to <see cref="DocPointer"/>. Sized explicitly (FasterKV defaults to 16 GB).
+/// Checkpoints are taken by token and recovered by token, so the store can pair each checkpoint with the
+/// change-log address from which to replay (see <see cref="DocumentStore"/>).
+/// </summary>
+internal sealed class DocumentIndex : IDisposable
+{
+    private readonly FasterKV<string, DocPointer> _kv;
+    private readonly FasterKVSettings<string, DocPointer> _settings;
+    private readonly ConcurrentBag<ClientSession<string, DocPointer, DocPointer, DocPointer, Empty, IFunctions<string, DocPointer, DocPointer, DocPointer, Empty>>> _sessions = [];
+    private readonly string _checkpointDir;
+
+    public DocumentIndex(string dir, DocumentStoreOptions options)
+    {
+        _checkpointDir = Path.Combine(dir, "checkpoints");
+        _settings = new FasterKVSettings<string, DocPointer>(dir, deleteDirOnDispose: false, logger: null)
+        {
+            IndexSize = options.IndexBytes,
+            MemorySize = options.IndexMemoryBytes,
+            PageSize = 1L << 22,
+            KeySerializer = () => new StringKeySerializer(),
+            CheckpointDir = _checkpointDir,
+            RemoveOutdatedCheckpoints = false,
+            TryRecoverLatest = false,
+        };
+        _kv = new FasterKV<string, DocPointer>(_settings);
+    }
+
+    public void Recover(Guid token) => _kv.Recover(token);
+
+    public async ValueTask<DocPointer?> TryGetAsync(string id)
+    {
+        var session = Rent();
+        try
+        {
+            var (status, output) = (await session.ReadAsync(id)).Complete();
+            return status.Found ? output : null;
+        }
+        finally { _sessions.Add(session); }
+    }
+
+    /// <summary>Writes happen under the store's write lock, so one session at a time uses this path.</summary>
+    public void Upsert(string id, DocPointer pointer)
+    {
+        var session = Rent();
+        try { session.Upsert(id, pointer); }
+        finally { _sessions.Add(session); }
+    }
+
+    public void Delete(string id)
+    {
+        var session = Rent();
+        try { session.Delete(id); }
+        finally { _sessions.Add(session); }
+    }
+
+    public async Task<Guid> CheckpointAsync()
+    {
+        var (ok, token) = await _kv.TakeFullCheckpointAsync(CheckpointType.FoldOver);
+        if (!ok) throw new InvalidOperationException("FasterKV checkpoint did not complete");
+        return token;
+    }
+
+    /// <summary>Deletes every checkpoint but <paramref name="keep"/> (called once the store state names it).</summary>
+    public void RemoveCheckpointsExcept(Guid keep)
+    {
+        if (!Directory.Exists(_checkpointDir)) return;
+        foreach (var dir in Directory.EnumerateDirectories(_checkpointDir, "*", SearchOption.AllDirectories).ToList())
+        {
+            if (Guid.TryParse(Path.GetFileName(dir), out var g) && g != keep && Directory.Exists(dir))
+                Directory.Delete(dir, recursive: true);
+        }
+    }
+
+    private ClientSession<string, DocPointer, DocPointer, DocPointer, Empty, IFunctions<string, DocPointer, DocPointer, DocPointer, Empty>> Rent() =>
+        _sessions.TryTake(out var s) ? s : _kv.NewSession(new SimpleFunctions<string, DocPointer>());
+
+    public void Dispose()
+    {
+        while (_sessions.TryTake(out var s)) s.Dispose();
+        _kv.Dispose();
+        _settings.Dispose();
+    }
+
+    private sealed class StringKeySerializer : BinaryObjectSerializer<string>
+    {
+        public override void Deserialize(out string obj) => obj = reader.ReadString();
+        public override void Serialize(ref string obj) => writer.Write(obj);
+    }
+}

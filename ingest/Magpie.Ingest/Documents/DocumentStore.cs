@@ -1,0 +1,397 @@
+using System.Buffers;
+using System.Numerics;
+using FASTER.core;
+using Magpie.Contracts.Changes;
+using Magpie.Contracts.Documents;
+using Microsoft.AspNetCore.JsonPatch.Exceptions;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Abstractions;
+
+namespace Magpie.Ingest.Documents;
+
+/// <summary>
+/// The durable document store. FasterLog is the change log and holds every version; FasterKV maps
+/// id → latest <see cref="DocPointer"/>. A write is acknowledged only once the log commit covering it
+/// is durable; concurrent writers share commits (group commit, see <see cref="CommitLoopAsync"/>).
+/// Etags are assigned in log order under one write lock, so they strictly increase.
+/// Recovery: FasterLog recovers to its last commit, FasterKV to the checkpoint named in
+/// <see cref="StoreState"/>, and the log after that checkpoint is replayed into FasterKV.
+/// </summary>
+public sealed class DocumentStore : IAsyncDisposable
+{
+    private readonly DocumentStoreOptions _options;
+    private readonly ILogger _logger;
+    private readonly FasterLogSettings _logSettings;
+    private readonly FasterLog _log;
+    private readonly DocumentIndex _index;
+    private readonly CollectionCounts _collections = new();
+    private readonly SemaphoreSlim _writeLock = new(1, 1);
+    private readonly SemaphoreSlim _commitRequested = new(0);
+    private readonly CancellationTokenSource _stopping = new();
+    private readonly TimeProvider _clock;
+    private Task _committer = Task.CompletedTask;
+    private Task _checkpointer = Task.CompletedTask;
+    private long _lastEtag;
+    private long _writesSinceCheckpoint;
+    private int _disposed;
+
+    private DocumentStore(DocumentStoreOptions options, ILogger logger, TimeProvider clock)
+    {
+        _options = options;
+        _logger = logger;
+        _clock = clock;
+        Directory.CreateDirectory(options.Directory);
+        var pageBits = Math.Max(22, BitOperations.Log2((uint)Math.Max(options.MaxDocumentBytes, 1)) + 2);
+        var memoryBits = Math.Max(BitOperations.Log2((ulong)options.LogMemoryBytes), pageBits + 2);
+        _logSettings = new FasterLogSettings(Path.Combine(options.Directory, "log"), deleteDirOnDispose: false)
+        {
+            PageSizeBits = pageBits,
+            MemorySizeBits = memoryBits,
+            SegmentSizeBits = Math.Max(30, pageBits + 1),
+            LogChecksum = LogChecksumType.PerEntry,
+            TryRecoverLatest = true,
+        };
+        _log = new FasterLog(_logSettings);
+        _index = new DocumentIndex(Path.Combine(options.Directory, "index"), options);
+    }
+
+    public static async Task<DocumentStore> OpenAsync(DocumentStoreOptions options, ILogger? logger = null, TimeProvider? clock = null)
+    {
+        var store = new DocumentStore(options, logger ?? NullLogger.Instance, clock ?? TimeProvider.System);
+        try
+        {
+            await store.RecoverAsync();
+        }
+        catch
+        {
+            await store.DisposeAsync();
+            throw;
+        }
+        store._committer = Task.Run(store.CommitLoopAsync);
+        store._checkpointer = Task.Run(store.CheckpointLoopAsync);
+        return store;
+    }
+
+    /// <summary>The FasterLog holding every change, for the change feed and the relay.</summary>
+    internal FasterLog Log => _log;
+
+    public long LastEtag => Interlocked.Read(ref _lastEtag);
+
+    public StoreStats Stats() => new(_collections.Total, _collections.Snapshot(), LastEtag);
+
+    // ---- writes -------------------------------------------------------------------------------
+
+    /// <summary>
+    /// Applies <paramref name="commands"/> in order and returns once they are durable.
+    /// <paramref name="atomic"/>: all or nothing (throws <see cref="WriteRejectedException"/>, writes nothing);
+    /// otherwise each command stands alone and failures are reported in its outcome.
+    /// </summary>
+    public async Task<IReadOnlyList<WriteOutcome>> WriteAsync(IReadOnlyList<WriteCommand> commands, bool atomic, CancellationToken ct = default)
+    {
+        ObjectDisposedException.ThrowIf(_disposed != 0, this);
+        var outcomes = new WriteOutcome[commands.Count];
+        long end;
+        int written;
+        await _writeLock.WaitAsync(ct);
+        try
+        {
+            var plan = await PlanAsync(commands, outcomes);
+            if (atomic)
+            {
+                var failed = Array.FindIndex(outcomes, o => o is { Error: not null });
+                if (failed >= 0) throw new WriteRejectedException(failed, outcomes[failed]);
+            }
+            var now = _clock.GetUtcNow();
+            var buffer = new ArrayBufferWriter<byte>(4096);
+            foreach (var w in plan)
+            {
+                var etag = _lastEtag + 1;
+                buffer.ResetWrittenCount();
+                ChangeRecord.Encode(buffer, w.Op, etag, now, w.Id, w.Collection, w.Document);
+                var address = _log.Enqueue(buffer.WrittenSpan);
+                Interlocked.Exchange(ref _lastEtag, etag);
+                await ApplyToIndexAsync(w.Op, w.Id, w.Collection, etag, address);
+                outcomes[w.Index] = new WriteOutcome(w.Id, commands[w.Index].Method, etag, w.Created, null);
+            }
+            end = _log.TailAddress;
+            written = plan.Count;
+            _writesSinceCheckpoint += written;
+        }
+        finally
+        {
+            _writeLock.Release();
+        }
+        if (written > 0)
+        {
+            _commitRequested.Release();
+            await _log.WaitForCommitAsync(end);
+        }
+        return outcomes;
+    }
+
+    private sealed record PlannedWrite(int Index, ChangeOp Op, string Id, string Collection, byte[] Document, bool Created);
+
+    private sealed record Current(bool Exists, long Etag, long Address, string? Collection, byte[]? PendingDocument);
+
+    private async Task<List<PlannedWrite>> PlanAsync(IReadOnlyList<WriteCommand> commands, WriteOutcome[] outcomes)
+    {
+        var plan = new List<PlannedWrite>(commands.Count);
+        // Later commands of a batch see the effect of earlier ones on the same id.
+        Dictionary<string, Current>? overlay = null;
+        for (var i = 0; i < commands.Count; i++)
+        {
+            var cmd = commands[i];
+            Current current;
+            if (overlay is not null && overlay.TryGetValue(cmd.Id, out var pending)) current = pending;
+            else current = await _index.TryGetAsync(cmd.Id) is { } p
+                ? new Current(true, p.Etag, p.Address, _collections.NameOf(p.CollectionId), null)
+                : new Current(false, 0, 0, null, null);
+
+            if (cmd.IfMatch is { } expected && (!current.Exists || current.Etag != expected))
+            {
+                var actual = current.Exists ? current.Etag.ToString() : "none (the document does not exist)";
+                outcomes[i] = Failed(cmd, WriteErrorKind.Conflict, $"If-Match expected etag {expected}, current etag is {actual}");
+                continue;
+            }
+
+            PlannedWrite? write = null;
+            switch (cmd.Method)
+            {
+                case WriteMethod.Put:
+                    var putDoc = cmd.Document ?? throw new ArgumentException("PUT without a document");
+                    write = new PlannedWrite(i, ChangeOp.Put, cmd.Id, CollectionFor(cmd, putDoc), putDoc, !current.Exists);
+                    break;
+                case WriteMethod.Patch:
+                    if (!current.Exists) { outcomes[i] = Failed(cmd, WriteErrorKind.NotFound, $"document '{cmd.Id}' does not exist"); continue; }
+                    var before = current.PendingDocument ?? await ReadDocumentAsync(current.Address);
+                    byte[] patched;
+                    try { patched = DocumentPatcher.Apply(before, cmd.Patch!); }
+                    catch (JsonPatchException e) { outcomes[i] = Failed(cmd, WriteErrorKind.PatchFailed, e.Message); continue; }
+                    write = new PlannedWrite(i, ChangeOp.Put, cmd.Id, CollectionFor(cmd, patched), patched, false);
+                    break;
+                case WriteMethod.Delete:
+                    if (!current.Exists) { outcomes[i] = new WriteOutcome(cmd.Id, cmd.Method, null, false, null); continue; }
+                    write = new PlannedWrite(i, ChangeOp.Delete, cmd.Id, current.Collection!, [], false);
+                    break;
+            }
+            plan.Add(write!);
+            overlay ??= new Dictionary<string, Current>(StringComparer.Ordinal);
+            overlay[cmd.Id] = write!.Op == ChangeOp.Delete
+                ? new Current(false, 0, 0, null, null)
+                : new Current(true, 0, 0, write.Collection, write.Document);
+        }
+        return plan;
+    }
+
+    private static WriteOutcome Failed(WriteCommand cmd, WriteErrorKind kind, string message) =>
+        new(cmd.Id, cmd.Method, null, false, new WriteError(kind, message));
+
+    private static string CollectionFor(WriteCommand cmd, byte[] document) =>
+        cmd.Collection ?? DocumentJson.ExplicitCollection(document) ?? DocumentId.CollectionOf(cmd.Id);
+
+    /// <summary>Brings FasterKV and the collection counts in line with one change-log entry.</summary>
+    private async ValueTask ApplyToIndexAsync(ChangeOp op, string id, string collection, long etag, long address)
+    {
+        var previous = await _index.TryGetAsync(id);
+        if (op == ChangeOp.Delete)
+        {
+            if (previous is not { } gone) return;
+            _index.Delete(id);
+            _collections.Add(gone.CollectionId, -1);
+            return;
+        }
+        var collectionId = _collections.IdOf(collection);
+        _index.Upsert(id, new DocPointer(etag, address, collectionId));
+        if (previous is not { } prev) _collections.Add(collectionId, +1);
+        else if (prev.CollectionId != collectionId)
+        {
+            _collections.Add(prev.CollectionId, -1);
+            _collections.Add(collectionId, +1);
+        }
+    }
+
+    // ---- reads --------------------------------------------------------------------------------
+
+    public async Task<StoredDocument?> GetAsync(string id, CancellationToken ct = default)
+    {
+        if (await _index.TryGetAsync(id) is not { } pointer) return null;
+        return ToStored(ChangeRecord.Decode(await ReadEntryAsync(pointer.Address, ct)));
+    }
+
+    public async ValueTask<long?> GetEtagAsync(string id) => (await _index.TryGetAsync(id))?.Etag;
+
+    /// <summary>
+    /// Latest versions in etag order, optionally of one collection, resuming after a cursor (a log address
+    /// from a previous page). <paramref name="skip"/> skips matching documents first (RavenDB's `start`).
+    /// </summary>
+    public async Task<BrowsePage> BrowseAsync(string? collection, int skip, int pageSize, long cursor, CancellationToken ct = default)
+    {
+        var results = new List<StoredDocument>(Math.Min(pageSize, 1024));
+        var from = Math.Max(cursor, _log.BeginAddress);
+        using var iter = _log.Scan(from, _log.CommittedUntilAddress);
+        long next = from;
+        while (results.Count < pageSize && !ct.IsCancellationRequested && iter.GetNext(out byte[] entry, out var length, out _, out var nextAddress))
+        {
+            next = nextAddress;
+            if (BrowseCandidate(entry.AsSpan(0, length), collection) is not { } doc) continue;
+            // Only the entry of a document's latest version counts; older versions are history.
+            if (await _index.TryGetAsync(doc.Id) is not { } p || p.Etag != doc.Etag) continue;
+            if (skip > 0) { skip--; continue; }
+            results.Add(doc);
+        }
+        var more = next < _log.CommittedUntilAddress;
+        return new BrowsePage(results, more ? next : null);
+    }
+
+    private static StoredDocument? BrowseCandidate(ReadOnlySpan<byte> entry, string? collection)
+    {
+        var record = ChangeRecord.Decode(entry);
+        if (record.Op == ChangeOp.Delete) return null;
+        if (collection is not null && !string.Equals(record.Collection, collection, StringComparison.OrdinalIgnoreCase)) return null;
+        return ToStored(record);
+    }
+
+    private static StoredDocument ToStored(ChangeRecord record) =>
+        new(record.Id, record.Collection, record.Etag, record.LastModified, record.Document.ToArray());
+
+    private async Task<byte[]> ReadDocumentAsync(long address)
+    {
+        var entry = await ReadEntryAsync(address, CancellationToken.None);
+        return ChangeRecord.Decode(entry).Document.ToArray();
+    }
+
+    private async Task<byte[]> ReadEntryAsync(long address, CancellationToken ct)
+    {
+        // FasterLog reads only committed entries; an entry still waiting for its group commit is waited for.
+        if (address >= _log.CommittedUntilAddress)
+        {
+            _commitRequested.Release();
+            await _log.WaitForCommitAsync(address + 1, token: ct);
+        }
+        var (entry, length) = await _log.ReadAsync(address, token: ct);
+        if (entry is null) throw new InvalidDataException($"change log entry at {address} could not be read");
+        return length == entry.Length ? entry : entry.AsSpan(0, length).ToArray();
+    }
+
+    // ---- group commit, checkpoints, recovery ----------------------------------------------------
+
+    /// <summary>
+    /// One commit at a time covers every entry enqueued so far, so writers arriving during a flush share
+    /// the next one. The write lock is taken only to start a commit, so an all-or-nothing batch is never
+    /// committed half-enqueued.
+    /// </summary>
+    private async Task CommitLoopAsync()
+    {
+        var ct = _stopping.Token;
+        while (!ct.IsCancellationRequested)
+        {
+            try
+            {
+                await _commitRequested.WaitAsync(ct);
+                while (_commitRequested.CurrentCount > 0) _commitRequested.Wait(0);
+                long target;
+                await _writeLock.WaitAsync(ct);
+                try
+                {
+                    target = _log.TailAddress;
+                    if (target > _log.CommittedUntilAddress) _log.Commit(spinWait: false);
+                }
+                finally { _writeLock.Release(); }
+                await _log.WaitForCommitAsync(target, token: ct);
+            }
+            catch (OperationCanceledException) when (ct.IsCancellationRequested) { }
+            catch (Exception e)
+            {
+                _logger.LogError(e, "change log commit failed");
+                await Task.Delay(100, CancellationToken.None);
+            }
+        }
+    }
+
+    private async Task CheckpointLoopAsync()
+    {
+        var ct = _stopping.Token;
+        while (!ct.IsCancellationRequested)
+        {
+            try
+            {
+                await Task.Delay(_options.CheckpointInterval, ct);
+                if (Interlocked.Read(ref _writesSinceCheckpoint) > 0) await CheckpointAsync();
+            }
+            catch (OperationCanceledException) when (ct.IsCancellationRequested) { }
+            catch (Exception e) { _logger.LogError(e, "id index checkpoint failed"); }
+        }
+    }
+
+    /// <summary>
+    /// Checkpoints FasterKV at a point where it reflects exactly the log before the current tail: writes
+    /// are held for the duration, and the log is committed first so the index never points past a commit.
+    /// </summary>
+    public async Task CheckpointAsync()
+    {
+        await _writeLock.WaitAsync();
+        try
+        {
+            var replayFrom = _log.TailAddress;
+            await _log.CommitAsync();
+            var token = await _index.CheckpointAsync();
+            new StoreState(token, replayFrom, _lastEtag, _collections.Save()).Save(_options.Directory);
+            _index.RemoveCheckpointsExcept(token);
+            _writesSinceCheckpoint = 0;
+            _logger.LogDebug("id index checkpoint {Token} at log address {Address}", token, replayFrom);
+        }
+        finally { _writeLock.Release(); }
+    }
+
+    private async Task RecoverAsync()
+    {
+        var replayFrom = _log.BeginAddress;
+        if (StoreState.Load(_options.Directory) is { } state)
+        {
+            _index.Recover(state.CheckpointToken);
+            _collections.Load(state.Collections);
+            _lastEtag = state.LastEtag;
+            replayFrom = Math.Max(replayFrom, state.ReplayFrom);
+        }
+        var replayed = 0L;
+        using (var iter = _log.Scan(replayFrom, _log.CommittedUntilAddress))
+        {
+            while (iter.GetNext(out byte[] entry, out var length, out var address, out _))
+            {
+                var (op, id, collection, etag) = Header(entry.AsSpan(0, length));
+                await ApplyToIndexAsync(op, id, collection, etag, address);
+                _lastEtag = Math.Max(_lastEtag, etag);
+                replayed++;
+            }
+        }
+        _writesSinceCheckpoint = replayed;
+        _logger.LogInformation("document store recovered: {Documents} documents, last etag {Etag}, {Replayed} log entries replayed",
+            _collections.Total, _lastEtag, replayed);
+    }
+
+    private static (ChangeOp, string, string, long) Header(ReadOnlySpan<byte> entry)
+    {
+        var r = ChangeRecord.Decode(entry);
+        return (r.Op, r.Id, r.Collection, r.Etag);
+    }
+
+    public async ValueTask DisposeAsync()
+    {
+        if (Interlocked.Exchange(ref _disposed, 1) != 0) return;
+        _stopping.Cancel();
+        await Task.WhenAll(_committer, _checkpointer).ContinueWith(_ => { });
+        try
+        {
+            if (_writesSinceCheckpoint > 0) await CheckpointAsync();
+            else await _log.CommitAsync();
+        }
+        catch (Exception e) { _logger.LogError(e, "final checkpoint failed; recovery will replay the log"); }
+        _index.Dispose();
+        _log.Dispose();
+        _logSettings.Dispose();
+    }
+}
+
+public sealed record StoreStats(long Documents, IReadOnlyDictionary<string, long> Collections, long LastEtag);
+
+public sealed record BrowsePage(IReadOnlyList<StoredDocument> Results, long? NextCursor);

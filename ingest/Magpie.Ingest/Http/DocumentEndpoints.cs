@@ -1,0 +1,161 @@
+using System.Text.Json;
+using Magpie.Contracts.Documents;
+using Magpie.Ingest.Documents;
+using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Http;
+using Microsoft.AspNetCore.Routing;
+using Microsoft.Extensions.Primitives;
+
+namespace Magpie.Ingest.Http;
+
+/// <summary>The document write/read API: <c>/docs</c>, <c>/bulk_docs</c>, <c>/stats</c>.</summary>
+public static class DocumentEndpoints
+{
+    public const int MaxPageSize = 1024;
+
+    public static IEndpointRouteBuilder MapDocumentEndpoints(this IEndpointRouteBuilder app, int maxJsonDepth = DocumentJson.DefaultMaxDepth)
+    {
+        var docs = app.MapGroup("/docs");
+        docs.MapGet("/", Browse);
+        docs.MapGet("/{**id}", Get);
+        docs.MapPut("/{**id}", (string id, HttpContext ctx, DocumentStore store) => Put(id, ctx, store, maxJsonDepth));
+        docs.MapPatch("/{**id}", Patch);
+        docs.MapDelete("/{**id}", Delete);
+        app.MapPost("/bulk_docs", (HttpContext ctx, DocumentStore store) => Bulk(ctx, store, maxJsonDepth));
+        app.MapGet("/stats", (DocumentStore store) => Results.Ok(store.Stats()));
+        return app;
+    }
+
+    private static async Task<IResult> Get(string id, HttpContext ctx, DocumentStore store)
+    {
+        if (DocumentId.Validate(id) is { } idError) return Problems.BadRequest(idError);
+        var doc = await store.GetAsync(id, ctx.RequestAborted);
+        if (doc is null) return Problems.NotFound($"document '{id}' does not exist");
+        ctx.Response.Headers.ETag = Etag.ToHeader(doc.Etag);
+        if (Matches(ctx.Request.Headers.IfNoneMatch, doc.Etag)) return Results.StatusCode(StatusCodes.Status304NotModified);
+        return new DocumentResult(doc);
+    }
+
+    private static async Task<IResult> Browse(HttpContext ctx, DocumentStore store, string? collection, int? start, int? pageSize, string? cursor)
+    {
+        var size = pageSize ?? 25;
+        if (size is < 1 or > MaxPageSize) return Problems.BadRequest($"pageSize must be between 1 and {MaxPageSize}");
+        if (start is < 0) return Problems.BadRequest("start must not be negative");
+        long from = 0;
+        if (cursor is not null && (!long.TryParse(cursor, out from) || from < 0)) return Problems.BadRequest("cursor is not one this server returned");
+        var page = await store.BrowseAsync(string.IsNullOrEmpty(collection) ? null : collection, start ?? 0, size, from, ctx.RequestAborted);
+        return new BrowseResult(page);
+    }
+
+    private static async Task<IResult> Put(string id, HttpContext ctx, DocumentStore store, int maxDepth)
+    {
+        if (DocumentId.Validate(id) is { } idError) return Problems.BadRequest(idError);
+        if (!TryIfMatch(ctx, out var ifMatch, out var bad)) return bad!;
+        var (body, problem) = await RequestBody.ReadAsync(ctx.Request, ctx.RequestAborted);
+        if (problem is not null) return problem;
+        if (DocumentJson.ValidateObject(body, maxDepth) is { } jsonError) return Problems.BadRequest(jsonError);
+        return await WriteOne(ctx, store, WriteCommand.Put(id, body!, ifMatch));
+    }
+
+    private static async Task<IResult> Patch(string id, HttpContext ctx, DocumentStore store)
+    {
+        if (DocumentId.Validate(id) is { } idError) return Problems.BadRequest(idError);
+        if (!TryIfMatch(ctx, out var ifMatch, out var bad)) return bad!;
+        var (body, problem) = await RequestBody.ReadAsync(ctx.Request, ctx.RequestAborted);
+        if (problem is not null) return problem;
+        var patch = DocumentPatcher.Parse(body, out var patchError);
+        if (patch is null) return Problems.BadRequest(patchError!);
+        return await WriteOne(ctx, store, WriteCommand.ApplyPatch(id, patch, ifMatch));
+    }
+
+    private static async Task<IResult> Delete(string id, HttpContext ctx, DocumentStore store)
+    {
+        if (DocumentId.Validate(id) is { } idError) return Problems.BadRequest(idError);
+        if (!TryIfMatch(ctx, out var ifMatch, out var bad)) return bad!;
+        try
+        {
+            await store.WriteAsync([WriteCommand.Delete(id, ifMatch)], atomic: true);
+            return Results.NoContent();
+        }
+        catch (WriteRejectedException e) { return Problems.Rejected(e.Outcome.Error!); }
+    }
+
+    private static async Task<IResult> WriteOne(HttpContext ctx, DocumentStore store, WriteCommand command)
+    {
+        try
+        {
+            var outcome = (await store.WriteAsync([command], atomic: true))[0];
+            ctx.Response.Headers.ETag = Etag.ToHeader(outcome.Etag!.Value);
+            var body = new { id = outcome.Id, etag = outcome.Etag };
+            return outcome.Created ? Results.Created($"/docs/{outcome.Id}", body) : Results.Ok(body);
+        }
+        catch (WriteRejectedException e) { return Problems.Rejected(e.Outcome.Error!); }
+    }
+
+    private static async Task<IResult> Bulk(HttpContext ctx, DocumentStore store, int maxDepth)
+    {
+        var (body, problem) = await RequestBody.ReadAsync(ctx.Request, ctx.RequestAborted);
+        if (problem is not null) return problem;
+        var commands = BulkCommandParser.Parse(body, maxDepth, out var error);
+        if (error is not null) return Problems.BadRequest(error);
+        try
+        {
+            var outcomes = await store.WriteAsync(commands, atomic: true);
+            return Results.Ok(new
+            {
+                results = outcomes.Select(o => new { id = o.Id, method = o.Method.ToString().ToUpperInvariant(), etag = o.Etag }),
+            });
+        }
+        catch (WriteRejectedException e)
+        {
+            return Problems.Rejected(e.Outcome.Error!, new Dictionary<string, object?> { ["index"] = e.Index, ["id"] = e.Outcome.Id });
+        }
+    }
+
+    private static bool TryIfMatch(HttpContext ctx, out long? etag, out IResult? problem)
+    {
+        etag = null;
+        problem = null;
+        var header = ctx.Request.Headers.IfMatch;
+        if (StringValues.IsNullOrEmpty(header)) return true;
+        if (Etag.TryParse(header.ToString(), out var e)) { etag = e; return true; }
+        problem = Problems.BadRequest($"If-Match must be an etag this server returned (e.g. \"42\"), not '{header}'");
+        return false;
+    }
+
+    private static bool Matches(StringValues ifNoneMatch, long etag)
+    {
+        foreach (var value in ifNoneMatch)
+            foreach (var part in (value ?? "").Split(','))
+                if (part.Trim() == "*" || (Etag.TryParse(part, out var e) && e == etag)) return true;
+        return false;
+    }
+
+    /// <summary>Writes a document with its metadata straight to the response, no intermediate string.</summary>
+    private sealed class DocumentResult(StoredDocument doc) : IResult
+    {
+        public async Task ExecuteAsync(HttpContext ctx)
+        {
+            ctx.Response.ContentType = "application/json; charset=utf-8";
+            ctx.Response.Headers.LastModified = doc.LastModified.ToString("R");
+            await using var w = new Utf8JsonWriter(ctx.Response.Body);
+            DocumentJson.WriteWithMetadata(w, doc);
+        }
+    }
+
+    private sealed class BrowseResult(BrowsePage page) : IResult
+    {
+        public async Task ExecuteAsync(HttpContext ctx)
+        {
+            ctx.Response.ContentType = "application/json; charset=utf-8";
+            await using var w = new Utf8JsonWriter(ctx.Response.Body);
+            w.WriteStartObject();
+            w.WriteStartArray("results");
+            foreach (var doc in page.Results) DocumentJson.WriteWithMetadata(w, doc);
+            w.WriteEndArray();
+            if (page.NextCursor is { } next) w.WriteString("nextCursor", next.ToString());
+            else w.WriteNull("nextCursor");
+            w.WriteEndObject();
+        }
+    }
+}

@@ -1,0 +1,45 @@
+using Magpie.Contracts.Changes;
+using Magpie.Ingest.Changes;
+using Magpie.Ingest.Documents;
+using Magpie.Ingest.Http;
+using Magpie.Ingest.Kafka;
+using Microsoft.AspNetCore.Routing;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Hosting;
+using Microsoft.Extensions.Logging;
+
+namespace Magpie.Ingest;
+
+/// <summary>Everything the ingest target runs: the store, its HTTP API, and (with Kafka) the input consumer and the relay.</summary>
+public static class IngestModule
+{
+    public static IServiceCollection AddIngest(this IServiceCollection services, IngestOptions options)
+    {
+        services.AddSingleton(options);
+        services.AddSingleton(sp => DocumentStore.OpenAsync(new DocumentStoreOptions
+        {
+            Directory = Path.Combine(options.DataDir, "documents"),
+            MaxDocumentBytes = options.MaxDocumentBytes,
+            CheckpointInterval = options.CheckpointInterval,
+        }, sp.GetRequiredService<ILoggerFactory>().CreateLogger("Magpie.Documents")).GetAwaiter().GetResult());
+        services.AddSingleton<ChangeLogTail>();
+        services.AddSingleton<IChangeFeed, EmbeddedChangeFeed>();
+        // Opens the store at start-up (not on the first request) and disposes it last, after a final checkpoint.
+        services.AddHostedService<StoreLifetime>();
+        if (options.KafkaBootstrapServers is not null)
+        {
+            services.AddSingleton<DocumentTopicConsumer>().AddHostedService(sp => sp.GetRequiredService<DocumentTopicConsumer>());
+            services.AddSingleton<ChangeRelay>().AddHostedService(sp => sp.GetRequiredService<ChangeRelay>());
+        }
+        return services;
+    }
+
+    public static IEndpointRouteBuilder MapIngest(this IEndpointRouteBuilder app, IngestOptions options) =>
+        app.MapDocumentEndpoints(options.MaxJsonDepth);
+
+    private sealed class StoreLifetime(DocumentStore store) : IHostedService
+    {
+        public Task StartAsync(CancellationToken cancellationToken) => Task.CompletedTask;
+        public async Task StopAsync(CancellationToken cancellationToken) => await store.DisposeAsync();
+    }
+}

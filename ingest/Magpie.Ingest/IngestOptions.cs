@@ -1,0 +1,24 @@
+namespace Magpie.Ingest;
+
+public sealed class IngestOptions
+{
+    /// <summary>Root data folder; the store lives in <c>{DataDir}/documents</c>, the relay position in <c>{DataDir}/relay</c>.</summary>
+    public required string DataDir { get; init; }
+
+    /// <summary>Kafka bootstrap servers; null = embedded (no input topic, no relay).</summary>
+    public string? KafkaBootstrapServers { get; init; }
+
+    public int KafkaPartitions { get; init; } = 6;
+    public short KafkaReplicationFactor { get; init; } = 1;
+    public string ConsumerGroup { get; init; } = "magpie-ingest";
+
+    /// <summary>Most input-topic messages applied in one store batch (and one offset commit).</summary>
+    public int InputBatchSize { get; init; } = 512;
+
+    /// <summary>Most changes published between two persisted relay positions.</summary>
+    public int RelayBatchSize { get; init; } = 5_000;
+
+    public int MaxDocumentBytes { get; init; } = 16 * 1024 * 1024;
+    public int MaxJsonDepth { get; init; } = 64;
+    public TimeSpan CheckpointInterval { get; init; } = TimeSpan.FromSeconds(60);
+}

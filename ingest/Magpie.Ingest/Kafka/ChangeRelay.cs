@@ -1,0 +1,88 @@
+using System.Buffers;
+using Confluent.Kafka;
+using Magpie.Contracts;
+using Magpie.Contracts.Changes;
+using Magpie.Ingest.Changes;
+using Magpie.Kafka;
+using Microsoft.Extensions.Hosting;
+using Microsoft.Extensions.Logging;
+
+namespace Magpie.Ingest.Kafka;
+
+/// <summary>
+/// The outbox relay: tails the committed change log and publishes each change to <c>magpie.changes</c>
+/// (key = document id). The position advances only after Kafka confirmed every message before it, so a
+/// crash or an outage re-sends (at-least-once) and never skips. Writes never wait for this: while Kafka
+/// is down the producer holds the messages (no delivery timeout) and the log keeps growing.
+/// </summary>
+public sealed class ChangeRelay(ChangeLogTail tail, IngestOptions options, ILogger<ChangeRelay> logger) : BackgroundService
+{
+    private readonly RelayPosition _position = new(Path.Combine(options.DataDir, "relay"));
+    private long _published;
+
+    public long Published => Interlocked.Read(ref _published);
+
+    protected override async Task ExecuteAsync(CancellationToken stoppingToken)
+    {
+        await Task.Yield();
+        var backoff = TimeSpan.FromSeconds(1);
+        while (!stoppingToken.IsCancellationRequested)
+        {
+            try
+            {
+                await RunAsync(stoppingToken);
+            }
+            catch (OperationCanceledException) when (stoppingToken.IsCancellationRequested) { }
+            catch (Exception e)
+            {
+                logger.LogWarning("change relay stopped ({Error}); resuming from the last confirmed position in {Delay}", e.Message, backoff);
+                await Task.Delay(backoff, stoppingToken).ContinueWith(_ => { });
+                backoff = TimeSpan.FromTicks(Math.Min(backoff.Ticks * 2, TimeSpan.FromSeconds(30).Ticks));
+            }
+        }
+    }
+
+    private async Task RunAsync(CancellationToken ct)
+    {
+        var servers = options.KafkaBootstrapServers!;
+        await TopicAdmin.EnsureAsync(servers, TopicAdmin.DefaultTopics(options.KafkaPartitions, options.KafkaReplicationFactor), ct);
+        using var producer = KafkaClients.BuildProducer<string, byte[]>(KafkaClients.Producer(servers, "magpie-relay"));
+        var from = _position.Load() ?? tail.BeginAddress;
+        logger.LogInformation("change relay publishing to {Topic} from log address {Address}", Topics.Changes, from);
+        var buffer = new ArrayBufferWriter<byte>(4096);
+        await foreach (var batch in tail.ReadAsync(from, options.RelayBatchSize, ct))
+        {
+            Error? failure = null;
+            foreach (var entry in batch)
+            {
+                var record = entry.Decode();
+                buffer.ResetWrittenCount();
+                ChangeEventJson.Write(buffer, record.Id, record.Collection, record.Etag, record.Op, record.LastModified, record.Document);
+                var message = new Message<string, byte[]>
+                {
+                    Key = record.Id,
+                    Value = buffer.WrittenSpan.ToArray(),
+                    Headers = new Headers
+                    {
+                        { Topics.Headers.Op, System.Text.Encoding.UTF8.GetBytes(ChangeEventJson.OpName(record.Op)) },
+                        { Topics.Headers.Collection, System.Text.Encoding.UTF8.GetBytes(record.Collection) },
+                    },
+                };
+                producer.Produce(Topics.Changes, message, report =>
+                {
+                    if (report.Error.IsError) failure ??= report.Error;
+                });
+            }
+            await FlushAsync(producer, ct);
+            if (failure is not null) throw new KafkaException(failure);
+            _position.Save(batch[^1].NextAddress);
+            Interlocked.Add(ref _published, batch.Count);
+        }
+    }
+
+    /// <summary>Waits until every produced message is acknowledged (or failed), however long Kafka is away.</summary>
+    private static Task FlushAsync(IProducer<string, byte[]> producer, CancellationToken ct) => Task.Run(() =>
+    {
+        while (producer.Flush(TimeSpan.FromMilliseconds(500)) > 0) ct.ThrowIfCancellationRequested();
+    }, ct);
+}

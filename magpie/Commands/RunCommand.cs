@@ -1,0 +1,38 @@
+using System.CommandLine;
+using Magpie.Hosting;
+using Magpie.Modules;
+
+namespace Magpie.Commands;
+
+/// <summary>`magpie run`: start the modules of a target. Options override appsettings.json and MAGPIE__* variables.</summary>
+public static class RunCommand
+{
+    public static Command Create()
+    {
+        var target = new Option<string?>("--target", "-t") { Description = "Modules to run: all (default), ingest, indexer, query, sinks" };
+        target.AcceptOnlyFromAmong(Targets.Names);
+        var dataDir = new Option<string?>("--data-dir") { Description = "Data directory (default ./data)" };
+        var httpPort = new Option<int?>("--http-port") { Description = "HTTP port (default 8080)" };
+        var kafka = new Option<string?>("--kafka") { Description = "Kafka bootstrap servers; absent = embedded, no Kafka" };
+
+        var command = new Command("run", "Run Magpie (embedded by default)") { target, dataDir, httpPort, kafka };
+        command.SetAction(async (parse, ct) =>
+        {
+            var builder = MagpieHost.CreateBuilder();
+            var settings = MagpieHost.ReadSettings(builder);
+            if (parse.GetValue(target) is { } t) settings.Target = t;
+            if (parse.GetValue(dataDir) is { } d) settings.DataDir = d;
+            if (parse.GetValue(httpPort) is { } p) settings.HttpPort = p;
+            if (parse.GetValue(kafka) is { } k) settings.Kafka = k;
+            var app = MagpieHost.Build(builder, settings);
+            if (app is null)
+            {
+                Console.WriteLine($"target '{settings.Target}' has no module built yet; nothing to run.");
+                return 0;
+            }
+            await app.RunAsync(ct);
+            return 0;
+        });
+        return command;
+    }
+}

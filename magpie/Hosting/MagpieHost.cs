@@ -1,0 +1,68 @@
+using System.Threading.RateLimiting;
+using Magpie.Ingest.Http;
+using Magpie.Modules;
+using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Http;
+using Microsoft.AspNetCore.RateLimiting;
+
+namespace Magpie.Hosting;
+
+/// <summary>Builds the process for one target: shared HTTP plumbing, then the target's modules.</summary>
+public static class MagpieHost
+{
+    public static WebApplicationBuilder CreateBuilder() => WebApplication.CreateBuilder(new WebApplicationOptions
+    {
+        Args = [],
+        ContentRootPath = AppContext.BaseDirectory,
+    });
+
+    public static MagpieSettings ReadSettings(WebApplicationBuilder builder) =>
+        builder.Configuration.GetSection("Magpie").Get<MagpieSettings>() ?? new MagpieSettings();
+
+    /// <summary>Null when the target has nothing built to run.</summary>
+    public static WebApplication? Build(WebApplicationBuilder builder, MagpieSettings settings)
+    {
+        var modules = Targets.ModulesOf(settings.Target);
+        builder.Logging.ClearProviders();
+        builder.Logging.AddSimpleConsole(o => { o.SingleLine = true; o.TimestampFormat = "HH:mm:ss "; });
+        var startup = LoggerFactory.Create(l => l.AddSimpleConsole(o => o.SingleLine = true)).CreateLogger("Magpie");
+        foreach (var m in modules.Where(m => !m.Built))
+            startup.LogWarning("module '{Module}' is not built yet; target '{Target}' starts nothing for it", m.Name, settings.Target);
+        var running = modules.Where(m => m.Built).ToList();
+        foreach (var m in running)
+            if (m.Unmet(settings) is { } why) throw new InvalidOperationException($"module '{m.Name}' can't start: {why}");
+        if (running.Count == 0) return null;
+
+        builder.WebHost.ConfigureKestrel(k =>
+        {
+            k.ListenAnyIP(settings.HttpPort);
+            k.Limits.MaxRequestBodySize = settings.MaxRequestBodyBytes;
+        });
+        builder.Services.AddProblemDetails();
+        builder.Services.AddRateLimiter(o =>
+        {
+            // Shed load instead of queueing without bound (ARCHITECTURE.md: bounded concurrency everywhere).
+            o.GlobalLimiter = PartitionedRateLimiter.Create<HttpContext, string>(_ => RateLimitPartition.GetConcurrencyLimiter("all",
+                _ => new ConcurrencyLimiterOptions { PermitLimit = settings.MaxConcurrentRequests, QueueLimit = settings.RequestQueueLimit }));
+            o.RejectionStatusCode = StatusCodes.Status503ServiceUnavailable;
+            o.OnRejected = async (ctx, ct) =>
+            {
+                ctx.HttpContext.Response.Headers.RetryAfter = "1";
+                await Problems.Create(503, "Server busy", "too many requests in flight; retry after the Retry-After delay")
+                    .ExecuteAsync(ctx.HttpContext);
+            };
+        });
+        foreach (var m in running) m.AddServices(builder, settings);
+
+        var app = builder.Build();
+        app.UseRequestLog();
+        app.UseExceptionHandler();
+        app.UseRateLimiter();
+        app.MapGet("/health", () => Results.Ok(new { status = "ok", target = settings.Target, modules = running.Select(m => m.Name) }));
+        foreach (var m in running) m.Map(app, settings);
+        app.Lifetime.ApplicationStarted.Register(() => startup.LogInformation(
+            "magpie target '{Target}' ({Mode}) listening on :{Port}, data in {DataDir}",
+            settings.Target, settings.Embedded ? "embedded" : $"kafka {settings.Kafka}", settings.HttpPort, Path.GetFullPath(settings.DataDir)));
+        return app;
+    }
+}

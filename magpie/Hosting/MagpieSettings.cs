@@ -1,0 +1,27 @@
+namespace Magpie.Hosting;
+
+/// <summary>
+/// Settings of `magpie run`, bound from the <c>Magpie</c> section: appsettings.json, then environment
+/// (<c>MAGPIE__DATADIR</c>, <c>MAGPIE__HTTPPORT</c>, <c>MAGPIE__KAFKA</c>, …), then command-line options.
+/// </summary>
+public sealed class MagpieSettings
+{
+    public string Target { get; set; } = "all";
+    public string DataDir { get; set; } = "./data";
+    public int HttpPort { get; set; } = 8080;
+
+    /// <summary>Kafka bootstrap servers; empty = embedded mode (no Kafka at all).</summary>
+    public string? Kafka { get; set; }
+
+    public int KafkaPartitions { get; set; } = 6;
+    public short KafkaReplicationFactor { get; set; } = 1;
+    public long MaxRequestBodyBytes { get; set; } = 16 * 1024 * 1024;
+    public int MaxJsonDepth { get; set; } = 64;
+
+    /// <summary>Requests served at once; more wait in a queue of <see cref="RequestQueueLimit"/>, beyond that 503 + Retry-After.</summary>
+    public int MaxConcurrentRequests { get; set; } = 256;
+    public int RequestQueueLimit { get; set; } = 1024;
+    public int CheckpointIntervalSeconds { get; set; } = 60;
+
+    public bool Embedded => string.IsNullOrWhiteSpace(Kafka);
+}

@@ -1,0 +1,31 @@
+using Magpie.Hosting;
+using Magpie.Ingest;
+using Microsoft.AspNetCore.Builder;
+
+namespace Magpie.Modules;
+
+/// <summary>
+/// ingest: the document store on FASTER and the write API; with Kafka, also the input-topic consumer
+/// and the relay to <c>magpie.changes</c>. Needs: a data directory; Kafka optional.
+/// </summary>
+public sealed class IngestModuleWiring : IMagpieModule
+{
+    public string Name => "ingest";
+    public bool Built => true;
+
+    public void AddServices(WebApplicationBuilder builder, MagpieSettings settings) =>
+        builder.Services.AddIngest(Options(settings));
+
+    public void Map(WebApplication app, MagpieSettings settings) => app.MapIngest(Options(settings));
+
+    private static IngestOptions Options(MagpieSettings s) => new()
+    {
+        DataDir = Path.GetFullPath(s.DataDir),
+        KafkaBootstrapServers = s.Embedded ? null : s.Kafka,
+        KafkaPartitions = s.KafkaPartitions,
+        KafkaReplicationFactor = s.KafkaReplicationFactor,
+        MaxDocumentBytes = (int)Math.Min(s.MaxRequestBodyBytes, int.MaxValue / 4),
+        MaxJsonDepth = s.MaxJsonDepth,
+        CheckpointInterval = TimeSpan.FromSeconds(Math.Max(1, s.CheckpointIntervalSeconds)),
+    };
+}

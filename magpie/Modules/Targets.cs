@@ -1,0 +1,43 @@
+using Magpie.Hosting;
+using Microsoft.AspNetCore.Builder;
+
+namespace Magpie.Modules;
+
+/// <summary>A part of Magpie that a target can run. Each declares what it needs in one place.</summary>
+public interface IMagpieModule
+{
+    string Name { get; }
+
+    /// <summary>False for modules whose issue has not landed yet: they start nothing and say so.</summary>
+    bool Built { get; }
+
+    /// <summary>Why this module can't run with these settings (e.g. needs Kafka in a split deployment), or null.</summary>
+    string? Unmet(MagpieSettings settings) => null;
+
+    void AddServices(WebApplicationBuilder builder, MagpieSettings settings) { }
+
+    void Map(WebApplication app, MagpieSettings settings) { }
+}
+
+/// <summary>Which modules each `--target` runs (Loki-style single binary). The only place that says so.</summary>
+public static class Targets
+{
+    public static readonly string[] Names = ["all", "ingest", "indexer", "query", "sinks"];
+
+    public static IReadOnlyList<IMagpieModule> ModulesOf(string target) => target switch
+    {
+        "all" => [new IngestModuleWiring(), NotBuilt("indexer"), NotBuilt("query"), NotBuilt("sinks")],
+        "ingest" => [new IngestModuleWiring()],
+        "indexer" => [NotBuilt("indexer")],
+        "query" => [NotBuilt("query")],
+        "sinks" => [NotBuilt("sinks")],
+        _ => throw new ArgumentException($"unknown target '{target}' (expected one of {string.Join(", ", Names)})"),
+    };
+
+    private static IMagpieModule NotBuilt(string name) => new NotBuiltModule(name);
+
+    private sealed record NotBuiltModule(string Name) : IMagpieModule
+    {
+        public bool Built => false;
+    }
+}

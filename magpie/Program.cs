@@ -1,0 +1,9 @@
+using System.CommandLine;
+using Magpie.Commands;
+
+var root = new RootCommand("Magpie: a message-driven document indexing pipeline")
+{
+    RunCommand.Create(),
+    ProduceCommand.Create(),
+};
+return await root.Parse(args).InvokeAsync();
