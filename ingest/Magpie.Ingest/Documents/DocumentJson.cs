@@ -16,7 +16,7 @@ public static class DocumentJson
             if (!reader.Read()) return "the document is empty";
             if (reader.TokenType != JsonTokenType.StartObject) return $"a document must be a JSON object, not {Describe(reader.TokenType)}";
             reader.Skip();
-            if (reader.Read()) return "unexpected data after the document's closing brace";
+            reader.Read(); // throws on anything after the object but whitespace
             return null;
         }
         catch (JsonException e)
@@ -25,7 +25,7 @@ public static class DocumentJson
         }
     }
 
-    public static string MalformedReason(JsonException e) => e.Message.Contains("depth", StringComparison.OrdinalIgnoreCase)
+    public static string MalformedReason(JsonException e) => e.Message.Contains("maximum configured depth", StringComparison.OrdinalIgnoreCase)
         ? $"the JSON nests deeper than allowed: {e.Message}"
         : $"malformed JSON: {e.Message}";
 

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The test command (README): builds librdkafka if needed, then runs every test. Kafka tests start a
+# local single-node KRaft broker from $KAFKA_HOME (default ../shared/kafka) unless
+# KAFKA_BOOTSTRAP_SERVERS names one; a Docker engine, when one answers, is used instead of KAFKA_HOME.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/build-librdkafka.sh
+if [ -z "${KAFKA_HOME:-}" ] && [ -d ../shared/kafka/libs ]; then export KAFKA_HOME="$(cd ../shared/kafka && pwd)"; fi
+out=$(mktemp)
+set +e
+dotnet test Magpie.sln -c Release --logger "console;verbosity=normal" 2>&1 | tee "$out"
+status=${PIPESTATUS[0]}
+set -e
+passed=$(grep -oE "Passed: +[0-9]+" "$out" | awk '{s+=$2} END {print s+0}')
+failed=$(grep -oE "Failed: +[0-9]+" "$out" | awk '{s+=$2} END {print s+0}')
+skipped=$(grep -oE "Skipped: +[0-9]+" "$out" | awk '{s+=$2} END {print s+0}')
+rm -f "$out"
+echo "$passed passed, $failed failed, $skipped skipped"
+exit "$status"

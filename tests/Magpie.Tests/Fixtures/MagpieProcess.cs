@@ -1,0 +1,104 @@
+using System.Collections.Concurrent;
+using System.Diagnostics;
+using System.Net.Http.Json;
+using System.Text.Json;
+
+namespace Magpie.Tests.Fixtures;
+
+/// <summary>
+/// The real `magpie` executable as a child process on a free port, talking real HTTP. Killable with
+/// SIGKILL (a crash) and restartable on the same data directory.
+/// </summary>
+public sealed class MagpieProcess : IAsyncDisposable
+{
+    private readonly ConcurrentQueue<string> _output = new();
+    private readonly Dictionary<string, string> _environment;
+    private Process? _process;
+
+    public string DataDir { get; }
+    public int Port { get; }
+    public string? Kafka { get; }
+    public string Target { get; }
+    public HttpClient Http { get; }
+    public Uri BaseUrl => new($"http://127.0.0.1:{Port}/");
+
+    private MagpieProcess(string dataDir, string? kafka, string target, Dictionary<string, string> environment)
+    {
+        DataDir = dataDir;
+        Kafka = kafka;
+        Target = target;
+        _environment = environment;
+        Port = FreePort.Next();
+        Http = new HttpClient { BaseAddress = BaseUrl, Timeout = TimeSpan.FromSeconds(60) };
+    }
+
+    public static async Task<MagpieProcess> StartAsync(string? kafka = null, string target = "all", string? dataDir = null,
+        Dictionary<string, string>? environment = null)
+    {
+        var magpie = new MagpieProcess(dataDir ?? Directory.CreateTempSubdirectory("magpie-data-").FullName, kafka, target, environment ?? []);
+        await magpie.StartAsync();
+        return magpie;
+    }
+
+    public IReadOnlyCollection<string> Output => _output;
+
+    public async Task StartAsync()
+    {
+        var psi = new ProcessStartInfo("dotnet")
+        {
+            RedirectStandardOutput = true,
+            RedirectStandardError = true,
+            UseShellExecute = false,
+        };
+        foreach (var a in new[] { RepoPaths.MagpieDll, "run", "--target", Target, "--data-dir", DataDir, "--http-port", Port.ToString() })
+            psi.ArgumentList.Add(a);
+        if (Kafka is not null) { psi.ArgumentList.Add("--kafka"); psi.ArgumentList.Add(Kafka); }
+        psi.Environment["MAGPIE__CHECKPOINTINTERVALSECONDS"] = "5";
+        foreach (var (k, v) in _environment) psi.Environment[k] = v;
+        _process = Process.Start(psi)!;
+        _process.OutputDataReceived += (_, e) => { if (e.Data is not null) _output.Enqueue(e.Data); };
+        _process.ErrorDataReceived += (_, e) => { if (e.Data is not null) _output.Enqueue(e.Data); };
+        _process.BeginOutputReadLine();
+        _process.BeginErrorReadLine();
+        var deadline = DateTime.UtcNow.AddSeconds(60);
+        while (true)
+        {
+            if (_process.HasExited) throw new InvalidOperationException($"magpie exited with {_process.ExitCode}:\n{string.Join('\n', _output)}");
+            try
+            {
+                using var health = await Http.GetAsync("health");
+                if (health.IsSuccessStatusCode) return;
+            }
+            catch (HttpRequestException) { }
+            if (DateTime.UtcNow > deadline) throw new TimeoutException($"magpie did not answer /health:\n{string.Join('\n', _output)}");
+            await Task.Delay(100);
+        }
+    }
+
+    /// <summary>kill -9: no shutdown hooks, no final checkpoint, no flush.</summary>
+    public void Crash()
+    {
+        if (_process is null || _process.HasExited) return;
+        Signals.Send(_process.Id, Signals.SigKill);
+        _process.WaitForExit();
+    }
+
+    public async Task StopAsync()
+    {
+        if (_process is null || _process.HasExited) return;
+        Signals.Send(_process.Id, Signals.SigTerm);
+        using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(30));
+        try { await _process.WaitForExitAsync(cts.Token); }
+        catch (OperationCanceledException) { Crash(); }
+    }
+
+    public async Task<JsonElement> StatsAsync() => await Http.GetFromJsonAsync<JsonElement>("stats");
+
+    public async ValueTask DisposeAsync()
+    {
+        Crash();
+        _process?.Dispose();
+        Http.Dispose();
+        try { Directory.Delete(DataDir, recursive: true); } catch (IOException) { }
+    }
+}
