@@ -14,6 +14,9 @@ public sealed class MagpieSettings
     public string? Kafka { get; set; }
 
     public int KafkaPartitions { get; set; } = 6;
+
+    /// <summary>Consumer group of the ingest target on <c>magpie.documents</c>; ingest processes sharing it split the partitions.</summary>
+    public string ConsumerGroup { get; set; } = "magpie-ingest";
     public short KafkaReplicationFactor { get; set; } = 1;
     public long MaxRequestBodyBytes { get; set; } = 16 * 1024 * 1024;
     public int MaxJsonDepth { get; set; } = 64;

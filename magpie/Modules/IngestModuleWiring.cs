@@ -24,6 +24,7 @@ public sealed class IngestModuleWiring : IMagpieModule
         KafkaBootstrapServers = s.Embedded ? null : s.Kafka,
         KafkaPartitions = s.KafkaPartitions,
         KafkaReplicationFactor = s.KafkaReplicationFactor,
+        ConsumerGroup = s.ConsumerGroup,
         MaxDocumentBytes = (int)Math.Min(s.MaxRequestBodyBytes, int.MaxValue / 4),
         MaxJsonDepth = s.MaxJsonDepth,
         CheckpointInterval = TimeSpan.FromSeconds(Math.Max(1, s.CheckpointIntervalSeconds)),

@@ -167,7 +167,9 @@ public sealed class DocumentStore : IAsyncDisposable
                     byte[] patched;
                     try { patched = DocumentPatcher.Apply(before, cmd.Patch!); }
                     catch (JsonPatchException e) { outcomes[i] = Failed(cmd, WriteErrorKind.PatchFailed, e.Message); continue; }
-                    write = new PlannedWrite(i, ChangeOp.Put, cmd.Id, CollectionFor(cmd, patched), patched, false);
+                    // A patch keeps the document in its collection unless the patched metadata names another.
+                    var patchedCollection = cmd.Collection ?? DocumentJson.ExplicitCollection(patched) ?? current.Collection!;
+                    write = new PlannedWrite(i, ChangeOp.Put, cmd.Id, patchedCollection, patched, false);
                     break;
                 case WriteMethod.Delete:
                     if (!current.Exists) { outcomes[i] = new WriteOutcome(cmd.Id, cmd.Method, null, false, null); continue; }

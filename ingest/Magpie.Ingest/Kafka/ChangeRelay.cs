@@ -1,4 +1,5 @@
 using System.Buffers;
+using System.Text;
 using Confluent.Kafka;
 using Magpie.Contracts;
 using Magpie.Contracts.Changes;
@@ -52,7 +53,7 @@ public sealed class ChangeRelay(ChangeLogTail tail, IngestOptions options, ILogg
         var buffer = new ArrayBufferWriter<byte>(4096);
         await foreach (var batch in tail.ReadAsync(from, options.RelayBatchSize, ct))
         {
-            Error? failure = null;
+            var delivered = new BatchDelivery(batch.Count);
             foreach (var entry in batch)
             {
                 var record = entry.Decode();
@@ -64,25 +65,31 @@ public sealed class ChangeRelay(ChangeLogTail tail, IngestOptions options, ILogg
                     Value = buffer.WrittenSpan.ToArray(),
                     Headers = new Headers
                     {
-                        { Topics.Headers.Op, System.Text.Encoding.UTF8.GetBytes(ChangeEventJson.OpName(record.Op)) },
-                        { Topics.Headers.Collection, System.Text.Encoding.UTF8.GetBytes(record.Collection) },
+                        { Topics.Headers.Op, Encoding.UTF8.GetBytes(ChangeEventJson.OpName(record.Op)) },
+                        { Topics.Headers.Collection, Encoding.UTF8.GetBytes(record.Collection) },
                     },
                 };
-                producer.Produce(Topics.Changes, message, report =>
-                {
-                    if (report.Error.IsError) failure ??= report.Error;
-                });
+                producer.Produce(Topics.Changes, message, delivered.Report);
             }
-            await FlushAsync(producer, ct);
-            if (failure is not null) throw new KafkaException(failure);
+            // Awaited, not flushed: a blocking Flush would pin a thread-pool thread for as long as Kafka is away.
+            await delivered.Completion.WaitAsync(ct);
             _position.Save(batch[^1].NextAddress);
             Interlocked.Add(ref _published, batch.Count);
         }
     }
 
-    /// <summary>Waits until every produced message is acknowledged (or failed), however long Kafka is away.</summary>
-    private static Task FlushAsync(IProducer<string, byte[]> producer, CancellationToken ct) => Task.Run(() =>
+    /// <summary>Completes when Kafka has acknowledged every message of a batch; fails on the first delivery error.</summary>
+    private sealed class BatchDelivery(int count)
     {
-        while (producer.Flush(TimeSpan.FromMilliseconds(500)) > 0) ct.ThrowIfCancellationRequested();
-    }, ct);
+        private int _pending = count;
+        private readonly TaskCompletionSource _done = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+        public Task Completion => _done.Task;
+
+        public void Report(DeliveryReport<string, byte[]> report)
+        {
+            if (report.Error.IsError) _done.TrySetException(new KafkaException(report.Error));
+            else if (Interlocked.Decrement(ref _pending) == 0) _done.TrySetResult();
+        }
+    }
 }

@@ -23,30 +23,36 @@ public sealed class DocumentTopicConsumer(DocumentStore store, IngestOptions opt
     public long Applied => Interlocked.Read(ref _applied);
     public long DeadLettered => Interlocked.Read(ref _deadLettered);
 
-    protected override async Task ExecuteAsync(CancellationToken stoppingToken)
+    /// <summary>
+    /// Runs on its own thread: Confluent's consumer API blocks (Consume, Commit), and blocking thread-pool
+    /// threads starves the HTTP API exactly when Kafka is unreachable.
+    /// </summary>
+    protected override Task ExecuteAsync(CancellationToken stoppingToken) =>
+        Task.Factory.StartNew(() => Loop(stoppingToken), stoppingToken, TaskCreationOptions.LongRunning, TaskScheduler.Default);
+
+    private void Loop(CancellationToken stoppingToken)
     {
-        await Task.Yield();
         var backoff = TimeSpan.FromSeconds(1);
         while (!stoppingToken.IsCancellationRequested)
         {
             try
             {
-                await RunAsync(stoppingToken);
+                Run(stoppingToken);
             }
             catch (OperationCanceledException) when (stoppingToken.IsCancellationRequested) { }
             catch (Exception e)
             {
                 logger.LogWarning("input topic consumer stopped ({Error}); uncommitted messages will be re-read, restarting in {Delay}", e.Message, backoff);
-                await Task.Delay(backoff, stoppingToken).ContinueWith(_ => { });
+                stoppingToken.WaitHandle.WaitOne(backoff);
                 backoff = TimeSpan.FromTicks(Math.Min(backoff.Ticks * 2, TimeSpan.FromSeconds(30).Ticks));
             }
         }
     }
 
-    private async Task RunAsync(CancellationToken ct)
+    private void Run(CancellationToken ct)
     {
         var servers = options.KafkaBootstrapServers!;
-        await TopicAdmin.EnsureAsync(servers, TopicAdmin.DefaultTopics(options.KafkaPartitions, options.KafkaReplicationFactor), ct);
+        TopicAdmin.EnsureAsync(servers, TopicAdmin.DefaultTopics(options.KafkaPartitions, options.KafkaReplicationFactor), ct).GetAwaiter().GetResult();
         using var consumer = KafkaClients.BuildConsumer<byte[], byte[]>(KafkaClients.Consumer(servers, options.ConsumerGroup));
         using var deadLetters = KafkaClients.BuildProducer<byte[], byte[]>(KafkaClients.Producer(servers, "magpie-ingest-dlq"));
         consumer.Subscribe(Topics.Documents);
@@ -55,9 +61,9 @@ public sealed class DocumentTopicConsumer(DocumentStore store, IngestOptions opt
         {
             while (!ct.IsCancellationRequested)
             {
-                var messages = await Task.Run(() => ConsumeBatch(consumer, ct), ct);
+                var messages = ConsumeBatch(consumer, ct);
                 if (messages.Count == 0) continue;
-                await ApplyAsync(messages, deadLetters, ct);
+                ApplyAsync(messages, deadLetters, ct).GetAwaiter().GetResult();
                 consumer.Commit(messages
                     .GroupBy(m => m.TopicPartition)
                     .Select(g => new TopicPartitionOffset(g.Key, g.Max(m => m.Offset.Value) + 1)));

@@ -15,6 +15,9 @@ public sealed class MagpieProcess : IAsyncDisposable
     private readonly Dictionary<string, string> _environment;
     private Process? _process;
 
+    // Test instances share one broker: each instance (and its restarts) has its own input-topic consumer group.
+    private readonly string _consumerGroup = $"magpie-test-{Guid.NewGuid():N}";
+
     public string DataDir { get; }
     public int Port { get; }
     public string? Kafka { get; }
@@ -54,6 +57,7 @@ public sealed class MagpieProcess : IAsyncDisposable
             psi.ArgumentList.Add(a);
         if (Kafka is not null) { psi.ArgumentList.Add("--kafka"); psi.ArgumentList.Add(Kafka); }
         psi.Environment["MAGPIE__CHECKPOINTINTERVALSECONDS"] = "5";
+        psi.Environment["MAGPIE__CONSUMERGROUP"] = _consumerGroup;
         foreach (var (k, v) in _environment) psi.Environment[k] = v;
         _process = Process.Start(psi)!;
         _process.OutputDataReceived += (_, e) => { if (e.Data is not null) _output.Enqueue(e.Data); };

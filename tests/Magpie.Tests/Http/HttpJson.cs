@@ -21,6 +21,14 @@ public static class HttpJson
 
     public static Task<HttpResponseMessage> BulkAsync(this HttpClient http, string commands) => http.PostAsync("bulk_docs", Json(commands));
 
+    /// <summary>POST /bulk_docs with PUTs of (id, document JSON) pairs.</summary>
+    public static Task<HttpResponseMessage> BulkPutAsync(this HttpClient http, IEnumerable<(string Id, string Document)> docs) =>
+        http.BulkAsync("[" + string.Join(',', docs.Select(d => "{\"method\":\"PUT\",\"id\":" + JsonSerializer.Serialize(d.Id) + ",\"document\":" + d.Document + "}")) + "]");
+
+    /// <summary>The etags a successful bulk response returned, in command order.</summary>
+    public static async Task<List<long>> BulkEtagsAsync(this HttpResponseMessage response) =>
+        (await response.JsonAsync()).GetProperty("results").EnumerateArray().Select(r => r.GetProperty("etag").GetInt64()).ToList();
+
     public static async Task<JsonElement> JsonAsync(this HttpResponseMessage response) =>
         await response.Content.ReadFromJsonAsync<JsonElement>();
 

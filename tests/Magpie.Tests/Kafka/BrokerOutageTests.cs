@@ -1,0 +1,48 @@
+using System.Collections.Concurrent;
+using System.Net;
+using Magpie.Tests.Fixtures;
+using Magpie.Tests.Http;
+
+namespace Magpie.Tests.Kafka;
+
+/// <summary>Kafka down ≠ writes down: the broker is stopped in the middle of a load and started again.</summary>
+[Collection(KafkaCollection.Name)]
+public sealed class BrokerOutageTests
+{
+    [Fact]
+    public async Task Writes_are_acknowledged_while_kafka_is_down_and_every_change_arrives_after_it_returns()
+    {
+        await using var broker = await KafkaBroker.StartOwnedAsync();   // this test stops it, so it is ours
+        await using var magpie = await MagpieProcess.StartAsync(broker.BootstrapServers);
+        var prefix = $"outage{Guid.NewGuid():N}"[..14];
+        var etags = new ConcurrentBag<long>();
+        var phase = "before";
+        var ackedWhileDown = 0;
+        using var stop = new CancellationTokenSource();
+        var writer = Task.Run(async () =>
+        {
+            for (var batch = 0; !stop.IsCancellationRequested; batch++)
+            {
+                using var response = await magpie.Http.BulkPutAsync(Enumerable.Range(0, 20).Select(i => ($"{prefix}/{i}", $$"""{"batch":{{batch}}}""")));
+                Assert.Equal(HttpStatusCode.OK, response.StatusCode);
+                foreach (var etag in await response.BulkEtagsAsync()) etags.Add(etag);
+                if (phase == "down") Interlocked.Increment(ref ackedWhileDown);
+                await Task.Delay(20);
+            }
+        });
+
+        await Task.Delay(TimeSpan.FromSeconds(3));
+        await broker.StopAsync();
+        phase = "down";
+        await Task.Delay(TimeSpan.FromSeconds(6));
+        phase = "after";
+        await broker.RestartAsync();
+        await Task.Delay(TimeSpan.FromSeconds(3));
+        stop.Cancel();
+        await writer;   // surfaces any failed write first
+
+        Assert.True(ackedWhileDown > 10, $"only {ackedWhileDown} batches were acknowledged while Kafka was down");
+        var changes = await ChangeFeedReader.ReadUntilAsync(broker.BootstrapServers, prefix + "/", etags.ToHashSet(), TimeSpan.FromSeconds(120));
+        ChangeFeedReader.AssertEtagOrderPerKey(changes);
+    }
+}
