@@ -217,7 +217,7 @@ public sealed class DocumentStore : IAsyncDisposable
     public async Task<StoredDocument?> GetAsync(string id, CancellationToken ct = default)
     {
         if (await _index.TryGetAsync(id) is not { } pointer) return null;
-        return ToStored(ChangeRecord.Decode(await ReadEntryAsync(pointer.Address, ct)));
+        return ToStored(ChangeRecord.Decode(await ReadEntryAsync(pointer.Address, underWriteLock: false, ct)));
     }
 
     public async ValueTask<long?> GetEtagAsync(string id) => (await _index.TryGetAsync(id))?.Etag;
@@ -258,16 +258,18 @@ public sealed class DocumentStore : IAsyncDisposable
 
     private async Task<byte[]> ReadDocumentAsync(long address)
     {
-        var entry = await ReadEntryAsync(address, CancellationToken.None);
+        var entry = await ReadEntryAsync(address, underWriteLock: true, CancellationToken.None);
         return ChangeRecord.Decode(entry).Document.ToArray();
     }
 
-    private async Task<byte[]> ReadEntryAsync(long address, CancellationToken ct)
+    private async Task<byte[]> ReadEntryAsync(long address, bool underWriteLock, CancellationToken ct)
     {
         // FasterLog reads only committed entries; an entry still waiting for its group commit is waited for.
         if (address >= _log.CommittedUntilAddress)
         {
-            _commitRequested.Release();
+            // Under the write lock no batch is half-enqueued, so commit directly: the committer needs that lock.
+            if (underWriteLock) _log.Commit(spinWait: false);
+            else _commitRequested.Release();
             await _log.WaitForCommitAsync(address + 1, token: ct);
         }
         var (entry, length) = await _log.ReadAsync(address, token: ct);

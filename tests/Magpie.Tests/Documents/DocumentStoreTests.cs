@@ -1,0 +1,123 @@
+using System.Text;
+using Magpie.Ingest.Documents;
+
+namespace Magpie.Tests.Documents;
+
+/// <summary>The FASTER-backed store in-process: etags, atomicity, patches, recovery from checkpoint + log.</summary>
+public sealed class DocumentStoreTests : IAsyncLifetime
+{
+    private readonly string _dir = Directory.CreateTempSubdirectory("magpie-store-").FullName;
+    private DocumentStore _store = null!;
+
+    public async Task InitializeAsync() => _store = await Open();
+
+    public async Task DisposeAsync()
+    {
+        await _store.DisposeAsync();
+        Directory.Delete(_dir, recursive: true);
+    }
+
+    private Task<DocumentStore> Open() => DocumentStore.OpenAsync(new DocumentStoreOptions { Directory = _dir, LogMemoryBytes = 1L << 26 });
+
+    private static byte[] Json(string s) => Encoding.UTF8.GetBytes(s);
+
+    private static Microsoft.AspNetCore.JsonPatch.JsonPatchDocument Patch(string json) => DocumentPatcher.Parse(Json(json), out _)!;
+
+    [Fact]
+    public async Task Concurrent_writers_get_unique_strictly_increasing_etags()
+    {
+        var etags = await Task.WhenAll(Enumerable.Range(0, 8).Select(w => Task.Run(async () =>
+        {
+            var mine = new List<long>();
+            for (var i = 0; i < 200; i++)
+                mine.Add((await _store.WriteAsync([WriteCommand.Put($"c/{w}-{i}", Json("{}"))], atomic: true))[0].Etag!.Value);
+            return mine;
+        })));
+        foreach (var perWriter in etags) Assert.Equal(perWriter.Order(), perWriter);
+        var all = etags.SelectMany(e => e).ToList();
+        Assert.Equal(all.Count, all.Distinct().Count());
+        Assert.Equal(1600, _store.Stats().Documents);
+        Assert.Equal(all.Max(), _store.LastEtag);
+    }
+
+    [Fact]
+    public async Task Patches_read_back_documents_written_long_before()
+    {
+        // Enough documents that the early ones are only on disk, then patch every one of them in batches.
+        var pad = new string('p', 900);
+        for (var b = 0; b < 40; b++)
+            await _store.WriteAsync(Enumerable.Range(b * 100, 100).Select(i => WriteCommand.Put($"users/{i}", Json($$"""{"Badges":[],"pad":"{{pad}}"}"""))).ToList(), atomic: true);
+        for (var b = 0; b < 40; b++)
+            await _store.WriteAsync(Enumerable.Range(b * 100, 100).Select(i => WriteCommand.ApplyPatch($"users/{i}", Patch("""[{"op":"add","path":"/Badges/-","value":{"Name":"x"}}]"""))).ToList(), atomic: true);
+        var doc = await _store.GetAsync("users/0");
+        Assert.Contains("\"Name\":\"x\"", Encoding.UTF8.GetString(doc!.Json));
+    }
+
+    [Fact]
+    public async Task Concurrent_patch_batches_of_the_same_documents_all_apply()
+    {
+        await _store.WriteAsync(Enumerable.Range(0, 10).Select(i => WriteCommand.Put($"p/{i}", Json("""{"Items":[]}"""))).ToList(), atomic: true);
+        var patch = Patch("""[{"op":"add","path":"/Items/-","value":1}]""");
+        await Task.WhenAll(Enumerable.Range(0, 4).Select(_ => Task.Run(async () =>
+        {
+            // Each batch patches a document whose latest version another batch may not have committed yet.
+            for (var round = 0; round < 25; round++)
+                await _store.WriteAsync(Enumerable.Range(0, 10).Select(i => WriteCommand.ApplyPatch($"p/{i}", patch)).ToList(), atomic: true);
+        }))).WaitAsync(TimeSpan.FromSeconds(60));
+        foreach (var i in Enumerable.Range(0, 10))
+            Assert.Equal(100, System.Text.Json.JsonDocument.Parse((await _store.GetAsync($"p/{i}"))!.Json).RootElement.GetProperty("Items").GetArrayLength());
+    }
+
+    [Fact]
+    public async Task A_rejected_atomic_batch_writes_nothing()
+    {
+        await _store.WriteAsync([WriteCommand.Put("a/1", Json("""{"v":1}"""))], atomic: true);
+        var before = _store.Stats();
+        var e = await Assert.ThrowsAsync<WriteRejectedException>(() => _store.WriteAsync(
+            [WriteCommand.Put("a/2", Json("{}")), WriteCommand.ApplyPatch("a/missing", Patch("""[{"op":"add","path":"/x","value":1}]"""))], atomic: true));
+        Assert.Equal(1, e.Index);
+        Assert.Equal(WriteErrorKind.NotFound, e.Outcome.Error!.Kind);
+        Assert.Equal(before, _store.Stats() with { Collections = before.Collections });
+        Assert.Null(await _store.GetAsync("a/2"));
+    }
+
+    [Fact]
+    public async Task Non_atomic_batches_report_each_failure_and_apply_the_rest()
+    {
+        var outcomes = await _store.WriteAsync(
+        [
+            WriteCommand.Put("b/1", Json("{}")),
+            WriteCommand.Put("b/2", Json("{}"), ifMatch: 12345),
+            WriteCommand.ApplyPatch("b/1", Patch("""[{"op":"test","path":"/nope","value":1}]""")),
+            WriteCommand.Delete("b/never"),
+        ], atomic: false);
+        Assert.True(outcomes[0].Succeeded);
+        Assert.Equal(WriteErrorKind.Conflict, outcomes[1].Error!.Kind);
+        Assert.Equal(WriteErrorKind.PatchFailed, outcomes[2].Error!.Kind);
+        Assert.True(outcomes[3].Succeeded);
+        Assert.Null(outcomes[3].Etag);
+        Assert.NotNull(await _store.GetAsync("b/1"));
+    }
+
+    [Fact]
+    public async Task Reopening_recovers_documents_counts_and_etags_from_checkpoint_and_log_tail()
+    {
+        await _store.WriteAsync([WriteCommand.Put("Users/1", Json("{}")), WriteCommand.Put("users/2", Json("{}"))], atomic: true);
+        await _store.CheckpointAsync();
+        // After the checkpoint: only in the log, replayed on open.
+        await _store.WriteAsync([WriteCommand.Put("users/3", Json("""{"@metadata":{"@collection":"Admins"}}""")), WriteCommand.Delete("users/2")], atomic: true);
+        var before = _store.Stats();
+        await _store.DisposeAsync();
+
+        _store = await Open();
+        var after = _store.Stats();
+        Assert.Equal(before.LastEtag, after.LastEtag);
+        Assert.Equal(2, after.Documents);
+        Assert.Equal(1, after.Collections["users"]);
+        Assert.Equal(1, after.Collections["Admins"]);
+        Assert.Equal("Admins", (await _store.GetAsync("users/3"))!.Collection);
+        Assert.Null(await _store.GetAsync("users/2"));
+        var next = (await _store.WriteAsync([WriteCommand.Put("users/4", Json("{}"))], atomic: true))[0].Etag;
+        Assert.Equal(before.LastEtag + 1, next);
+    }
+}
