@@ -4,7 +4,7 @@ using System.Text.Json;
 using Magpie.Bench;
 
 // Usage: dotnet run -c Release --project bench/Magpie.Bench -- [--docs N] [--clients C] [--batch B] [--dir D]
-var docs = Arg("--docs", 200_000);
+var docs = Arg("--docs", 300_000);
 var clients = (int)Arg("--clients", 8);
 var batchSize = (int)Arg("--batch", 128);
 var baseDir = ArgText("--dir") ?? Path.Combine(Path.GetTempPath(), "magpie-bench");
@@ -14,11 +14,15 @@ var run = Path.Combine(baseDir, DateTime.UtcNow.ToString("yyyyMMddHHmmss"));
 Console.WriteLine($"generating {docs:N0} synthetic posts in batches of {batchSize}…");
 var batches = IngestBenchmark.Batches(docs, batchSize, seed: 42);
 
+// Warm-up first (JIT, tiered compilation, file creation), on both sides, then the measured run.
+var warmup = IngestBenchmark.Batches(Math.Min(docs, 50_000), batchSize, seed: 7);
+await IngestBenchmark.RawLogAsync(Path.Combine(run, "raw-warmup"), warmup, clients);
 var raw = await IngestBenchmark.RawLogAsync(Path.Combine(run, "raw"), batches, clients);
 
 var port = 18000 + Random.Shared.Next(1000);
 using var magpie = StartMagpie(Path.Combine(run, "magpie"), port);
 await WaitHealthy(port);
+await IngestBenchmark.HttpBulkAsync(new Uri($"http://127.0.0.1:{port}/"), warmup.Select(b => b.Select(w => w with { Id = "warmup/" + w.Id }).ToArray()).ToList(), clients);
 var http = await IngestBenchmark.HttpBulkAsync(new Uri($"http://127.0.0.1:{port}/"), batches, clients);
 magpie.Kill();
 magpie.WaitForExit();

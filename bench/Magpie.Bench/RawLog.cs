@@ -16,7 +16,7 @@ public sealed class RawLog : IDisposable
     {
         _settings = new FasterLogSettings(dir, deleteDirOnDispose: true)
         {
-            PageSizeBits = 26, MemorySizeBits = 28, SegmentSizeBits = 30, LogChecksum = LogChecksumType.PerEntry,
+            PageSizeBits = 26, MemorySizeBits = 28, SegmentSizeBits = 30, LogChecksum = LogChecksumType.PerEntry, FastCommitMode = true,
         };
         _log = new FasterLog(_settings);
     }

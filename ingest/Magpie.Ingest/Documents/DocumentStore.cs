@@ -49,6 +49,8 @@ public sealed class DocumentStore : IAsyncDisposable
             MemorySizeBits = memoryBits,
             SegmentSizeBits = Math.Max(30, pageBits + 1),
             LogChecksum = LogChecksumType.PerEntry,
+            // Commit metadata goes into the log itself: one write per commit instead of a new metadata file each time.
+            FastCommitMode = true,
             TryRecoverLatest = true,
         };
         _log = new FasterLog(_logSettings);
@@ -110,7 +112,7 @@ public sealed class DocumentStore : IAsyncDisposable
                 ChangeRecord.Encode(buffer, w.Op, etag, now, w.Id, w.Collection, w.Document);
                 var address = _log.Enqueue(buffer.WrittenSpan);
                 Interlocked.Exchange(ref _lastEtag, etag);
-                await ApplyToIndexAsync(w.Op, w.Id, w.Collection, etag, address);
+                ApplyToIndex(w.Op, w.Id, w.Collection, etag, address, w.Before);
                 outcomes[w.Index] = new WriteOutcome(w.Id, commands[w.Index].Method, etag, w.Created, null);
             }
             end = _log.TailAddress;
@@ -129,7 +131,8 @@ public sealed class DocumentStore : IAsyncDisposable
         return outcomes;
     }
 
-    private sealed record PlannedWrite(int Index, ChangeOp Op, string Id, string Collection, byte[] Document, bool Created);
+    /// <summary>A write that passed its checks; <see cref="Before"/> is the document's collection before it (null: absent).</summary>
+    private sealed record PlannedWrite(int Index, ChangeOp Op, string Id, string Collection, byte[] Document, bool Created, string? Before);
 
     private sealed record Current(bool Exists, long Etag, long Address, string? Collection, byte[]? PendingDocument);
 
@@ -159,7 +162,7 @@ public sealed class DocumentStore : IAsyncDisposable
             {
                 case WriteMethod.Put:
                     var putDoc = cmd.Document ?? throw new ArgumentException("PUT without a document");
-                    write = new PlannedWrite(i, ChangeOp.Put, cmd.Id, CollectionFor(cmd, putDoc), putDoc, !current.Exists);
+                    write = new PlannedWrite(i, ChangeOp.Put, cmd.Id, CollectionFor(cmd, putDoc), putDoc, !current.Exists, current.Collection);
                     break;
                 case WriteMethod.Patch:
                     if (!current.Exists) { outcomes[i] = Failed(cmd, WriteErrorKind.NotFound, $"document '{cmd.Id}' does not exist"); continue; }
@@ -169,11 +172,11 @@ public sealed class DocumentStore : IAsyncDisposable
                     catch (JsonPatchException e) { outcomes[i] = Failed(cmd, WriteErrorKind.PatchFailed, e.Message); continue; }
                     // A patch keeps the document in its collection unless the patched metadata names another.
                     var patchedCollection = cmd.Collection ?? DocumentJson.ExplicitCollection(patched) ?? current.Collection!;
-                    write = new PlannedWrite(i, ChangeOp.Put, cmd.Id, patchedCollection, patched, false);
+                    write = new PlannedWrite(i, ChangeOp.Put, cmd.Id, patchedCollection, patched, false, current.Collection);
                     break;
                 case WriteMethod.Delete:
                     if (!current.Exists) { outcomes[i] = new WriteOutcome(cmd.Id, cmd.Method, null, false, null); continue; }
-                    write = new PlannedWrite(i, ChangeOp.Delete, cmd.Id, current.Collection!, [], false);
+                    write = new PlannedWrite(i, ChangeOp.Delete, cmd.Id, current.Collection!, [], false, current.Collection);
                     break;
             }
             plan.Add(write!);
@@ -191,23 +194,25 @@ public sealed class DocumentStore : IAsyncDisposable
     private static string CollectionFor(WriteCommand cmd, byte[] document) =>
         cmd.Collection ?? DocumentJson.ExplicitCollection(document) ?? DocumentId.CollectionOf(cmd.Id);
 
-    /// <summary>Brings FasterKV and the collection counts in line with one change-log entry.</summary>
-    private async ValueTask ApplyToIndexAsync(ChangeOp op, string id, string collection, long etag, long address)
+    /// <summary>
+    /// Brings FasterKV and the collection counts in line with one change-log entry.
+    /// <paramref name="before"/>: the document's collection before this entry, null when it did not exist.
+    /// </summary>
+    private void ApplyToIndex(ChangeOp op, string id, string collection, long etag, long address, string? before)
     {
-        var previous = await _index.TryGetAsync(id);
         if (op == ChangeOp.Delete)
         {
-            if (previous is not { } gone) return;
+            if (before is null) return;
             _index.Delete(id);
-            _collections.Add(gone.CollectionId, -1);
+            _collections.Add(_collections.IdOf(before), -1);
             return;
         }
         var collectionId = _collections.IdOf(collection);
         _index.Upsert(id, new DocPointer(etag, address, collectionId));
-        if (previous is not { } prev) _collections.Add(collectionId, +1);
-        else if (prev.CollectionId != collectionId)
+        if (before is null) _collections.Add(collectionId, +1);
+        else if (_collections.IdOf(before) != collectionId)
         {
-            _collections.Add(prev.CollectionId, -1);
+            _collections.Add(_collections.IdOf(before), -1);
             _collections.Add(collectionId, +1);
         }
     }
@@ -363,7 +368,8 @@ public sealed class DocumentStore : IAsyncDisposable
             while (iter.GetNext(out byte[] entry, out var length, out var address, out _))
             {
                 var (op, id, collection, etag) = Header(entry.AsSpan(0, length));
-                await ApplyToIndexAsync(op, id, collection, etag, address);
+                var before = await _index.TryGetAsync(id) is { } p ? _collections.NameOf(p.CollectionId) : null;
+                ApplyToIndex(op, id, collection, etag, address, before);
                 _lastEtag = Math.Max(_lastEtag, etag);
                 replayed++;
             }
