@@ -1,4 +1,5 @@
 using Confluent.Kafka;
+using Microsoft.Extensions.Logging;
 
 namespace Magpie.Kafka;
 
@@ -33,15 +34,25 @@ public static class KafkaClients
         ReconnectBackoffMaxMs = 2_000,
     };
 
-    public static IProducer<TKey, TValue> BuildProducer<TKey, TValue>(ProducerConfig config)
+    /// <summary>With a logger, librdkafka's own log lines go to it instead of stderr.</summary>
+    public static IProducer<TKey, TValue> BuildProducer<TKey, TValue>(ProducerConfig config, ILogger? logger = null)
     {
         KafkaNative.EnsureLoaded();
-        return new ProducerBuilder<TKey, TValue>(config).Build();
+        var builder = new ProducerBuilder<TKey, TValue>(config);
+        if (logger is not null) builder.SetLogHandler((_, m) => Log(logger, m));
+        return builder.Build();
     }
 
-    public static IConsumer<TKey, TValue> BuildConsumer<TKey, TValue>(ConsumerConfig config)
+    public static IConsumer<TKey, TValue> BuildConsumer<TKey, TValue>(ConsumerConfig config, ILogger? logger = null)
     {
         KafkaNative.EnsureLoaded();
-        return new ConsumerBuilder<TKey, TValue>(config).Build();
+        var builder = new ConsumerBuilder<TKey, TValue>(config);
+        if (logger is not null) builder.SetLogHandler((_, m) => Log(logger, m));
+        return builder.Build();
     }
+
+    /// <summary>A broker going away is an expected, retried condition for us: librdkafka errors log as warnings.</summary>
+    private static void Log(ILogger logger, LogMessage m) => logger.Log(
+        m.Level <= SyslogLevel.Warning ? LogLevel.Warning : m.Level <= SyslogLevel.Info ? LogLevel.Information : LogLevel.Debug,
+        "librdkafka {Client} {Facility}: {Message}", m.Name, m.Facility, m.Message);
 }

@@ -47,7 +47,7 @@ public sealed class ChangeRelay(ChangeLogTail tail, IngestOptions options, ILogg
     {
         var servers = options.KafkaBootstrapServers!;
         await TopicAdmin.EnsureAsync(servers, TopicAdmin.DefaultTopics(options.KafkaPartitions, options.KafkaReplicationFactor), ct);
-        using var producer = KafkaClients.BuildProducer<string, byte[]>(KafkaClients.Producer(servers, "magpie-relay"));
+        using var producer = KafkaClients.BuildProducer<string, byte[]>(KafkaClients.Producer(servers, "magpie-relay"), logger);
         var from = _position.Load() ?? tail.BeginAddress;
         logger.LogInformation("change relay publishing to {Topic} from log address {Address}", Topics.Changes, from);
         var buffer = new ArrayBufferWriter<byte>(4096);

@@ -53,8 +53,8 @@ public sealed class DocumentTopicConsumer(DocumentStore store, IngestOptions opt
     {
         var servers = options.KafkaBootstrapServers!;
         TopicAdmin.EnsureAsync(servers, TopicAdmin.DefaultTopics(options.KafkaPartitions, options.KafkaReplicationFactor), ct).GetAwaiter().GetResult();
-        using var consumer = KafkaClients.BuildConsumer<byte[], byte[]>(KafkaClients.Consumer(servers, options.ConsumerGroup));
-        using var deadLetters = KafkaClients.BuildProducer<byte[], byte[]>(KafkaClients.Producer(servers, "magpie-ingest-dlq"));
+        using var consumer = KafkaClients.BuildConsumer<byte[], byte[]>(KafkaClients.Consumer(servers, options.ConsumerGroup), logger);
+        using var deadLetters = KafkaClients.BuildProducer<byte[], byte[]>(KafkaClients.Producer(servers, "magpie-ingest-dlq"), logger);
         consumer.Subscribe(Topics.Documents);
         logger.LogInformation("consuming {Topic} as group {Group}", Topics.Documents, options.ConsumerGroup);
         try
