@@ -237,8 +237,12 @@ public sealed class DocumentStore : IAsyncDisposable
         var from = Math.Max(cursor, _log.BeginAddress);
         using var iter = _log.Scan(from, _log.CommittedUntilAddress);
         long next = from;
-        while (results.Count < pageSize && !ct.IsCancellationRequested && iter.GetNext(out byte[] entry, out var length, out _, out var nextAddress))
+        var exhausted = false;
+        while (results.Count < pageSize && !ct.IsCancellationRequested)
         {
+            // The end of the scan, not an address comparison, says there is no more: with FastCommitMode
+            // the log's committed tail lies past the last document entry (commit records live in the log).
+            if (!iter.GetNext(out byte[] entry, out var length, out _, out var nextAddress)) { exhausted = true; break; }
             next = nextAddress;
             if (BrowseCandidate(entry.AsSpan(0, length), collection) is not { } doc) continue;
             // Only the entry of a document's latest version counts; older versions are history.
@@ -246,7 +250,7 @@ public sealed class DocumentStore : IAsyncDisposable
             if (skip > 0) { skip--; continue; }
             results.Add(doc);
         }
-        var more = next < _log.CommittedUntilAddress;
+        var more = !exhausted;
         return new BrowsePage(results, more ? next : null);
     }
 

@@ -69,6 +69,24 @@ public sealed class DocumentStoreTests : IAsyncLifetime
     }
 
     [Fact]
+    public async Task Browsing_page_by_page_visits_every_latest_version_once_and_ends()
+    {
+        for (var i = 0; i < 5; i++) await _store.WriteAsync([WriteCommand.Put($"walk/{i}", Json("{}"))], atomic: true);
+        await _store.WriteAsync([WriteCommand.Put("walk/0", Json("""{"v":2}""")), WriteCommand.Put("other/1", Json("{}"))], atomic: true);
+        var seen = new List<string>();
+        long cursor = 0;
+        for (var pages = 0; ; pages++)
+        {
+            Assert.True(pages < 10, "paging did not end");
+            var page = await _store.BrowseAsync("walk", 0, 2, cursor);
+            seen.AddRange(page.Results.Select(d => d.Id));
+            if (page.NextCursor is not { } next) break;
+            cursor = next;
+        }
+        Assert.Equal(["walk/1", "walk/2", "walk/3", "walk/4", "walk/0"], seen);
+    }
+
+    [Fact]
     public async Task A_rejected_atomic_batch_writes_nothing()
     {
         await _store.WriteAsync([WriteCommand.Put("a/1", Json("""{"v":1}"""))], atomic: true);

@@ -64,8 +64,10 @@ public sealed class ProduceStackExchangeTests(KafkaFixture kafka)
     {
         var sizes = new Dictionary<string, int>();
         string? cursor = null;
+        var pages = 0;
         do
         {
+            Assert.True(++pages < 1000, "browsing did not end");
             var page = await magpie.Http.GetFromJsonAsync<JsonElement>($"docs?collection={collection}&pageSize=1024" + (cursor is null ? "" : $"&cursor={cursor}"));
             foreach (var doc in page.GetProperty("results").EnumerateArray())
                 sizes[doc.GetProperty("@metadata").GetProperty("@id").GetString()!] = doc.GetProperty(array).GetArrayLength();
