@@ -11,9 +11,10 @@ set +e
 dotnet test Magpie.sln -c Release --logger "console;verbosity=normal" 2>&1 | tee "$out"
 status=${PIPESTATUS[0]}
 set -e
-passed=$(grep -oE "Passed: +[0-9]+" "$out" | awk '{s+=$2} END {print s+0}')
-failed=$(grep -oE "Failed: +[0-9]+" "$out" | awk '{s+=$2} END {print s+0}')
-skipped=$(grep -oE "Skipped: +[0-9]+" "$out" | awk '{s+=$2} END {print s+0}')
+count() { grep -oE "^ *$1: +[0-9]+" "$out" | awk '{s+=$2} END {print s+0}' || true; }
+passed=$(count Passed)
+failed=$(count Failed)
+skipped=$(count Skipped)
 rm -f "$out"
 echo "$passed passed, $failed failed, $skipped skipped"
 exit "$status"
