@@ -53,8 +53,11 @@ public static class DocumentEndpoints
         if (!TryIfMatch(ctx, out var ifMatch, out var bad)) return bad!;
         var (body, problem) = await RequestBody.ReadAsync(ctx.Request, ctx.RequestAborted);
         if (problem is not null) return problem;
-        if (DocumentJson.ValidateObject(body, maxDepth) is { } jsonError) return Problems.BadRequest(jsonError);
-        return await WriteOne(ctx, store, WriteCommand.Put(id, body!, ifMatch));
+        using (body)
+        {
+            if (DocumentJson.ValidateObject(body!.Span, maxDepth) is { } jsonError) return Problems.BadRequest(jsonError);
+            return await WriteOne(ctx, store, WriteCommand.Put(id, body.Span.ToArray(), ifMatch));
+        }
     }
 
     private static async Task<IResult> Patch(string id, HttpContext ctx, DocumentStore store)
@@ -63,7 +66,9 @@ public static class DocumentEndpoints
         if (!TryIfMatch(ctx, out var ifMatch, out var bad)) return bad!;
         var (body, problem) = await RequestBody.ReadAsync(ctx.Request, ctx.RequestAborted);
         if (problem is not null) return problem;
-        var patch = DocumentPatcher.Parse(body, out var patchError);
+        Microsoft.AspNetCore.JsonPatch.JsonPatchDocument? patch;
+        string? patchError;
+        using (body) patch = DocumentPatcher.Parse(body!.Span, out patchError);
         if (patch is null) return Problems.BadRequest(patchError!);
         return await WriteOne(ctx, store, WriteCommand.ApplyPatch(id, patch, ifMatch));
     }
@@ -96,7 +101,9 @@ public static class DocumentEndpoints
     {
         var (body, problem) = await RequestBody.ReadAsync(ctx.Request, ctx.RequestAborted);
         if (problem is not null) return problem;
-        var commands = BulkCommandParser.Parse(body, maxDepth, out var error);
+        IReadOnlyList<WriteCommand> commands;
+        string? error;
+        using (body) commands = BulkCommandParser.Parse(body!.Memory, maxDepth, out error);
         if (error is not null) return Problems.BadRequest(error);
         try
         {

@@ -1,22 +1,70 @@
+using System.Buffers;
 using Microsoft.AspNetCore.Http;
+using Microsoft.AspNetCore.Http.Features;
 
 namespace Magpie.Ingest.Http;
 
-/// <summary>Reads a whole request body within Kestrel's size limit, turning an oversized body into a 413 problem.</summary>
-public static class RequestBody
+/// <summary>
+/// A whole request body in a buffer rented from the shared pool. Bulk bodies are ~128 KB: allocating
+/// them fresh would put every request on the large-object heap (gen-2 collections under load).
+/// </summary>
+public sealed class RequestBody : IDisposable
 {
-    public static async Task<(byte[]? Body, IResult? Problem)> ReadAsync(HttpRequest request, CancellationToken ct)
+    private byte[] _buffer;
+
+    private RequestBody(byte[] buffer, int length)
     {
+        _buffer = buffer;
+        Length = length;
+    }
+
+    public int Length { get; }
+    public ReadOnlyMemory<byte> Memory => _buffer.AsMemory(0, Length);
+    public ReadOnlySpan<byte> Span => _buffer.AsSpan(0, Length);
+
+    public void Dispose()
+    {
+        var buffer = Interlocked.Exchange(ref _buffer, []);
+        if (buffer.Length > 0) ArrayPool<byte>.Shared.Return(buffer);
+    }
+
+    /// <summary>Reads the body within Kestrel's size limit; an oversized or empty body becomes a problem response.</summary>
+    public static async Task<(RequestBody? Body, IResult? Problem)> ReadAsync(HttpRequest request, CancellationToken ct)
+    {
+        var buffer = ArrayPool<byte>.Shared.Rent(request.ContentLength is > 0 and < int.MaxValue ? (int)request.ContentLength + 1 : 16 * 1024);
+        var length = 0;
         try
         {
-            using var buffer = new MemoryStream(request.ContentLength is > 0 and < int.MaxValue ? (int)request.ContentLength : 4096);
-            await request.Body.CopyToAsync(buffer, ct);
-            if (buffer.Length == 0) return (null, Problems.BadRequest("the request body is empty"));
-            return (buffer.ToArray(), null);
+            while (true)
+            {
+                if (length == buffer.Length)
+                {
+                    var larger = ArrayPool<byte>.Shared.Rent(buffer.Length * 2);
+                    buffer.AsSpan(0, length).CopyTo(larger);
+                    ArrayPool<byte>.Shared.Return(buffer);
+                    buffer = larger;
+                }
+                var read = await request.Body.ReadAsync(buffer.AsMemory(length), ct);
+                if (read == 0) break;
+                length += read;
+            }
         }
         catch (BadHttpRequestException e) when (e.StatusCode == StatusCodes.Status413PayloadTooLarge)
         {
-            return (null, Problems.TooLarge($"the request body exceeds the limit of {request.HttpContext.Features.Get<Microsoft.AspNetCore.Http.Features.IHttpMaxRequestBodySizeFeature>()?.MaxRequestBodySize} bytes"));
+            ArrayPool<byte>.Shared.Return(buffer);
+            var limit = request.HttpContext.Features.Get<IHttpMaxRequestBodySizeFeature>()?.MaxRequestBodySize;
+            return (null, Problems.TooLarge($"the request body exceeds the limit of {limit} bytes"));
         }
+        catch
+        {
+            ArrayPool<byte>.Shared.Return(buffer);
+            throw;
+        }
+        if (length == 0)
+        {
+            ArrayPool<byte>.Shared.Return(buffer);
+            return (null, Problems.BadRequest("the request body is empty"));
+        }
+        return (new RequestBody(buffer, length), null);
     }
 }
