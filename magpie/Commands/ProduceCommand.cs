@@ -47,7 +47,7 @@ public static class ProduceCommand
             var phases = dump.Phases();
             var watch = Stopwatch.StartNew();
             var counts = new Dictionary<string, long>();
-            await AnsiConsole.Progress().Columns(Columns()).StartAsync(async progress =>
+            await Bars().StartAsync(async progress =>
             {
                 var bars = phases.Select(p => (p, bar: progress.AddTask(p.Name, maxValue: p.Count()))).ToList();
                 foreach (var (phase, bar) in bars)
@@ -111,7 +111,7 @@ public static class ProduceCommand
     private static async Task<long> WithBar(string name, long total, Func<IProgress<int>, Task<long>> run)
     {
         long result = 0;
-        await AnsiConsole.Progress().Columns(Columns()).StartAsync(async progress =>
+        await Bars().StartAsync(async progress =>
         {
             var bar = progress.AddTask(name, maxValue: Math.Max(total, 1));
             result = await run(new Progress<int>(n => bar.Increment(n)));
@@ -119,6 +119,9 @@ public static class ProduceCommand
         });
         return result;
     }
+
+    /// <summary>Live bars on a terminal; when output is redirected (CI, pipes) only the final state, not a line per refresh.</summary>
+    private static Progress Bars() => AnsiConsole.Progress().AutoRefresh(AnsiConsole.Profile.Capabilities.Interactive).Columns(Columns());
 
     private static ProgressColumn[] Columns() =>
         [new TaskDescriptionColumn(), new ProgressBarColumn(), new PercentageColumn(), new RemainingTimeColumn(), new SpinnerColumn()];
