@@ -23,6 +23,15 @@ public static class DocumentId
         return null;
     }
 
+    /// <summary>Null when a collection name is acceptable (same length and character rules as ids), else the reason.</summary>
+    public static string? ValidateCollection(string name)
+    {
+        if (Encoding.UTF8.GetByteCount(name) > MaxUtf8Bytes) return $"collection name is longer than {MaxUtf8Bytes} UTF-8 bytes";
+        foreach (var c in name)
+            if (char.IsControl(c)) return $"collection name contains the control character U+{(int)c:X4}";
+        return null;
+    }
+
     /// <summary>`users/1` → `users`; an id with no `/` (or a leading one) belongs to <see cref="EmptyCollection"/>.</summary>
     public static string CollectionOf(string id)
     {

@@ -170,6 +170,11 @@ public sealed class DocumentStore : IAsyncDisposable
                     byte[] patched;
                     try { patched = DocumentPatcher.Apply(before, cmd.Patch!); }
                     catch (JsonPatchException e) { outcomes[i] = Failed(cmd, WriteErrorKind.PatchFailed, e.Message); continue; }
+                    if (patched.Length > _options.MaxDocumentBytes)
+                    {
+                        outcomes[i] = Failed(cmd, WriteErrorKind.PatchFailed, $"the patched document would be {patched.Length} bytes, over the limit of {_options.MaxDocumentBytes}");
+                        continue;
+                    }
                     // A patch keeps the document in its collection unless the patched metadata names another.
                     var patchedCollection = cmd.Collection ?? DocumentJson.ExplicitCollection(patched) ?? current.Collection!;
                     write = new PlannedWrite(i, ChangeOp.Put, cmd.Id, patchedCollection, patched, false, current.Collection);
@@ -179,9 +184,14 @@ public sealed class DocumentStore : IAsyncDisposable
                     write = new PlannedWrite(i, ChangeOp.Delete, cmd.Id, current.Collection!, [], false, current.Collection);
                     break;
             }
-            plan.Add(write!);
+            if (write!.Op == ChangeOp.Put && DocumentId.ValidateCollection(write.Collection) is { } collectionError)
+            {
+                outcomes[i] = Failed(cmd, WriteErrorKind.Invalid, collectionError);
+                continue;
+            }
+            plan.Add(write);
             overlay ??= new Dictionary<string, Current>(StringComparer.Ordinal);
-            overlay[cmd.Id] = write!.Op == ChangeOp.Delete
+            overlay[cmd.Id] = write.Op == ChangeOp.Delete
                 ? new Current(false, 0, 0, null, null)
                 : new Current(true, 0, 0, write.Collection, write.Document);
         }
@@ -397,7 +407,12 @@ public sealed class DocumentStore : IAsyncDisposable
         try
         {
             if (_writesSinceCheckpoint > 0) await CheckpointAsync();
-            else await _log.CommitAsync();
+            else
+            {
+                await _writeLock.WaitAsync();   // never commit a half-enqueued batch
+                try { await _log.CommitAsync(); }
+                finally { _writeLock.Release(); }
+            }
         }
         catch (Exception e) { _logger.LogError(e, "final checkpoint failed; recovery will replay the log"); }
         _index.Dispose();

@@ -25,7 +25,7 @@ public sealed record WriteCommand(
         new(WriteMethod.Patch, id, Patch: patch, IfMatch: ifMatch);
 }
 
-public enum WriteErrorKind { Conflict, NotFound, PatchFailed }
+public enum WriteErrorKind { Conflict, NotFound, PatchFailed, Invalid }
 
 public sealed record WriteError(WriteErrorKind Kind, string Message);
 

@@ -256,6 +256,8 @@ public sealed class DocumentApiTests(MagpieFixture fixture) : IClassFixture<Magp
         await AssertProblem(await Http.PutAsync(NewId(), deep), HttpStatusCode.BadRequest, "deeper");
         await AssertProblem(await Http.PutAsync("x/" + new string('a', 520), "{}"), HttpStatusCode.BadRequest, "512");
         await AssertProblem(await Http.PutAsync("x/bad%01id", "{}"), HttpStatusCode.BadRequest, "control character");
+        var longCollection = new string('c', 600);
+        await AssertProblem(await Http.PutAsync(NewId(), "{\"@metadata\":{\"@collection\":\"" + longCollection + "\"}}"), HttpStatusCode.BadRequest, "collection name");
     }
 
     [Fact]

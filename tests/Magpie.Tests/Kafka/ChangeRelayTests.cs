@@ -12,7 +12,8 @@ public sealed class ChangeRelayTests(KafkaFixture kafka)
     [Fact]
     public async Task Every_committed_change_reaches_magpie_changes_in_etag_order_per_key()
     {
-        await using var magpie = await MagpieProcess.StartAsync(kafka.Broker.BootstrapServers);
+        // The ingest target alone, as a split deployment runs it.
+        await using var magpie = await MagpieProcess.StartAsync(kafka.Broker.BootstrapServers, target: "ingest");
         var prefix = $"relay{Guid.NewGuid():N}"[..14];
         var etags = new HashSet<long>();
         for (var round = 0; round < 5; round++)
