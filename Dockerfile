@@ -9,7 +9,8 @@ COPY . .
 RUN dotnet publish magpie -c Release -o /app
 
 FROM mcr.microsoft.com/dotnet/aspnet:10.0
-RUN apt-get update && apt-get install -y --no-install-recommends zlib1g libssl3 && rm -rf /var/lib/apt/lists/*
+# librdkafka links zlib; OpenSSL is already in the .NET runtime image.
+RUN apt-get update && apt-get install -y --no-install-recommends zlib1g && rm -rf /var/lib/apt/lists/*
 COPY --from=build /native/librdkafka.so.1 /usr/local/lib/librdkafka.so.1
 COPY --from=build /app /app
 WORKDIR /app

@@ -3,6 +3,7 @@ using Magpie.Ingest.Changes;
 using Magpie.Ingest.Documents;
 using Magpie.Ingest.Http;
 using Magpie.Ingest.Kafka;
+using Magpie.Kafka;
 using Microsoft.AspNetCore.Routing;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
@@ -28,6 +29,8 @@ public static class IngestModule
         services.AddHostedService<StoreLifetime>();
         if (options.KafkaBootstrapServers is not null)
         {
+            // Fail at start-up, with the fix in the message, rather than retrying a missing librdkafka forever.
+            KafkaNative.EnsureLoaded();
             services.AddSingleton<DocumentTopicConsumer>().AddHostedService(sp => sp.GetRequiredService<DocumentTopicConsumer>());
             services.AddSingleton<ChangeRelay>().AddHostedService(sp => sp.GetRequiredService<ChangeRelay>());
         }
