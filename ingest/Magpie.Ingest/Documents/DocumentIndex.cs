@@ -25,7 +25,7 @@ internal sealed class DocumentIndex : IDisposable
         {
             IndexSize = options.IndexBytes,
             MemorySize = options.IndexMemoryBytes,
-            PageSize = 1L << 22,
+            PageSize = Math.Min(1L << 22, options.IndexMemoryBytes / 4),
             KeySerializer = () => new StringKeySerializer(),
             CheckpointDir = _checkpointDir,
             RemoveOutdatedCheckpoints = false,
@@ -36,13 +36,24 @@ internal sealed class DocumentIndex : IDisposable
 
     public void Recover(Guid token) => _kv.Recover(token);
 
-    public async ValueTask<DocPointer?> TryGetAsync(string id)
+    /// <summary>
+    /// Synchronous read: pointers are small and nearly always in memory, and the async path's state
+    /// machine was a visible share of the write path in the profile. A read that has to go to disk
+    /// (pending) is completed in place.
+    /// </summary>
+    public ValueTask<DocPointer?> TryGetAsync(string id)
     {
         var session = Rent();
         try
         {
-            var (status, output) = (await session.ReadAsync(id)).Complete();
-            return status.Found ? output : null;
+            var (status, output) = session.Read(id);
+            if (status.IsPending)
+            {
+                session.CompletePendingWithOutputs(out var completed, wait: true);
+                using (completed)
+                    if (completed.Next()) (status, output) = (completed.Current.Status, completed.Current.Output);
+            }
+            return ValueTask.FromResult<DocPointer?>(status.Found ? output : null);
         }
         finally { _sessions.Add(session); }
     }

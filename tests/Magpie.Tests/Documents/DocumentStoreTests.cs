@@ -87,6 +87,24 @@ public sealed class DocumentStoreTests : IAsyncLifetime
     }
 
     [Fact]
+    public async Task Ids_whose_pointers_spilled_out_of_memory_are_still_found_and_updated()
+    {
+        var dir = Directory.CreateTempSubdirectory("magpie-spill-").FullName;
+        // A 64 KB id index in memory: most pointers live on disk and reads of them go pending.
+        await using (var store = await DocumentStore.OpenAsync(new DocumentStoreOptions { Directory = dir, IndexMemoryBytes = 1 << 16, LogMemoryBytes = 1L << 26 }))
+        {
+            for (var b = 0; b < 20; b++)
+                await store.WriteAsync(Enumerable.Range(b * 500, 500).Select(i => WriteCommand.Put($"spill/{i}", Json($$"""{"n":{{i}}}"""))).ToList(), atomic: true);
+            await store.WriteAsync(Enumerable.Range(0, 100).Select(i => WriteCommand.Put($"spill/{i * 97}", Json("""{"updated":true}"""))).ToList(), atomic: true);
+            Assert.Equal(10_000, store.Stats().Documents);
+            for (var i = 0; i < 10_000; i += 37)
+                Assert.Equal($"spill/{i}", (await store.GetAsync($"spill/{i}"))?.Id);
+            Assert.Contains("updated", Encoding.UTF8.GetString((await store.GetAsync("spill/9603"))!.Json));
+        }
+        Directory.Delete(dir, recursive: true);
+    }
+
+    [Fact]
     public async Task A_rejected_atomic_batch_writes_nothing()
     {
         await _store.WriteAsync([WriteCommand.Put("a/1", Json("""{"v":1}"""))], atomic: true);
