@@ -4,6 +4,8 @@ using Magpie.Ingest.Documents;
 using Magpie.Ingest.Http;
 using Magpie.Ingest.Kafka;
 using Magpie.Kafka;
+using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Routing;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
@@ -37,8 +39,18 @@ public static class IngestModule
         return services;
     }
 
-    public static IEndpointRouteBuilder MapIngest(this IEndpointRouteBuilder app, IngestOptions options) =>
+    public static IEndpointRouteBuilder MapIngest(this IEndpointRouteBuilder app, IngestOptions options)
+    {
         app.MapDocumentEndpoints(options.MaxJsonDepth);
+        // Kafka side of ingest: input consumed, dead letters, and how far the relay is behind the log.
+        app.MapGet("/stats/pipeline", (IServiceProvider services) => Results.Ok(new
+        {
+            kafka = options.KafkaBootstrapServers,
+            input = services.GetService<DocumentTopicConsumer>()?.Status(),
+            relay = services.GetService<ChangeRelay>()?.Status(),
+        }));
+        return app;
+    }
 
     private sealed class StoreLifetime(DocumentStore store) : IHostedService
     {

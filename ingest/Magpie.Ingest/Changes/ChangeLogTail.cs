@@ -14,6 +14,9 @@ public sealed class ChangeLogTail(DocumentStore store)
 {
     public long BeginAddress => store.Log.BeginAddress;
 
+    /// <summary>The newest etag written (a reader that has passed it is caught up).</summary>
+    public long LastEtag => store.LastEtag;
+
     public async IAsyncEnumerable<IReadOnlyList<LogEntry>> ReadAsync(long from, int maxBatch, [EnumeratorCancellation] CancellationToken ct)
     {
         using var iter = store.Log.Scan(Math.Max(from, store.Log.BeginAddress), long.MaxValue);

@@ -20,8 +20,21 @@ public sealed class ChangeRelay(ChangeLogTail tail, IngestOptions options, ILogg
 {
     private readonly RelayPosition _position = new(Path.Combine(options.DataDir, "relay"));
     private long _published;
+    private long _confirmedEtag = -1;
 
-    public long Published => Interlocked.Read(ref _published);
+    /// <summary>What the relay has done, for <c>GET /stats/pipeline</c>.</summary>
+    public object Status()
+    {
+        var confirmed = Interlocked.Read(ref _confirmedEtag);
+        if (confirmed < 0) confirmed = _position.Load()?.Etag ?? 0;
+        return new
+        {
+            published = Interlocked.Read(ref _published),
+            confirmedEtag = confirmed,
+            // Changes written but not yet confirmed by Kafka (0 = caught up).
+            lagEtags = Math.Max(0, tail.LastEtag - confirmed),
+        };
+    }
 
     protected override async Task ExecuteAsync(CancellationToken stoppingToken)
     {
@@ -48,7 +61,7 @@ public sealed class ChangeRelay(ChangeLogTail tail, IngestOptions options, ILogg
         var servers = options.KafkaBootstrapServers!;
         await TopicAdmin.EnsureAsync(servers, TopicAdmin.DefaultTopics(options.KafkaPartitions, options.KafkaReplicationFactor), ct);
         using var producer = KafkaClients.BuildProducer<string, byte[]>(KafkaClients.Producer(servers, "magpie-relay"), logger);
-        var from = _position.Load() ?? tail.BeginAddress;
+        var from = _position.Load()?.Address ?? tail.BeginAddress;
         logger.LogInformation("change relay publishing to {Topic} from log address {Address}", Topics.Changes, from);
         var buffer = new ArrayBufferWriter<byte>(4096);
         await foreach (var batch in tail.ReadAsync(from, options.RelayBatchSize, ct))
@@ -73,7 +86,9 @@ public sealed class ChangeRelay(ChangeLogTail tail, IngestOptions options, ILogg
             }
             // Awaited, not flushed: a blocking Flush would pin a thread-pool thread for as long as Kafka is away.
             await delivered.Completion.WaitAsync(ct);
-            _position.Save(batch[^1].NextAddress);
+            var lastEtag = batch[^1].Decode().Etag;
+            _position.Save(batch[^1].NextAddress, lastEtag);
+            Interlocked.Exchange(ref _confirmedEtag, lastEtag);
             Interlocked.Add(ref _published, batch.Count);
         }
     }

@@ -20,8 +20,8 @@ public sealed class DocumentTopicConsumer(DocumentStore store, IngestOptions opt
 {
     private long _applied, _deadLettered;
 
-    public long Applied => Interlocked.Read(ref _applied);
-    public long DeadLettered => Interlocked.Read(ref _deadLettered);
+    /// <summary>What the consumer has done, for <c>GET /stats/pipeline</c>.</summary>
+    public object Status() => new { applied = Interlocked.Read(ref _applied), deadLettered = Interlocked.Read(ref _deadLettered) };
 
     /// <summary>
     /// Runs on its own thread: Confluent's consumer API blocks (Consume, Commit), and blocking thread-pool

@@ -1,5 +1,7 @@
 using System.Collections.Concurrent;
 using System.Net;
+using System.Net.Http.Json;
+using System.Text.Json;
 using Magpie.Tests.Fixtures;
 using Magpie.Tests.Http;
 
@@ -44,5 +46,18 @@ public sealed class BrokerOutageTests
         Assert.True(ackedWhileDown > 10, $"only {ackedWhileDown} batches were acknowledged while Kafka was down");
         var changes = await ChangeFeedReader.ReadUntilAsync(broker.BootstrapServers, prefix + "/", etags.ToHashSet(), TimeSpan.FromSeconds(120));
         ChangeFeedReader.AssertEtagOrderPerKey(changes);
+
+        // The relay reports itself caught up once Kafka confirmed everything.
+        var deadline = DateTime.UtcNow.AddSeconds(30);
+        long lag;
+        while (true)
+        {
+            var relay = (await magpie.Http.GetFromJsonAsync<JsonElement>("stats/pipeline")).GetProperty("relay");
+            Assert.True(relay.GetProperty("published").GetInt64() >= etags.Count);
+            lag = relay.GetProperty("lagEtags").GetInt64();
+            if (lag == 0 || DateTime.UtcNow > deadline) break;
+            await Task.Delay(200);
+        }
+        Assert.Equal(0, lag);
     }
 }
