@@ -25,14 +25,6 @@ public static class ChangeEventJson
         w.WriteEndObject();
     }
 
-    public static byte[] Serialize(ChangeEvent change)
-    {
-        var buffer = new ArrayBufferWriter<byte>();
-        var doc = change.Document is { } d ? JsonSerializer.SerializeToUtf8Bytes(d) : [];
-        Write(buffer, change.Id, change.Collection, change.Etag, change.Op, change.LastModified, doc);
-        return buffer.WrittenSpan.ToArray();
-    }
-
     public static ChangeEvent Parse(ReadOnlySpan<byte> json)
     {
         var reader = new Utf8JsonReader(json);

@@ -235,8 +235,6 @@ public sealed class DocumentStore : IAsyncDisposable
         return ToStored(ChangeRecord.Decode(await ReadEntryAsync(pointer.Address, underWriteLock: false, ct)));
     }
 
-    public async ValueTask<long?> GetEtagAsync(string id) => (await _index.TryGetAsync(id))?.Etag;
-
     /// <summary>
     /// Latest versions in etag order, optionally of one collection, resuming after a cursor (a log address
     /// from a previous page). <paramref name="skip"/> skips matching documents first (RavenDB's `start`).

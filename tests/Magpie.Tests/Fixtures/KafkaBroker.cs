@@ -20,9 +20,6 @@ public sealed class KafkaBroker : IAsyncDisposable
 
     public string BootstrapServers { get; }
 
-    /// <summary>False for a broker named by the environment: tests can't stop and start it.</summary>
-    public bool CanRestart => _dataDir is not null || _container is not null;
-
     private KafkaBroker(string bootstrap, string? dataDir = null, string? container = null, int port = 0, int controllerPort = 0)
     {
         BootstrapServers = bootstrap;
