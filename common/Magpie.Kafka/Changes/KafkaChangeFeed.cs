@@ -1,4 +1,5 @@
 using System.Runtime.CompilerServices;
+using System.Threading.Channels;
 using Confluent.Kafka;
 using Magpie.Contracts;
 using Magpie.Contracts.Changes;
@@ -8,48 +9,61 @@ namespace Magpie.Kafka.Changes;
 /// <summary>
 /// The change feed read from <c>magpie.changes</c>. Partitions are assigned explicitly (not through a
 /// consumer group) because the reader owns its position: it persists <see cref="ChangeBatch.After"/>
-/// beside what it built and passes it back in.
+/// beside what it built and passes it back in. Confluent's consumer blocks, so it runs on its own thread
+/// and hands batches over through a bounded channel (a slow reader slows the consumer, nothing piles up).
 /// </summary>
 public sealed class KafkaChangeFeed(string bootstrapServers, string topic = Topics.Changes) : IChangeFeed
 {
     public async IAsyncEnumerable<ChangeBatch> ReadAsync(ChangeFeedPosition from, int maxBatchSize,
         [EnumeratorCancellation] CancellationToken cancellationToken)
     {
-        var config = KafkaClients.Consumer(bootstrapServers, $"magpie-changefeed-{Guid.NewGuid():N}");
-        using var consumer = KafkaClients.BuildConsumer<string, byte[]>(config);
-        var partitions = await Task.Run(() => PartitionsOf(consumer, topic), cancellationToken);
-        consumer.Assign(partitions.Select(p => new TopicPartitionOffset(topic, p,
-            from.Next.TryGetValue(p.Value.ToString(), out var next) ? new Offset(next) : Offset.Beginning)));
-        var position = new Dictionary<string, long>(from.Next);
+        using var stop = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
+        var batches = Channel.CreateBounded<ChangeBatch>(new BoundedChannelOptions(4) { SingleReader = true, SingleWriter = true });
+        var consuming = Task.Factory.StartNew(() => Consume(from, maxBatchSize, batches.Writer, stop.Token),
+            stop.Token, TaskCreationOptions.LongRunning, TaskScheduler.Default);
         try
         {
-            while (!cancellationToken.IsCancellationRequested)
-            {
-                var batch = await Task.Run(() => ConsumeBatch(consumer, position, maxBatchSize, cancellationToken), cancellationToken);
-                if (batch.Count > 0) yield return new ChangeBatch(batch, new ChangeFeedPosition(new Dictionary<string, long>(position)));
-            }
+            await foreach (var batch in batches.Reader.ReadAllAsync(cancellationToken))
+                yield return batch;
+            await consuming;   // surfaces the consumer's failure, if that is what ended the channel
         }
         finally
         {
+            stop.Cancel();
+            await consuming.ContinueWith(_ => { }, TaskScheduler.Default);
+        }
+    }
+
+    private void Consume(ChangeFeedPosition from, int maxBatchSize, ChannelWriter<ChangeBatch> output, CancellationToken ct)
+    {
+        Exception? failure = null;
+        try
+        {
+            using var consumer = KafkaClients.BuildConsumer<string, byte[]>(KafkaClients.Consumer(bootstrapServers, $"magpie-changefeed-{Guid.NewGuid():N}"));
+            consumer.Assign(PartitionsOf(consumer, topic, ct).Select(p => new TopicPartitionOffset(topic, p,
+                from.Next.TryGetValue(p.Value.ToString(), out var next) ? new Offset(next) : Offset.Beginning)));
+            var position = new Dictionary<string, long>(from.Next);
+            while (!ct.IsCancellationRequested)
+            {
+                var changes = new List<ChangeEvent>();
+                while (changes.Count < maxBatchSize && !ct.IsCancellationRequested)
+                {
+                    var result = consumer.Consume(changes.Count == 0 ? TimeSpan.FromMilliseconds(200) : TimeSpan.Zero);
+                    if (result is null || result.IsPartitionEOF) break;
+                    changes.Add(ChangeEventJson.Parse(result.Message.Value));
+                    position[result.Partition.Value.ToString()] = result.Offset.Value + 1;
+                }
+                if (changes.Count > 0)
+                    output.WriteAsync(new ChangeBatch(changes, new ChangeFeedPosition(new Dictionary<string, long>(position))), ct).AsTask().GetAwaiter().GetResult();
+            }
             consumer.Close();
         }
+        catch (OperationCanceledException) when (ct.IsCancellationRequested) { }
+        catch (Exception e) { failure = e; }
+        finally { output.TryComplete(failure); }
     }
 
-    private static List<ChangeEvent> ConsumeBatch(IConsumer<string, byte[]> consumer, Dictionary<string, long> position, int max, CancellationToken ct)
-    {
-        var batch = new List<ChangeEvent>();
-        var wait = TimeSpan.FromMilliseconds(200);
-        while (batch.Count < max && !ct.IsCancellationRequested)
-        {
-            var result = consumer.Consume(batch.Count == 0 ? wait : TimeSpan.Zero);
-            if (result is null || result.IsPartitionEOF) break;
-            batch.Add(ChangeEventJson.Parse(result.Message.Value));
-            position[result.Partition.Value.ToString()] = result.Offset.Value + 1;
-        }
-        return batch;
-    }
-
-    private static List<Partition> PartitionsOf(IConsumer<string, byte[]> consumer, string topic)
+    private static List<Partition> PartitionsOf(IConsumer<string, byte[]> consumer, string topic, CancellationToken ct)
     {
         using var admin = new DependentAdminClientBuilder(consumer.Handle).Build();
         var deadline = DateTime.UtcNow.AddSeconds(30);
@@ -60,7 +74,7 @@ public sealed class KafkaChangeFeed(string bootstrapServers, string topic = Topi
             if (t is { Error.Code: ErrorCode.NoError, Partitions.Count: > 0 })
                 return t.Partitions.Select(p => new Partition(p.PartitionId)).ToList();
             if (DateTime.UtcNow > deadline) throw new InvalidOperationException($"topic {topic} has no partitions: {t?.Error}");
-            Thread.Sleep(250);
+            ct.WaitHandle.WaitOne(250);
         }
     }
 }
