@@ -24,7 +24,7 @@ public sealed class ChangeLogTail(DocumentStore store)
         {
             var batch = new List<LogEntry>();
             while (batch.Count < maxBatch && iter.GetNext(out byte[] bytes, out var length, out var address, out var next))
-                batch.Add(new LogEntry(bytes, length, address, next));
+                if (!ChangeRecord.IsSourcePosition(bytes.AsSpan(0, length))) batch.Add(new LogEntry(bytes, length, address, next));
             if (batch.Count > 0) { yield return batch; continue; }
             if (!await iter.WaitAsync(ct)) yield break;
         }

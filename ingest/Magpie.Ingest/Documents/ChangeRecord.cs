@@ -13,6 +13,15 @@ namespace Magpie.Ingest.Documents;
 public readonly ref struct ChangeRecord
 {
     private const byte FormatVersion = 1;
+
+    /// <summary>
+    /// Op byte of a bookkeeping entry that is not a document change: how far an input source (a Kafka
+    /// topic partition) has been applied. Id = source, etag field = next offset, document = the offsets of
+    /// that batch whose writes were rejected (ASCII, comma-separated). Change readers skip these entries.
+    /// </summary>
+    public const byte SourcePositionOp = 3;
+
+    public static bool IsSourcePosition(ReadOnlySpan<byte> entry) => entry.Length > 1 && entry[1] == SourcePositionOp;
     private const int FixedHeader = 1 + 1 + 8 + 8;
 
     public ChangeOp Op { get; }

@@ -25,6 +25,7 @@ public sealed class DocumentStore : IAsyncDisposable
     private readonly FasterLog _log;
     private readonly DocumentIndex _index;
     private readonly CollectionCounts _collections = new();
+    private readonly System.Collections.Concurrent.ConcurrentDictionary<string, SourcePosition> _sources = new(StringComparer.Ordinal);
     private readonly SemaphoreSlim _writeLock = new(1, 1);
     private readonly SemaphoreSlim _commitRequested = new(0);
     private readonly CancellationTokenSource _stopping = new();
@@ -81,6 +82,9 @@ public sealed class DocumentStore : IAsyncDisposable
 
     public StoreStats Stats() => new(_collections.Total, _collections.Snapshot(), LastEtag);
 
+    /// <summary>How far an input source has been applied (null: never).</summary>
+    public SourcePosition? SourcePositionOf(string source) => _sources.TryGetValue(source, out var p) ? p : null;
+
     // ---- writes -------------------------------------------------------------------------------
 
     /// <summary>
@@ -88,7 +92,8 @@ public sealed class DocumentStore : IAsyncDisposable
     /// <paramref name="atomic"/>: all or nothing (throws <see cref="WriteRejectedException"/>, writes nothing);
     /// otherwise each command stands alone and failures are reported in its outcome.
     /// </summary>
-    public async Task<IReadOnlyList<WriteOutcome>> WriteAsync(IReadOnlyList<WriteCommand> commands, bool atomic, CancellationToken ct = default)
+    public async Task<IReadOnlyList<WriteOutcome>> WriteAsync(IReadOnlyList<WriteCommand> commands, bool atomic, CancellationToken ct = default,
+        SourceProgress? progress = null)
     {
         ObjectDisposedException.ThrowIf(_disposed != 0, this);
         var outcomes = new WriteOutcome[commands.Count];
@@ -115,8 +120,9 @@ public sealed class DocumentStore : IAsyncDisposable
                 ApplyToIndex(w.Op, w.Id, w.Collection, etag, address, w.Before);
                 outcomes[w.Index] = new WriteOutcome(w.Id, commands[w.Index].Method, etag, w.Created, null);
             }
-            end = _log.TailAddress;
             written = plan.Count;
+            if (progress is not null) written += RecordSourcePositions(progress, outcomes, buffer, now);
+            end = _log.TailAddress;
             _writesSinceCheckpoint += written;
         }
         finally
@@ -227,6 +233,40 @@ public sealed class DocumentStore : IAsyncDisposable
         }
     }
 
+    /// <summary>
+    /// Appends one source-position entry per source after the batch's writes (same commit, so they are
+    /// durable together) and returns how many entries it added.
+    /// </summary>
+    private int RecordSourcePositions(SourceProgress progress, WriteOutcome[] outcomes, ArrayBufferWriter<byte> buffer, DateTimeOffset now)
+    {
+        var rejected = progress.Next.Keys.ToDictionary(k => k, _ => new HashSet<long>(), StringComparer.Ordinal);
+        for (var i = 0; i < outcomes.Length; i++)
+            if (outcomes[i].Error is not null) rejected[progress.Origins[i].Source].Add(progress.Origins[i].Offset);
+        foreach (var (source, batchNext) in progress.Next)
+        {
+            // A redelivered batch may end before the original one did: the position never moves back, and
+            // rejected offsets beyond this batch stay rejected (offsets before it were re-evaluated here,
+            // or lie below what Kafka has committed).
+            var previous = _sources.GetValueOrDefault(source);
+            var next = Math.Max(previous?.Next ?? 0, batchNext);
+            if (previous is not null) rejected[source].UnionWith(previous.Rejected.Where(o => o >= batchNext));
+            buffer.ResetWrittenCount();
+            var rejectedList = System.Text.Encoding.ASCII.GetBytes(string.Join(',', rejected[source]));
+            ChangeRecord.Encode(buffer, (ChangeOp)ChangeRecord.SourcePositionOp, next, now, source, "", rejectedList);
+            _log.Enqueue(buffer.WrittenSpan);
+            _sources[source] = new SourcePosition(next, rejected[source]);
+        }
+        return progress.Next.Count;
+    }
+
+    private void ApplySourcePosition(ReadOnlySpan<byte> entry)
+    {
+        var record = ChangeRecord.Decode(entry);
+        var rejected = System.Text.Encoding.ASCII.GetString(record.Document)
+            .Split(',', StringSplitOptions.RemoveEmptyEntries).Select(long.Parse).ToHashSet();
+        _sources[record.Id] = new SourcePosition(record.Etag, rejected);
+    }
+
     // ---- reads --------------------------------------------------------------------------------
 
     public async Task<StoredDocument?> GetAsync(string id, CancellationToken ct = default)
@@ -264,8 +304,9 @@ public sealed class DocumentStore : IAsyncDisposable
 
     private static StoredDocument? BrowseCandidate(ReadOnlySpan<byte> entry, string? collection)
     {
+        if (ChangeRecord.IsSourcePosition(entry)) return null;
         var record = ChangeRecord.Decode(entry);
-        if (record.Op == ChangeOp.Delete) return null;
+        if (record.Op != ChangeOp.Put) return null;
         if (collection is not null && !string.Equals(record.Collection, collection, StringComparison.OrdinalIgnoreCase)) return null;
         return ToStored(record);
     }
@@ -356,7 +397,8 @@ public sealed class DocumentStore : IAsyncDisposable
             var replayFrom = _log.TailAddress;
             await _log.CommitAsync();
             var token = await _index.CheckpointAsync();
-            new StoreState(token, replayFrom, _lastEtag, _collections.Save()).Save(_options.Directory);
+            var sources = _sources.ToDictionary(kv => kv.Key, kv => new SourcePositionState(kv.Value.Next, kv.Value.Rejected.Order().ToArray()));
+            new StoreState(token, replayFrom, _lastEtag, _collections.Save(), sources).Save(_options.Directory);
             _index.RemoveCheckpointsExcept(token);
             _writesSinceCheckpoint = 0;
             _logger.LogDebug("id index checkpoint {Token} at log address {Address}", token, replayFrom);
@@ -371,6 +413,8 @@ public sealed class DocumentStore : IAsyncDisposable
         {
             _index.Recover(state.CheckpointToken);
             _collections.Load(state.Collections);
+            foreach (var (source, position) in state.Sources ?? [])
+                _sources[source] = new SourcePosition(position.Next, position.Rejected.ToHashSet());
             _lastEtag = state.LastEtag;
             replayFrom = Math.Max(replayFrom, state.ReplayFrom);
         }
@@ -379,6 +423,11 @@ public sealed class DocumentStore : IAsyncDisposable
         {
             while (iter.GetNext(out byte[] entry, out var length, out var address, out _))
             {
+                if (ChangeRecord.IsSourcePosition(entry.AsSpan(0, length)))
+                {
+                    ApplySourcePosition(entry.AsSpan(0, length));
+                    continue;
+                }
                 var (op, id, collection, etag) = Header(entry.AsSpan(0, length));
                 var before = await _index.TryGetAsync(id) is { } p ? _collections.NameOf(p.CollectionId) : null;
                 ApplyToIndex(op, id, collection, etag, address, before);

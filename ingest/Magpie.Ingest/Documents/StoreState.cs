@@ -7,7 +7,8 @@ namespace Magpie.Ingest.Documents;
 /// <see cref="ReplayFrom"/> is in it, nothing after. Written atomically after the checkpoint completes;
 /// recovery loads exactly this checkpoint and replays the log from <see cref="ReplayFrom"/>.
 /// </summary>
-internal sealed record StoreState(Guid CheckpointToken, long ReplayFrom, long LastEtag, List<CollectionState> Collections)
+internal sealed record StoreState(Guid CheckpointToken, long ReplayFrom, long LastEtag, List<CollectionState> Collections,
+    Dictionary<string, SourcePositionState>? Sources = null)
 {
     private const string FileName = "store-state.json";
 
@@ -29,3 +30,5 @@ internal sealed record StoreState(Guid CheckpointToken, long ReplayFrom, long La
         File.Move(tmp, path, overwrite: true);
     }
 }
+
+internal sealed record SourcePositionState(long Next, long[] Rejected);

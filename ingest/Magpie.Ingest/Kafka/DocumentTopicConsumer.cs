@@ -12,7 +12,8 @@ namespace Magpie.Ingest.Kafka;
 /// <summary>
 /// Consumes <c>magpie.documents</c> (key = id; value = document, or a JSON Patch when <c>magpie-op: patch</c>).
 /// A batch of messages becomes one store write (each message stands alone); offsets are committed only
-/// after the FasterLog commit and after any dead letters were confirmed, so nothing is lost. A message
+/// after the FasterLog commit and after any dead letters were confirmed, so nothing is lost, and the store
+/// records each partition's applied offsets with the writes, so nothing is applied twice. A message
 /// that can't be applied goes to <c>magpie.documents.dlq</c> with the reason in headers and never blocks
 /// its partition.
 /// </summary>
@@ -87,26 +88,40 @@ public sealed class DocumentTopicConsumer(DocumentStore store, IngestOptions opt
         return batch;
     }
 
+    /// <summary>
+    /// Applies a batch exactly once: messages the store already applied (redelivered after a crash or a
+    /// failed offset commit) are skipped using the source positions stored with the writes. Messages that
+    /// can't be parsed are dead-lettered before the write; writes the store rejects, right after it (if that
+    /// is interrupted, the store kept their offsets as rejected, so redelivery evaluates them again).
+    /// </summary>
     private async Task ApplyAsync(List<ConsumeResult<byte[], byte[]>> messages, IProducer<byte[], byte[]> deadLetters, CancellationToken ct)
     {
+        var next = messages.GroupBy(SourceOf).ToDictionary(g => g.Key, g => g.Max(m => m.Offset.Value) + 1, StringComparer.Ordinal);
         var commands = new List<WriteCommand>(messages.Count);
-        var source = new List<int>(messages.Count);
+        var origins = new List<(string Source, long Offset)>(messages.Count);
+        var fresh = new List<ConsumeResult<byte[], byte[]>>(messages.Count);
+        var unusable = new List<(ConsumeResult<byte[], byte[]> Message, string Reason)>();
+        foreach (var message in messages)
+        {
+            if (store.SourcePositionOf(SourceOf(message))?.Applied(message.Offset.Value) == true) continue;
+            var command = InputMessage.ToCommand(message.Message, options.MaxJsonDepth, out var reason);
+            if (command is null) { unusable.Add((message, reason!)); continue; }
+            commands.Add(command);
+            origins.Add((SourceOf(message), message.Offset.Value));
+            fresh.Add(message);
+        }
+        if (commands.Count == 0 && unusable.Count == 0) return;   // all redelivered, all applied before
+        if (unusable.Count > 0) await DeadLetterAsync(deadLetters, unusable, ct);
+
+        var outcomes = await store.WriteAsync(commands, atomic: false, ct, new SourceProgress(next, origins));
         var rejected = new List<(ConsumeResult<byte[], byte[]> Message, string Reason)>();
-        for (var i = 0; i < messages.Count; i++)
-        {
-            var command = InputMessage.ToCommand(messages[i].Message, options.MaxJsonDepth, out var reason);
-            if (command is null) rejected.Add((messages[i], reason!));
-            else { commands.Add(command); source.Add(i); }
-        }
-        if (commands.Count > 0)
-        {
-            var outcomes = await store.WriteAsync(commands, atomic: false, ct);
-            for (var i = 0; i < outcomes.Count; i++)
-                if (outcomes[i].Error is { } error) rejected.Add((messages[source[i]], $"{error.Kind}: {error.Message}"));
-            Interlocked.Add(ref _applied, outcomes.Count(o => o.Succeeded));
-        }
+        for (var i = 0; i < outcomes.Count; i++)
+            if (outcomes[i].Error is { } error) rejected.Add((fresh[i], $"{error.Kind}: {error.Message}"));
+        Interlocked.Add(ref _applied, outcomes.Count(o => o.Succeeded));
         if (rejected.Count > 0) await DeadLetterAsync(deadLetters, rejected, ct);
     }
+
+    private static string SourceOf(ConsumeResult<byte[], byte[]> message) => $"{message.Topic}/{message.Partition.Value}";
 
     private async Task DeadLetterAsync(IProducer<byte[], byte[]> producer, List<(ConsumeResult<byte[], byte[]> Message, string Reason)> rejected, CancellationToken ct)
     {

@@ -105,6 +105,40 @@ public sealed class DocumentStoreTests : IAsyncLifetime
     }
 
     [Fact]
+    public async Task Source_positions_are_stored_with_the_writes_survive_reopening_and_never_move_back()
+    {
+        const string source = "magpie.documents/0";
+        var commands = new List<WriteCommand>
+        {
+            WriteCommand.Put("src/1", Json("{}")),
+            WriteCommand.Put("src/2", Json("{}"), ifMatch: 999),   // rejected: stays re-evaluable
+            WriteCommand.Put("src/3", Json("{}")),
+        };
+        await _store.WriteAsync(commands, atomic: false, progress: new SourceProgress(
+            new Dictionary<string, long> { [source] = 13 }, [(source, 10), (source, 11), (source, 12)]));
+        await _store.DisposeAsync();
+        _store = await Open();   // no checkpoint since the write: the position comes back from the log
+
+        var position = _store.SourcePositionOf(source)!;
+        Assert.True(position.Applied(10));
+        Assert.False(position.Applied(11));
+        Assert.True(position.Applied(12));
+        Assert.False(position.Applied(13));
+        Assert.Equal(2, _store.LastEtag);   // position entries take no etag: two puts only
+        Assert.Equal(2, _store.Stats().Documents);
+
+        // A shorter redelivered batch (offset 10 only) must not move the position back.
+        await _store.WriteAsync([], atomic: false, progress: new SourceProgress(new Dictionary<string, long> { [source] = 11 }, []));
+        Assert.True(_store.SourcePositionOf(source)!.Applied(12));
+        Assert.False(_store.SourcePositionOf(source)!.Applied(11));
+        await _store.CheckpointAsync();
+        await _store.DisposeAsync();
+        _store = await Open();   // and from the checkpoint
+        Assert.True(_store.SourcePositionOf(source)!.Applied(12));
+        Assert.False(_store.SourcePositionOf(source)!.Applied(11));
+    }
+
+    [Fact]
     public async Task A_rejected_atomic_batch_writes_nothing()
     {
         await _store.WriteAsync([WriteCommand.Put("a/1", Json("""{"v":1}"""))], atomic: true);

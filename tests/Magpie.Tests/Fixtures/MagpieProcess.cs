@@ -18,6 +18,8 @@ public sealed class MagpieProcess : IAsyncDisposable
     // Test instances share one broker: each instance (and its restarts) has its own input-topic consumer group.
     private readonly string _consumerGroup = $"magpie-test-{Guid.NewGuid():N}";
 
+    public string ConsumerGroup => _consumerGroup;
+
     public string DataDir { get; }
     public int Port { get; }
     public string? Kafka { get; }
