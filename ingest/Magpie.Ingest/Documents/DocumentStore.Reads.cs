@@ -1,0 +1,74 @@
+using Magpie.Contracts.Changes;
+
+namespace Magpie.Ingest.Documents;
+
+/// <summary>Reads: a document by id (waiting for its group commit if needed) and browsing in etag order.</summary>
+public sealed partial class DocumentStore
+{
+
+    public async Task<StoredDocument?> GetAsync(string id, CancellationToken ct = default)
+    {
+        if (await _index.TryGetAsync(id) is not { } pointer) return null;
+        return ToStored(ChangeRecord.Decode(await ReadEntryAsync(pointer.Address, underWriteLock: false, ct)));
+    }
+
+    /// <summary>
+    /// Latest versions in etag order, optionally of one collection, resuming after a cursor (a log address
+    /// from a previous page). <paramref name="skip"/> skips matching documents first (RavenDB's `start`).
+    /// </summary>
+    public async Task<BrowsePage> BrowseAsync(string? collection, int skip, int pageSize, long cursor, CancellationToken ct = default)
+    {
+        var results = new List<StoredDocument>(Math.Min(pageSize, 1024));
+        var from = Math.Max(cursor, _log.BeginAddress);
+        using var iter = _log.Scan(from, _log.CommittedUntilAddress);
+        long next = from;
+        var exhausted = false;
+        while (results.Count < pageSize && !ct.IsCancellationRequested)
+        {
+            // The end of the scan, not an address comparison, says there is no more: with FastCommitMode
+            // the log's committed tail lies past the last document entry (commit records live in the log).
+            if (!iter.GetNext(out byte[] entry, out var length, out _, out var nextAddress)) { exhausted = true; break; }
+            next = nextAddress;
+            if (BrowseCandidate(entry.AsSpan(0, length), collection) is not { } doc) continue;
+            // Only the entry of a document's latest version counts; older versions are history.
+            if (await _index.TryGetAsync(doc.Id) is not { } p || p.Etag != doc.Etag) continue;
+            if (skip > 0) { skip--; continue; }
+            results.Add(doc);
+        }
+        var more = !exhausted;
+        return new BrowsePage(results, more ? next : null);
+    }
+
+    private static StoredDocument? BrowseCandidate(ReadOnlySpan<byte> entry, string? collection)
+    {
+        if (ChangeRecord.IsSourcePosition(entry)) return null;
+        var record = ChangeRecord.Decode(entry);
+        if (record.Op != ChangeOp.Put) return null;
+        if (collection is not null && !string.Equals(record.Collection, collection, StringComparison.OrdinalIgnoreCase)) return null;
+        return ToStored(record);
+    }
+
+    private static StoredDocument ToStored(ChangeRecord record) =>
+        new(record.Id, record.Collection, record.Etag, record.LastModified, record.Document.ToArray());
+
+    private async Task<byte[]> ReadDocumentAsync(long address)
+    {
+        var entry = await ReadEntryAsync(address, underWriteLock: true, CancellationToken.None);
+        return ChangeRecord.Decode(entry).Document.ToArray();
+    }
+
+    private async Task<byte[]> ReadEntryAsync(long address, bool underWriteLock, CancellationToken ct)
+    {
+        // FasterLog reads only committed entries; an entry still waiting for its group commit is waited for.
+        if (address >= _log.CommittedUntilAddress)
+        {
+            // Under the write lock no batch is half-enqueued, so commit directly: the committer needs that lock.
+            if (underWriteLock) _log.Commit(spinWait: false);
+            else _commitRequested.Release();
+            await _log.WaitForCommitAsync(address + 1, token: ct);
+        }
+        var (entry, length) = await _log.ReadAsync(address, token: ct);
+        if (entry is null) throw new InvalidDataException($"change log entry at {address} could not be read");
+        return length == entry.Length ? entry : entry.AsSpan(0, length).ToArray();
+    }
+}
