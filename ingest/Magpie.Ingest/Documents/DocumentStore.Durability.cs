@@ -6,7 +6,6 @@ namespace Magpie.Ingest.Documents;
 /// <summary>Durability: the group-commit loop, id-index checkpoints, recovery, and shutdown.</summary>
 public sealed partial class DocumentStore
 {
-
     /// <summary>
     /// One commit at a time covers every entry enqueued so far, so writers arriving during a flush share
     /// the next one. The write lock is taken only to start a commit, so an all-or-nothing batch is never

@@ -5,7 +5,6 @@ namespace Magpie.Ingest.Documents;
 /// <summary>Reads: a document by id (waiting for its group commit if needed) and browsing in etag order.</summary>
 public sealed partial class DocumentStore
 {
-
     public async Task<StoredDocument?> GetAsync(string id, CancellationToken ct = default)
     {
         if (await _index.TryGetAsync(id) is not { } pointer) return null;
