@@ -7,9 +7,9 @@ namespace Magpie.Ingest.Documents;
 public sealed partial class DocumentStore
 {
     /// <summary>
-    /// One commit at a time covers every entry enqueued so far, so writers arriving during a flush share
-    /// the next one. The write lock is taken only to start a commit, so an all-or-nothing batch is never
-    /// committed half-enqueued.
+    /// Commits on request of readers that found their entry not yet committed (writes start their own
+    /// commit under the write lock). The lock is taken to start a commit, so an all-or-nothing batch is
+    /// never committed half-enqueued.
     /// </summary>
     private async Task CommitLoopAsync()
     {

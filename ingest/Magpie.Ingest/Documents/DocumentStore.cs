@@ -12,7 +12,8 @@ namespace Magpie.Ingest.Documents;
 /// <summary>
 /// The durable document store. FasterLog is the change log and holds every version; FasterKV maps
 /// id → latest <see cref="DocPointer"/>. A write is acknowledged only once the log commit covering it
-/// is durable; concurrent writers share commits (group commit, see <see cref="CommitLoopAsync"/>).
+/// is durable; concurrent writers share commits (group commit: each batch asks for a commit under the
+/// write lock and FASTER folds requests made during a flush into the next one).
 /// Etags are assigned in log order under one write lock, so they strictly increase.
 /// Recovery: FasterLog recovers to its last commit, FasterKV to the checkpoint named in
 /// <see cref="StoreState"/>, and the log after that checkpoint is replayed into FasterKV.
@@ -123,17 +124,16 @@ public sealed partial class DocumentStore : IAsyncDisposable
             written = plan.Count;
             if (progress is not null) written += RecordSourcePositions(progress, outcomes, buffer, now);
             end = _log.TailAddress;
+            // Start the commit right here, under the lock (so never mid-batch): FASTER folds requests that
+            // arrive while a commit is in flight into the next one, which is the group commit.
+            if (written > 0) _log.Commit(spinWait: false);
             _writesSinceCheckpoint += written;
         }
         finally
         {
             _writeLock.Release();
         }
-        if (written > 0)
-        {
-            _commitRequested.Release();
-            await _log.WaitForCommitAsync(end);
-        }
+        if (written > 0) await _log.WaitForCommitAsync(end);
         return outcomes;
     }
 
