@@ -3,42 +3,9 @@ using Microsoft.Extensions.Logging;
 
 namespace Magpie.Ingest.Documents;
 
-/// <summary>Durability: the group-commit loop, id-index checkpoints, recovery, and shutdown.</summary>
+/// <summary>Durability: id-index checkpoints, recovery, and shutdown.</summary>
 public sealed partial class DocumentStore
 {
-    /// <summary>
-    /// Commits on request of readers that found their entry not yet committed (writes start their own
-    /// commit under the write lock). The lock is taken to start a commit, so an all-or-nothing batch is
-    /// never committed half-enqueued.
-    /// </summary>
-    private async Task CommitLoopAsync()
-    {
-        var ct = _stopping.Token;
-        while (!ct.IsCancellationRequested)
-        {
-            try
-            {
-                await _commitRequested.WaitAsync(ct);
-                while (_commitRequested.CurrentCount > 0) _commitRequested.Wait(0);
-                long target;
-                await _writeLock.WaitAsync(ct);
-                try
-                {
-                    target = _log.TailAddress;
-                    if (target > _log.CommittedUntilAddress) _log.Commit(spinWait: false);
-                }
-                finally { _writeLock.Release(); }
-                await _log.WaitForCommitAsync(target, token: ct);
-            }
-            catch (OperationCanceledException) when (ct.IsCancellationRequested) { }
-            catch (Exception e)
-            {
-                _logger.LogError(e, "change log commit failed");
-                await Task.Delay(100, CancellationToken.None);
-            }
-        }
-    }
-
     private async Task CheckpointLoopAsync()
     {
         var ct = _stopping.Token;
@@ -119,7 +86,7 @@ public sealed partial class DocumentStore
     {
         if (Interlocked.Exchange(ref _disposed, 1) != 0) return;
         _stopping.Cancel();
-        await Task.WhenAll(_committer, _checkpointer).ContinueWith(_ => { });
+        await _checkpointer.ContinueWith(_ => { });
         try
         {
             if (_writesSinceCheckpoint > 0) await CheckpointAsync();

@@ -8,7 +8,7 @@ public sealed partial class DocumentStore
     public async Task<StoredDocument?> GetAsync(string id, CancellationToken ct = default)
     {
         if (await _index.TryGetAsync(id) is not { } pointer) return null;
-        return ToStored(ChangeRecord.Decode(await ReadEntryAsync(pointer.Address, underWriteLock: false, ct)));
+        return ToStored(ChangeRecord.Decode(await ReadEntryAsync(pointer.Address, ct)));
     }
 
     /// <summary>
@@ -52,20 +52,15 @@ public sealed partial class DocumentStore
 
     private async Task<byte[]> ReadDocumentAsync(long address)
     {
-        var entry = await ReadEntryAsync(address, underWriteLock: true, CancellationToken.None);
+        var entry = await ReadEntryAsync(address, CancellationToken.None);
         return ChangeRecord.Decode(entry).Document.ToArray();
     }
 
-    private async Task<byte[]> ReadEntryAsync(long address, bool underWriteLock, CancellationToken ct)
+    private async Task<byte[]> ReadEntryAsync(long address, CancellationToken ct)
     {
-        // FasterLog reads only committed entries; an entry still waiting for its group commit is waited for.
-        if (address >= _log.CommittedUntilAddress)
-        {
-            // Under the write lock no batch is half-enqueued, so commit directly: the committer needs that lock.
-            if (underWriteLock) _log.Commit(spinWait: false);
-            else _commitRequested.Release();
-            await _log.WaitForCommitAsync(address + 1, token: ct);
-        }
+        // FasterLog reads only committed entries. The writer of this entry already asked for the commit
+        // that covers it (under the write lock), so a reader only has to wait for it.
+        if (address >= _log.CommittedUntilAddress) await _log.WaitForCommitAsync(address + 1, token: ct);
         var (entry, length) = await _log.ReadAsync(address, token: ct);
         if (entry is null) throw new InvalidDataException($"change log entry at {address} could not be read");
         return length == entry.Length ? entry : entry.AsSpan(0, length).ToArray();

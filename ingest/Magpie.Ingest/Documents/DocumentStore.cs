@@ -28,10 +28,8 @@ public sealed partial class DocumentStore : IAsyncDisposable
     private readonly CollectionCounts _collections = new();
     private readonly System.Collections.Concurrent.ConcurrentDictionary<string, SourcePosition> _sources = new(StringComparer.Ordinal);
     private readonly SemaphoreSlim _writeLock = new(1, 1);
-    private readonly SemaphoreSlim _commitRequested = new(0);
     private readonly CancellationTokenSource _stopping = new();
     private readonly TimeProvider _clock;
-    private Task _committer = Task.CompletedTask;
     private Task _checkpointer = Task.CompletedTask;
     private long _lastEtag;
     private long _writesSinceCheckpoint;
@@ -71,7 +69,6 @@ public sealed partial class DocumentStore : IAsyncDisposable
             await store.DisposeAsync();
             throw;
         }
-        store._committer = Task.Run(store.CommitLoopAsync);
         store._checkpointer = Task.Run(store.CheckpointLoopAsync);
         return store;
     }
