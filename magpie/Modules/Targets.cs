@@ -26,11 +26,11 @@ public static class Targets
 
     public static IReadOnlyList<IMagpieModule> ModulesOf(string target) => target switch
     {
-        "all" => [new IngestModuleWiring(), NotBuilt("indexer"), NotBuilt("query"), NotBuilt("sinks")],
+        "all" => [new IngestModuleWiring(), NotBuilt("indexer"), NotBuilt("query"), new EtlSinksModuleWiring(ingestInProcess: true)],
         "ingest" => [new IngestModuleWiring()],
         "indexer" => [NotBuilt("indexer")],
         "query" => [NotBuilt("query")],
-        "sinks" => [NotBuilt("sinks")],
+        "sinks" => [new EtlSinksModuleWiring(ingestInProcess: false)],
         _ => throw new ArgumentException($"unknown target '{target}' (expected one of {string.Join(", ", Names)})"),
     };
 

@@ -21,4 +21,10 @@ public interface IChangeFeed
 {
     /// <summary>Reads batches from <paramref name="from"/> onwards, waiting for new changes at the tail, until cancelled.</summary>
     IAsyncEnumerable<ChangeBatch> ReadAsync(ChangeFeedPosition from, int maxBatchSize, CancellationToken cancellationToken);
+
+    /// <summary>
+    /// How many changes are still to come for a reader at <paramref name="position"/> whose last change had
+    /// <paramref name="lastEtag"/>; null when the feed can't tell without asking a broker. Cheap: for stats.
+    /// </summary>
+    long? Backlog(ChangeFeedPosition position, long lastEtag) => null;
 }

@@ -14,6 +14,18 @@ namespace Magpie.Kafka.Changes;
 /// </summary>
 public sealed class KafkaChangeFeed(string bootstrapServers, string topic = Topics.Changes) : IChangeFeed
 {
+    /// <summary>High watermarks as last seen by any reader (librdkafka caches them from fetch responses).</summary>
+    private readonly System.Collections.Concurrent.ConcurrentDictionary<int, long> _highWatermarks = new();
+
+    public long? Backlog(ChangeFeedPosition position, long lastEtag)
+    {
+        if (_highWatermarks.IsEmpty) return null;
+        long backlog = 0;
+        foreach (var (partition, high) in _highWatermarks)
+            backlog += Math.Max(0, high - (position.Next.TryGetValue(partition.ToString(), out var next) ? next : 0));
+        return backlog;
+    }
+
     public async IAsyncEnumerable<ChangeBatch> ReadAsync(ChangeFeedPosition from, int maxBatchSize,
         [EnumeratorCancellation] CancellationToken cancellationToken)
     {
@@ -53,6 +65,8 @@ public sealed class KafkaChangeFeed(string bootstrapServers, string topic = Topi
                     changes.Add(ChangeEventJson.Parse(result.Message.Value));
                     position[result.Partition.Value.ToString()] = result.Offset.Value + 1;
                 }
+                foreach (var tp in consumer.Assignment)
+                    if (consumer.GetWatermarkOffsets(tp) is { High.Value: >= 0 } w) _highWatermarks[tp.Partition.Value] = w.High.Value;
                 if (changes.Count > 0)
                     output.WriteAsync(new ChangeBatch(changes, new ChangeFeedPosition(new Dictionary<string, long>(position))), ct).AsTask().GetAwaiter().GetResult();
             }

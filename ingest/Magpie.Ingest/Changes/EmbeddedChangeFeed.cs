@@ -20,6 +20,9 @@ public sealed class EmbeddedChangeFeed(ChangeLogTail tail) : IChangeFeed
         }
     }
 
+    /// <summary>Etags grow by one per write, so the distance to the newest etag is the number of changes still to come.</summary>
+    public long? Backlog(ChangeFeedPosition position, long lastEtag) => Math.Max(0, tail.LastEtag - lastEtag);
+
     private static ChangeEvent ToChange(LogEntry entry)
     {
         var r = entry.Decode();

@@ -1,10 +1,12 @@
 using System.Globalization;
+using System.Text;
+using Magpie.Contracts.Storage;
 
 namespace Magpie.Ingest.Kafka;
 
 /// <summary>
 /// The change-log address up to which the relay's messages were confirmed by Kafka, and the etag of the
-/// last of them. Written with write-through and renamed into place, so a crash leaves the old or the new value.
+/// last of them. Replaced with <see cref="DurableFile"/>, so a crash leaves the old or the new value.
 /// </summary>
 public sealed class RelayPosition(string dir)
 {
@@ -21,11 +23,6 @@ public sealed class RelayPosition(string dir)
 
     public void Save(long address, long etag)
     {
-        Directory.CreateDirectory(dir);
-        var tmp = _path + ".tmp";
-        using (var f = new FileStream(tmp, FileMode.Create, FileAccess.Write, FileShare.None, 256, FileOptions.WriteThrough))
-        using (var w = new StreamWriter(f))
-            w.Write(string.Create(CultureInfo.InvariantCulture, $"{address} {etag}"));
-        File.Move(tmp, _path, overwrite: true);
+        DurableFile.Write(_path, Encoding.UTF8.GetBytes(string.Create(CultureInfo.InvariantCulture, $"{address} {etag}")));
     }
 }

@@ -1,6 +1,4 @@
 using System.Diagnostics;
-using System.Net.Http;
-using System.Net.Sockets;
 
 namespace Magpie.Tests.Fixtures;
 
@@ -8,8 +6,6 @@ namespace Magpie.Tests.Fixtures;
 /// A real Kafka broker for tests, picked in this order: <c>KAFKA_BOOTSTRAP_SERVERS</c> from the
 /// environment; a container when a Docker engine answers; else a local single-node KRaft broker started
 /// from <c>KAFKA_HOME</c> (default <c>../shared/kafka</c>) in a temp dir, stopped by pid on dispose.
-/// Testcontainers is not used: its dependencies (SSH.NET, Docker.DotNet.Enhanced.X509) are missing
-/// from the NuGet mirror, so the container path drives the docker CLI directly.
 /// </summary>
 public sealed class KafkaBroker : IAsyncDisposable
 {
@@ -39,7 +35,7 @@ public sealed class KafkaBroker : IAsyncDisposable
     /// <summary>A broker this test run controls (needed to stop and restart it).</summary>
     public static async Task<KafkaBroker> StartOwnedAsync()
     {
-        if (await DockerEngineAnswersAsync()) return await StartContainerAsync();
+        if (await DockerCli.EngineAnswersAsync()) return await StartContainerAsync();
         return await StartLocalAsync();
     }
 
@@ -117,7 +113,7 @@ public sealed class KafkaBroker : IAsyncDisposable
     /// <summary>Stops the broker as an operator would (SIGTERM / docker stop) and waits until it is gone.</summary>
     public async Task StopAsync()
     {
-        if (_container is not null) { await DockerAsync($"stop {_container}"); return; }
+        if (_container is not null) { await DockerCli.RunAsync($"stop {_container}"); return; }
         if (_process is null || _process.HasExited) return;
         Signals.Send(_process.Id, Signals.SigTerm);
         if (!_process.WaitForExit(30_000)) { _process.Kill(); _process.WaitForExit(); }
@@ -127,7 +123,7 @@ public sealed class KafkaBroker : IAsyncDisposable
     {
         if (_container is not null)
         {
-            await DockerAsync($"start {_container}");
+            await DockerCli.RunAsync($"start {_container}");
             await FreePort.WaitOpenAsync(_port, TimeSpan.FromSeconds(60));
             return;
         }
@@ -137,7 +133,7 @@ public sealed class KafkaBroker : IAsyncDisposable
 
     public async ValueTask DisposeAsync()
     {
-        if (_container is not null) { await DockerAsync($"rm -f {_container}"); return; }
+        if (_container is not null) { await DockerCli.RunAsync($"rm -f {_container}"); return; }
         await StopAsync();
         _process?.Dispose();
         if (_dataDir is not null) try { Directory.Delete(_dataDir, recursive: true); } catch (IOException) { }
@@ -145,32 +141,11 @@ public sealed class KafkaBroker : IAsyncDisposable
 
     // ---- Docker engine path ----
 
-    private static async Task<bool> DockerEngineAnswersAsync()
-    {
-        const string socket = "/var/run/docker.sock";
-        if (!File.Exists(socket)) return false;
-        try
-        {
-            using var handler = new SocketsHttpHandler
-            {
-                ConnectCallback = async (_, ct) =>
-                {
-                    var s = new Socket(AddressFamily.Unix, SocketType.Stream, ProtocolType.Unspecified);
-                    await s.ConnectAsync(new UnixDomainSocketEndPoint(socket), ct);
-                    return new NetworkStream(s, ownsSocket: true);
-                },
-            };
-            using var http = new HttpClient(handler) { Timeout = TimeSpan.FromSeconds(2) };
-            return (await http.GetAsync("http://docker/_ping")).IsSuccessStatusCode;
-        }
-        catch (Exception) { return false; }
-    }
-
     private static async Task<KafkaBroker> StartContainerAsync()
     {
         var port = FreePort.Next();
         var name = $"magpie-test-kafka-{Guid.NewGuid():N}"[..30];
-        await DockerAsync($"run -d --name {name} -p 127.0.0.1:{port}:{port} " +
+        await DockerCli.RunAsync($"run -d --name {name} -p 127.0.0.1:{port}:{port} " +
             "-e KAFKA_NODE_ID=1 -e KAFKA_PROCESS_ROLES=broker,controller " +
             $"-e KAFKA_LISTENERS=PLAINTEXT://:{port},CONTROLLER://:9093 -e KAFKA_ADVERTISED_LISTENERS=PLAINTEXT://127.0.0.1:{port} " +
             "-e KAFKA_CONTROLLER_LISTENER_NAMES=CONTROLLER -e KAFKA_LISTENER_SECURITY_PROTOCOL_MAP=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT " +
@@ -179,13 +154,5 @@ public sealed class KafkaBroker : IAsyncDisposable
             "-e KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS=0 apache/kafka:3.9.1");
         await FreePort.WaitOpenAsync(port, TimeSpan.FromSeconds(90));
         return new KafkaBroker($"127.0.0.1:{port}", container: name, port: port);
-    }
-
-    private static async Task DockerAsync(string args)
-    {
-        using var p = Process.Start(new ProcessStartInfo("docker", args) { RedirectStandardOutput = true, RedirectStandardError = true })!;
-        var err = p.StandardError.ReadToEndAsync();
-        await p.WaitForExitAsync();
-        if (p.ExitCode != 0) throw new InvalidOperationException($"docker {args} failed: {await err}");
     }
 }

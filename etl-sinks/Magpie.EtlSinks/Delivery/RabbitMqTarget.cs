@@ -1,0 +1,128 @@
+using System.Net.Sockets;
+using Magpie.EtlSinks.Configuration;
+using Magpie.EtlSinks.Messages;
+using RabbitMQ.Client;
+using RabbitMQ.Client.Exceptions;
+
+namespace Magpie.EtlSinks.Delivery;
+
+/// <summary>
+/// Publishes to RabbitMQ exchanges on one channel with publisher confirms (RabbitMQ.Client tracks them: each
+/// publish completes on the broker's ack). Persistent messages; CloudEvents binary mode or the MassTransit
+/// envelope. Recovery is ours, not the client's: on any failure the task drops this target, backs off,
+/// opens a new one and re-publishes from its last confirmed position.
+/// </summary>
+public sealed class RabbitMqTarget(EtlConnection connection, EtlTaskDefinition task, string taskName, string source) : IMessageTarget
+{
+    private readonly HashSet<string> _declared = new(StringComparer.Ordinal);
+    private IConnection? _connection;
+    private IChannel? _channel;
+    private string _hostAddress = "";
+
+    public async Task OpenAsync(IReadOnlyCollection<string> destinations, CancellationToken ct)
+    {
+        try
+        {
+            var uri = new Uri(connection.Url!);
+            _hostAddress = $"rabbitmq://{uri.Host}:{(uri.Port > 0 ? uri.Port : 5672)}";
+            var factory = new ConnectionFactory
+            {
+                Uri = uri,
+                AutomaticRecoveryEnabled = false,
+                TopologyRecoveryEnabled = false,
+                RequestedHeartbeat = TimeSpan.FromSeconds(10),
+                RequestedConnectionTimeout = TimeSpan.FromSeconds(10),
+                ClientProvidedName = $"magpie-etl-{taskName}",
+            };
+            _connection = await factory.CreateConnectionAsync(ct);
+            _channel = await _connection.CreateChannelAsync(new CreateChannelOptions(
+                publisherConfirmationsEnabled: true, publisherConfirmationTrackingEnabled: true), ct);
+            if (task.SkipAutomaticDeclaration) return;
+            foreach (var exchange in destinations.Concat(task.Queues?.Select(q => q.Exchange) ?? []))
+                await DeclareExchangeAsync(exchange, ct);
+            foreach (var q in task.Queues ?? [])
+            {
+                await _channel.QueueDeclareAsync(q.Name, durable: true, exclusive: false, autoDelete: false, arguments: null, cancellationToken: ct);
+                await _channel.QueueBindAsync(q.Name, q.Exchange, q.RoutingKey ?? "", arguments: null, cancellationToken: ct);
+            }
+        }
+        catch (Exception e) when (e is not OperationCanceledException || !ct.IsCancellationRequested) { throw Classify(e); }
+    }
+
+    public async Task PublishAsync(IReadOnlyList<OutgoingMessage> messages, CancellationToken ct)
+    {
+        var channel = _channel ?? throw new InvalidOperationException("not open");
+        try
+        {
+            var confirms = new List<Task>(messages.Count);
+            foreach (var m in messages)
+            {
+                if (!task.SkipAutomaticDeclaration && !_declared.Contains(m.Destination)) await DeclareExchangeAsync(m.Destination, ct);
+                var (properties, body) = Serialize(m);
+                confirms.Add(channel.BasicPublishAsync(m.Destination, m.Loaded.RoutingKey ?? "", mandatory: false, properties, body, ct).AsTask());
+            }
+            await Task.WhenAll(confirms).WaitAsync(TimeSpan.FromSeconds(60), ct);
+        }
+        catch (Exception e) when (e is not OperationCanceledException || !ct.IsCancellationRequested) { throw Classify(e); }
+    }
+
+    private (BasicProperties, byte[]) Serialize(OutgoingMessage m)
+    {
+        var properties = new BasicProperties
+        {
+            Persistent = true,
+            AppId = "magpie",
+            Type = m.CloudEventType,
+            Timestamp = new AmqpTimestamp(m.Change.LastModified.ToUnixTimeSeconds()),
+            Headers = CloudEvents.Attributes(m, source).ToDictionary(a => CloudEvents.AmqpPrefix + a.Key, a => (object?)a.Value),
+        };
+        if (task.IsMassTransit)
+        {
+            properties.ContentType = MassTransitEnvelope.ContentType;
+            properties.MessageId = MassTransitEnvelope.MessageId(m).ToString();
+            return (properties, MassTransitEnvelope.Serialize(m, _hostAddress, source));
+        }
+        properties.ContentType = CloudEvents.JsonContentType;
+        properties.MessageId = m.CloudEventId;
+        return (properties, System.Text.Encoding.UTF8.GetBytes(m.Loaded.BodyJson));
+    }
+
+    private async Task DeclareExchangeAsync(string exchange, CancellationToken ct)
+    {
+        if (!_declared.Add(exchange)) return;
+        await _channel!.ExchangeDeclareAsync(exchange, task.ExchangeType, durable: true, autoDelete: false, arguments: null, cancellationToken: ct);
+    }
+
+    /// <summary>Broker replies that need a person (404 unknown exchange, 403 access refused, 406 declaration clash) vs. a broker that is just away.</summary>
+    private static EtlTargetException Classify(Exception e)
+    {
+        var reason = e switch
+        {
+            // AlreadyClosedException is an OperationInterruptedException.
+            OperationInterruptedException oi => oi.ShutdownReason,
+            _ => null,
+        };
+        if (reason is { ReplyCode: 404 or 403 or 406 or 530 })
+            return new EtlTargetException($"RabbitMQ refused: {reason.ReplyCode} {reason.ReplyText}", needsUser: true, e);
+        if (e is BrokerUnreachableException { InnerException: AuthenticationFailureException auth })
+            return new EtlTargetException($"RabbitMQ authentication failed: {auth.Message}", needsUser: true, e);
+        if (e is UriFormatException or ArgumentException)
+            return new EtlTargetException($"bad RabbitMQ connection string: {e.Message}", needsUser: true, e);
+        var detail = e switch
+        {
+            BrokerUnreachableException b => $"RabbitMQ unreachable: {b.InnerException?.Message ?? b.Message}",
+            PublishException p => $"RabbitMQ did not confirm message #{p.PublishSequenceNumber} ({(p.IsReturn ? "returned" : "nacked")})",
+            TimeoutException => "RabbitMQ did not confirm within 60 s",
+            SocketException or IOException => $"RabbitMQ connection lost: {e.Message}",
+            _ when reason is not null => $"RabbitMQ connection closed: {reason.ReplyCode} {reason.ReplyText}",
+            _ => $"RabbitMQ: {e.GetType().Name}: {e.Message}",
+        };
+        return new EtlTargetException(detail, needsUser: false, e);
+    }
+
+    public async ValueTask DisposeAsync()
+    {
+        try { if (_channel is not null) await _channel.DisposeAsync(); } catch { /* broker already gone */ }
+        try { if (_connection is not null) await _connection.DisposeAsync(); } catch { /* broker already gone */ }
+    }
+}

@@ -1,0 +1,31 @@
+using Magpie.Contracts.Changes;
+using Magpie.EtlSinks.Configuration;
+using Magpie.EtlSinks.Http;
+using Magpie.EtlSinks.Tasks;
+using Magpie.Kafka;
+using Magpie.Kafka.Changes;
+using Microsoft.AspNetCore.Routing;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.DependencyInjection.Extensions;
+
+namespace Magpie.EtlSinks;
+
+/// <summary>The sinks target: ETL configuration, one runner per task, and the HTTP API.</summary>
+public static class EtlModule
+{
+    /// <summary>Reads the embedded change feed when ingest runs in this process, else <c>magpie.changes</c> from Kafka.</summary>
+    public static IServiceCollection AddEtlSinks(this IServiceCollection services, EtlOptions options)
+    {
+        services.AddSingleton(options);
+        services.AddSingleton(new EtlConfigStore(options.DataDir));
+        if (options.KafkaBootstrapServers is { } kafka)
+        {
+            KafkaNative.EnsureLoaded();
+            services.TryAddSingleton<IChangeFeed>(new KafkaChangeFeed(kafka));
+        }
+        services.AddSingleton<EtlSupervisor>().AddHostedService(sp => sp.GetRequiredService<EtlSupervisor>());
+        return services;
+    }
+
+    public static IEndpointRouteBuilder MapEtlSinks(this IEndpointRouteBuilder app, EtlOptions options) => app.MapEtlEndpoints(options);
+}

@@ -1,0 +1,16 @@
+using Magpie.EtlSinks.Scripts;
+
+namespace Magpie.EtlSinks;
+
+public sealed class EtlOptions
+{
+    public required string DataDir { get; init; }
+
+    /// <summary>Kafka bootstrap servers, for reading <c>magpie.changes</c> when no embedded store runs in this process.</summary>
+    public string? KafkaBootstrapServers { get; init; }
+
+    public ScriptLimits ScriptLimits { get; init; } = ScriptLimits.Default;
+
+    /// <summary>Changes read per batch; a task's position is persisted once per batch, after every message of it was confirmed.</summary>
+    public int BatchSize { get; init; } = 1024;
+}

@@ -1,0 +1,87 @@
+using System.Text.Json;
+using Magpie.EtlSinks.Configuration;
+using Magpie.EtlSinks.Scripts;
+using Magpie.EtlSinks.Tasks;
+using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Http;
+using Microsoft.AspNetCore.Routing;
+
+namespace Magpie.EtlSinks.Http;
+
+/// <summary><c>/etl/connections</c> and <c>/etl/tasks</c>: configuration at runtime, and each task's stats.</summary>
+public static class EtlEndpoints
+{
+    public static IEndpointRouteBuilder MapEtlEndpoints(this IEndpointRouteBuilder app, EtlOptions options)
+    {
+        var connections = app.MapGroup("/etl/connections");
+        connections.MapGet("/", (EtlConfigStore store) => Results.Ok(store.Current.Connections.ToDictionary(c => c.Key, c => Masked(c.Value))));
+        connections.MapGet("/{name}", (string name, EtlConfigStore store) => store.Current.Connections.TryGetValue(name, out var c)
+            ? Results.Ok(Masked(c)) : NotFound($"connection '{name}' does not exist"));
+        connections.MapPut("/{name}", async (string name, HttpRequest request, EtlConfigStore store) =>
+            await Apply(request, (EtlConnection c) => store.PutConnection(name, c)));
+        connections.MapDelete("/{name}", (string name, EtlConfigStore store) => Apply(() => store.DeleteConnection(name)));
+
+        var tasks = app.MapGroup("/etl/tasks");
+        tasks.MapGet("/", (EtlConfigStore store, EtlSupervisor supervisor) =>
+            Results.Ok(store.Current.Tasks.Select(t => new { name = t.Key, t.Value.Connection, state = supervisor.Stats(t.Key)?.State })));
+        tasks.MapGet("/{name}", (string name, EtlConfigStore store) => store.Current.Tasks.TryGetValue(name, out var t)
+            ? Results.Json(t, EtlConfigStore.Json) : NotFound($"task '{name}' does not exist"));
+        tasks.MapPut("/{name}", async (string name, HttpRequest request, EtlConfigStore store) =>
+            await Apply(request, (EtlTaskDefinition t) => store.PutTask(name, t, (task, _) => CompileScripts(task, options.ScriptLimits))));
+        tasks.MapDelete("/{name}", (string name, EtlConfigStore store) => Apply(() => store.DeleteTask(name)));
+        tasks.MapGet("/{name}/stats", (string name, EtlSupervisor supervisor) => supervisor.Stats(name) is { } s
+            ? Results.Json(s, EtlConfigStore.Json) : NotFound($"task '{name}' does not exist"));
+        tasks.MapPost("/{name}/reset", async (string name, EtlConfigStore store, EtlSupervisor supervisor) =>
+        {
+            if (!store.Current.Tasks.ContainsKey(name)) return NotFound($"task '{name}' does not exist");
+            await supervisor.ResetAsync(name);
+            return Results.NoContent();
+        });
+        return app;
+    }
+
+    private static void CompileScripts(EtlTaskDefinition task, ScriptLimits limits)
+    {
+        for (var i = 0; i < task.Transforms.Count; i++)
+        {
+            try { TransformScript.Compile(task.Transforms[i].Script, limits).Dispose(); }
+            catch (ScriptCompileException e) { throw new ScriptProblem(i, e); }
+        }
+    }
+
+    private static async Task<IResult> Apply<T>(HttpRequest request, Action<T> apply)
+    {
+        T? body;
+        try { body = await JsonSerializer.DeserializeAsync<T>(request.Body, EtlConfigStore.Json); }
+        catch (JsonException e) { return BadRequest($"body is not valid JSON for this resource: {e.Message}"); }
+        return body is null ? BadRequest("body must be a JSON object") : Apply(() => apply(body));
+    }
+
+    private static IResult Apply(Action apply)
+    {
+        try
+        {
+            apply();
+            return Results.NoContent();
+        }
+        catch (EtlConfigException e) { return Results.Problem(detail: e.Message, statusCode: e.Status, title: e.Status == 409 ? "Conflict" : e.Status == 404 ? "Not found" : "Bad request"); }
+        catch (ScriptProblem p) { return Results.Problem(detail: $"transforms[{p.Transform}]: {p.Error.Message}", statusCode: 400, title: "Bad request",
+            extensions: new Dictionary<string, object?> { ["transform"] = p.Transform, ["line"] = p.Error.Line, ["column"] = p.Error.Column }); }
+    }
+
+    private static IResult BadRequest(string detail) => Results.Problem(detail: detail, statusCode: 400, title: "Bad request");
+
+    private static IResult NotFound(string detail) => Results.Problem(detail: detail, statusCode: 404, title: "Not found");
+
+    /// <summary>Connection strings come back without their password.</summary>
+    private static EtlConnection Masked(EtlConnection c) =>
+        c.Url is not null && Uri.TryCreate(c.Url, UriKind.Absolute, out var uri) && uri.UserInfo.Contains(':')
+            ? c with { Url = c.Url.Replace(uri.UserInfo, uri.UserInfo[..uri.UserInfo.IndexOf(':')] + ":***") }
+            : c;
+
+    private sealed class ScriptProblem(int transform, ScriptCompileException error) : Exception(error.Message)
+    {
+        public int Transform { get; } = transform;
+        public ScriptCompileException Error { get; } = error;
+    }
+}
