@@ -15,11 +15,12 @@ public sealed class ScriptRunException(string message) : Exception(message);
 
 /// <summary>
 /// A Jint engine with no CLR access (Jint exposes none unless <c>AllowClr</c> is called) and the limits
-/// applied to every run: time, statements, recursion and memory. Jint 2 has no memory limit of its own,
-/// so a shared watchdog samples the bytes allocated since a run started and, past the limit, ends the
-/// run through Jint's own timeout check (the next statement throws). The count is process-wide
-/// (<see cref="GC.GetTotalAllocatedBytes"/>), so heavy allocation elsewhere during a long script can end it
-/// early; the limit is set well above what a transform of one document allocates.
+/// applied to every run: time, statements, recursion and memory. The memory limit is an allocation
+/// budget per run, as Jint 3+'s <c>LimitMemory</c> is; Jint 2 has none of its own, so a shared watchdog
+/// samples the bytes allocated since a run started and, past the budget, ends the run through Jint's own
+/// timeout check (the next statement throws). The count is process-wide (<see cref="GC.GetTotalAllocatedBytes"/>;
+/// only the running thread could read its own), so heavy allocation elsewhere during a long script can end
+/// it early; the default budget is far above what a transform of one document allocates.
 /// </summary>
 internal sealed class ScriptSandbox : IDisposable
 {

@@ -79,7 +79,9 @@ public static class DocumentEndpoints
         if (!TryIfMatch(ctx, out var ifMatch, out var bad)) return bad!;
         try
         {
-            await store.WriteAsync([WriteCommand.Delete(id, ifMatch)], atomic: true);
+            // A delete is a write like any other: its etag is what a reader of the change feed will see.
+            if ((await store.WriteAsync([WriteCommand.Delete(id, ifMatch)], atomic: true))[0].Etag is { } etag)
+                ctx.Response.Headers.ETag = Etag.ToHeader(etag);
             return Results.NoContent();
         }
         catch (WriteRejectedException e) { return Problems.Rejected(e.Outcome.Error!); }
