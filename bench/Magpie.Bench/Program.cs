@@ -2,14 +2,21 @@ using System.Diagnostics;
 using System.Globalization;
 using System.Text.Json;
 using Magpie.Bench;
+using Magpie.Tests.Fixtures;
 
 // Usage: dotnet run -c Release --project bench/Magpie.Bench -- [--docs N] [--clients C] [--batch B] [--dir D]
+//        dotnet run -c Release --project bench/Magpie.Bench -- etl [--docs N] [--rabbitmq-url amqp://…]
 var docs = Arg("--docs", 300_000);
 var clients = (int)Arg("--clients", 8);
 var batchSize = (int)Arg("--batch", 128);
 var baseDir = ArgText("--dir") ?? Path.Combine(Path.GetTempPath(), "magpie-bench");
 Directory.CreateDirectory(baseDir);
 var run = Path.Combine(baseDir, DateTime.UtcNow.ToString("yyyyMMddHHmmss"));
+if (args.FirstOrDefault() == "etl")
+{
+    await RunEtlAsync();
+    return;
+}
 
 Console.WriteLine($"generating {docs:N0} synthetic posts in batches of {batchSize}…");
 var batches = IngestBenchmark.Batches(docs, batchSize, seed: 42);
@@ -43,6 +50,36 @@ Console.WriteLine(JsonSerializer.Serialize(new
     raw_p50_ms = Math.Round(raw.P50, 2), raw_p99_ms = Math.Round(raw.P99, 2),
     ratio = Math.Round(ratio, 3),
 }));
+
+async Task RunEtlAsync()
+{
+    var n = Arg("--docs", 100_000);
+    await using var rabbit = ArgText("--rabbitmq-url") is { } url ? null : await RabbitMqBroker.StartAsync();
+    var rabbitUrl = ArgText("--rabbitmq-url") ?? rabbit!.Url;
+    var etlPort = 18000 + Random.Shared.Next(1000);
+    using var etlMagpie = StartMagpie(Path.Combine(run, "magpie-etl"), etlPort);
+    await WaitHealthy(etlPort);
+    var uri = new Uri($"http://127.0.0.1:{etlPort}/");
+    Console.WriteLine($"warm-up (10,000 docs), then {n:N0} synthetic posts; RabbitMQ at {rabbitUrl}");
+    await EtlBenchmark.RunAsync(uri, rabbitUrl, IngestBenchmark.Batches(10_000, 128, seed: 7).Select(b => b.Select(w => w with { Id = "warmup/" + w.Id }).ToArray()).ToList(), "warmup");
+    var (etl, bare) = await EtlBenchmark.RunAsync(uri, rabbitUrl, IngestBenchmark.Batches(n, 128, seed: 42), "measured");
+    etlMagpie.Kill();
+    etlMagpie.WaitForExit();
+    await EtlBenchmark.CleanUpAsync(rabbitUrl, ["warmup", "measured"]);
+    try { Directory.Delete(run, recursive: true); } catch (IOException) { }
+    var etlRatio = etl.DocsPerSecond / bare.DocsPerSecond;
+    Console.WriteLine();
+    Console.WriteLine($"{"side",-44} {"msgs/s",12} {"MB/s",8} {"seconds",8}");
+    foreach (var r in new[] { etl, bare })
+        Console.WriteLine($"{r.Name,-44} {r.DocsPerSecond,12:N0} {r.MBPerSecond,8:F1} {r.Elapsed.TotalSeconds,8:F1}");
+    Console.WriteLine($"ratio magpie/bare: {etlRatio:F2}   ({n:N0} docs, {Environment.ProcessorCount} cores)");
+    Console.WriteLine(JsonSerializer.Serialize(new
+    {
+        benchmark = "etl-rabbitmq", docs = n, cores = Environment.ProcessorCount,
+        magpie_msgs_per_s = Math.Round(etl.DocsPerSecond), bare_msgs_per_s = Math.Round(bare.DocsPerSecond),
+        magpie_mb_per_s = Math.Round(etl.MBPerSecond, 1), bare_mb_per_s = Math.Round(bare.MBPerSecond, 1), ratio = Math.Round(etlRatio, 3),
+    }));
+}
 
 long Arg(string name, long fallback) => ArgText(name) is { } v ? long.Parse(v, CultureInfo.InvariantCulture) : fallback;
 string? ArgText(string name) => Array.IndexOf(args, name) is var i and >= 0 && i + 1 < args.Length ? args[i + 1] : null;

@@ -146,13 +146,3 @@ public sealed class RabbitMqBroker : IAsyncDisposable
         if (_dir is not null) try { Directory.Delete(_dir, recursive: true); } catch (IOException) { }
     }
 }
-
-/// <summary>One broker shared by the RabbitMQ test classes.</summary>
-public sealed class RabbitMqFixture : IAsyncLifetime
-{
-    public RabbitMqBroker Broker { get; private set; } = null!;
-
-    public async Task InitializeAsync() => Broker = await RabbitMqBroker.StartAsync();
-
-    public async Task DisposeAsync() => await Broker.DisposeAsync();
-}

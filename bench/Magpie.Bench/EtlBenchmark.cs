@@ -1,0 +1,103 @@
+using System.Diagnostics;
+using System.Net.Http.Json;
+using System.Text.Json;
+using Magpie.Producers;
+using Magpie.Tests.Fixtures;
+using RabbitMQ.Client;
+
+namespace Magpie.Bench;
+
+/// <summary>
+/// Queue ETL: N synthetic ~1 KB posts already in magpie's change feed; a task publishing each whole
+/// document (<c>loadToPosts(this)</c>) to a durable exchange bound to a durable queue, timed from the task's
+/// creation until its confirmed position covers the last etag. The limit, in the same run, same broker,
+/// same bodies: a bare RabbitMQ.Client loop with publisher confirms, persistent messages, the same window
+/// of 1,024 unconfirmed messages.
+/// </summary>
+public static class EtlBenchmark
+{
+    private const int Window = 1024;
+
+    public static async Task<(BenchResult Etl, BenchResult Bare)> RunAsync(Uri magpie, string rabbitUrl, IReadOnlyList<DocumentWrite[]> batches, string label)
+    {
+        var docs = batches.SelectMany(b => b).ToList();
+        using var http = new HttpClient { BaseAddress = magpie, Timeout = TimeSpan.FromMinutes(5) };
+        var lastEtag = 0L;
+        foreach (var chunk in batches.Chunk(8))
+        {
+            var results = await Task.WhenAll(chunk.Select(async b =>
+            {
+                using var content = new ByteArrayContent(Magpie.Producers.Sinks.HttpBulkSink.Serialize(b));
+                content.Headers.ContentType = new("application/json");
+                using var r = await http.PostAsync("bulk_docs", content);
+                r.EnsureSuccessStatusCode();
+                return (await r.Content.ReadFromJsonAsync<JsonElement>()).GetProperty("results").EnumerateArray().Max(x => x.GetProperty("etag").GetInt64());
+            }));
+            lastEtag = Math.Max(lastEtag, results.Max());
+        }
+
+        var exchange = $"bench-etl-{label}";
+        await DeclareAsync(rabbitUrl, exchange);
+        (await http.PutAsJsonAsync($"etl/connections/bench-{label}", new { type = "rabbitmq", url = rabbitUrl })).EnsureSuccessStatusCode();
+        var watch = Stopwatch.StartNew();
+        (await http.PutAsJsonAsync($"etl/tasks/bench-{label}", new
+        {
+            connection = $"bench-{label}",
+            transforms = new[] { new { collections = "all", script = $"loadTo('{exchange}', this);" } },
+        })).EnsureSuccessStatusCode();
+        JsonElement stats;
+        while (true)
+        {
+            stats = await http.GetFromJsonAsync<JsonElement>($"etl/tasks/bench-{label}/stats");
+            if (stats.GetProperty("lastProcessedEtag").GetInt64() >= lastEtag) break;
+            if (stats.GetProperty("state").GetString() is "failed") throw new InvalidOperationException($"ETL task failed: {stats}");
+            await Task.Delay(20);
+        }
+        watch.Stop();
+        (await http.DeleteAsync($"etl/tasks/bench-{label}")).EnsureSuccessStatusCode();
+        var bytes = docs.Sum(d => (long)d.Body!.Length);
+        var etl = new BenchResult($"magpie ETL feed → RabbitMQ ({label})", stats.GetProperty("messagesSent").GetInt64(), bytes, watch.Elapsed, [0]);
+
+        var bare = await BareLoopAsync(rabbitUrl, $"bench-bare-{label}", docs.Select(d => d.Body!).ToList());
+        return (etl, bare);
+    }
+
+    private static async Task<BenchResult> BareLoopAsync(string rabbitUrl, string exchange, IReadOnlyList<byte[]> bodies)
+    {
+        await DeclareAsync(rabbitUrl, exchange);
+        await using var connection = await new ConnectionFactory { Uri = new Uri(rabbitUrl) }.CreateConnectionAsync();
+        await using var channel = await connection.CreateChannelAsync(new CreateChannelOptions(publisherConfirmationsEnabled: true, publisherConfirmationTrackingEnabled: true));
+        var properties = new BasicProperties { Persistent = true, ContentType = "application/json" };
+        var watch = Stopwatch.StartNew();
+        for (var i = 0; i < bodies.Count; i += Window)
+        {
+            var confirms = new List<Task>(Window);
+            for (var j = i; j < Math.Min(i + Window, bodies.Count); j++)
+                confirms.Add(channel.BasicPublishAsync(exchange, "", false, properties, bodies[j]).AsTask());
+            await Task.WhenAll(confirms);
+        }
+        watch.Stop();
+        return new BenchResult("bare RabbitMQ.Client confirms loop", bodies.Count, bodies.Sum(b => (long)b.Length), watch.Elapsed, [0]);
+    }
+
+    /// <summary>A durable fanout exchange with a durable queue behind it, empty: messages are routed and stored, as an ETL consumer would have them.</summary>
+    private static async Task DeclareAsync(string rabbitUrl, string exchange)
+    {
+        await using var connection = await new ConnectionFactory { Uri = new Uri(rabbitUrl) }.CreateConnectionAsync();
+        await using var channel = await connection.CreateChannelAsync();
+        await channel.ExchangeDeclareAsync(exchange, "fanout", durable: true);
+        await channel.QueueDeclareAsync(exchange + "-q", durable: true, exclusive: false, autoDelete: false);
+        await channel.QueuePurgeAsync(exchange + "-q");
+        await channel.QueueBindAsync(exchange + "-q", exchange, "");
+    }
+
+    /// <summary>Deletes the benchmark's queues (they hold every message published).</summary>
+    public static async Task CleanUpAsync(string rabbitUrl, IEnumerable<string> labels)
+    {
+        await using var connection = await new ConnectionFactory { Uri = new Uri(rabbitUrl) }.CreateConnectionAsync();
+        await using var channel = await connection.CreateChannelAsync();
+        foreach (var label in labels)
+            foreach (var q in new[] { $"bench-etl-{label}-q", $"bench-bare-{label}-q" })
+                await channel.QueueDeleteAsync(q);
+    }
+}
