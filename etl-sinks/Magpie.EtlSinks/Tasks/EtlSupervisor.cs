@@ -42,7 +42,7 @@ public sealed class EtlSupervisor(EtlConfigStore config, IChangeFeed feed, EtlOp
         lock (_runners)
             if (_runners.TryGetValue(name, out var r)) return r.Runner.Snapshot();
         var state = task.Disabled ? EtlTaskState.Disabled : EtlTaskState.Starting;
-        return new EtlTaskStatsSnapshot(name, state, 0, null, 0, 0, 0, 0, 0, null, null, null, []);
+        return new EtlTaskStatsSnapshot(name, state, 0, null, 0, 0, 0, 0, 0, null, null, null, new EtlTimeSpent(0, 0, 0, 0), []);
     }
 
     /// <summary>Publishes everything again from the beginning of the change feed.</summary>

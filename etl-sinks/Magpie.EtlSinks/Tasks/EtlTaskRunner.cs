@@ -1,3 +1,5 @@
+using System.Diagnostics;
+using System.Threading.Channels;
 using Magpie.Contracts.Changes;
 using Magpie.EtlSinks.Configuration;
 using Magpie.EtlSinks.Delivery;
@@ -69,8 +71,7 @@ public sealed class EtlTaskRunner : IAsyncDisposable
                 await target.OpenAsync(_transforms.SelectMany(t => t.Script.Destinations).Distinct().ToList(), ct);
                 Stats.Running();
                 delay = TimeSpan.FromMilliseconds(_task.Reconnect.InitialDelayMs);
-                await foreach (var batch in _feed.ReadAsync(_position.FeedPosition, _options.BatchSize, ct))
-                    await PublishBatchAsync(target, batch, ct);
+                await PublishFromFeedAsync(target, ct);
             }
             catch (OperationCanceledException) when (ct.IsCancellationRequested) { break; }
             catch (Exception e)
@@ -85,16 +86,60 @@ public sealed class EtlTaskRunner : IAsyncDisposable
         }
     }
 
-    private async Task PublishBatchAsync(IMessageTarget target, ChangeBatch batch, CancellationToken ct)
+    /// <summary>A batch with its messages, ready to publish.</summary>
+    private sealed record TransformedBatch(ChangeBatch Batch, List<OutgoingMessage> Messages, int Documents, int Filtered);
+
+    /// <summary>
+    /// Two stages, so the scripts of the next batch run while the broker confirms this one: reading +
+    /// transforming feeds a small bounded channel; publishing + persisting drains it in order. Whatever
+    /// fails, both stop and the caller starts over from the last persisted position.
+    /// </summary>
+    private async Task PublishFromFeedAsync(IMessageTarget target, CancellationToken ct)
     {
-        var (messages, documents, filtered) = Transform(batch.Changes);
-        for (var i = 0; i < messages.Count; i += PublishChunk)
-            await target.PublishAsync(messages.GetRange(i, Math.Min(PublishChunk, messages.Count - i)), ct);
-        var lastEtag = Math.Max(_position.LastEtag, batch.Changes.Max(c => c.Etag));
-        _position = new EtlTaskPosition(new Dictionary<string, long>(batch.After.Next), lastEtag,
-            _position.MessagesSent + messages.Count, _position.DocumentsProcessed + documents);
+        using var attempt = CancellationTokenSource.CreateLinkedTokenSource(ct);
+        var ready = Channel.CreateBounded<TransformedBatch>(new BoundedChannelOptions(2) { SingleReader = true, SingleWriter = true });
+        var transforming = Task.Run(async () =>
+        {
+            try
+            {
+                var waited = Stopwatch.GetTimestamp();
+                await foreach (var batch in _feed.ReadAsync(_position.FeedPosition, _options.BatchSize, attempt.Token))
+                {
+                    var started = Stopwatch.GetTimestamp();
+                    var (messages, documents, filtered) = Transform(batch.Changes);
+                    Stats.Spent(read: Stopwatch.GetElapsedTime(waited, started), transform: Stopwatch.GetElapsedTime(started));
+                    await ready.Writer.WriteAsync(new TransformedBatch(batch, messages, documents, filtered), attempt.Token);
+                    waited = Stopwatch.GetTimestamp();
+                }
+                ready.Writer.TryComplete();
+            }
+            catch (Exception e) { ready.Writer.TryComplete(e); }
+        }, attempt.Token);
+        try
+        {
+            await foreach (var batch in ready.Reader.ReadAllAsync(attempt.Token))
+                await PublishAsync(target, batch, attempt.Token);
+            await ready.Reader.Completion;   // the transform stage's failure, if that ended it
+        }
+        finally
+        {
+            attempt.Cancel();
+            await transforming.ContinueWith(_ => { }, TaskScheduler.Default);
+        }
+    }
+
+    private async Task PublishAsync(IMessageTarget target, TransformedBatch t, CancellationToken ct)
+    {
+        var started = Stopwatch.GetTimestamp();
+        for (var i = 0; i < t.Messages.Count; i += PublishChunk)
+            await target.PublishAsync(t.Messages.GetRange(i, Math.Min(PublishChunk, t.Messages.Count - i)), ct);
+        var published = Stopwatch.GetTimestamp();
+        var lastEtag = Math.Max(_position.LastEtag, t.Batch.Changes.Max(c => c.Etag));
+        _position = new EtlTaskPosition(new Dictionary<string, long>(t.Batch.After.Next), lastEtag,
+            _position.MessagesSent + t.Messages.Count, _position.DocumentsProcessed + t.Documents);
         _position.Save(_positionPath);
-        Stats.Batch(lastEtag, documents, filtered, messages.Count);
+        Stats.Batch(lastEtag, t.Documents, t.Filtered, t.Messages.Count);
+        Stats.Spent(publish: Stopwatch.GetElapsedTime(started, published), persist: Stopwatch.GetElapsedTime(published));
     }
 
     /// <summary>Runs every transform that covers each change's collection; a throwing script costs that document, not the task.</summary>

@@ -11,11 +11,14 @@ public static class EtlTaskState
 
 public sealed record EtlError(DateTimeOffset At, string Message, string? DocumentId);
 
+/// <summary>Where a task's time went, in total: waiting for changes, running scripts, waiting for broker confirms, persisting its position.</summary>
+public sealed record EtlTimeSpent(double ReadMs, double TransformMs, double PublishMs, double PersistMs);
+
 /// <summary>What GET /etl/tasks/{name}/stats shows.</summary>
 public sealed record EtlTaskStatsSnapshot(
     string Name, string State, long LastProcessedEtag, long? Lag, long MessagesSent, long DocumentsProcessed,
     long DocumentsFiltered, long ScriptErrors, long Reconnects, string? LastError, DateTimeOffset? LastBatchAt,
-    DateTimeOffset? NextAttemptAt, IReadOnlyList<EtlError> RecentErrors);
+    DateTimeOffset? NextAttemptAt, EtlTimeSpent TimeSpent, IReadOnlyList<EtlError> RecentErrors);
 
 /// <summary>Live counters of one task, written by its runner and read by HTTP requests.</summary>
 public sealed class EtlTaskStats(string name)
@@ -27,6 +30,7 @@ public sealed class EtlTaskStats(string name)
     private string? _lastError;
     private long _lastEtag, _sent, _processed, _filtered, _scriptErrors, _reconnects;
     private DateTimeOffset? _lastBatchAt, _nextAttemptAt;
+    private TimeSpan _read, _transform, _publish, _persist;
 
     public void Resumed(EtlTaskPosition p) { lock (_lock) { _lastEtag = p.LastEtag; _sent = p.MessagesSent; _processed = p.DocumentsProcessed; } }
 
@@ -35,6 +39,11 @@ public sealed class EtlTaskStats(string name)
     public void Batch(long lastEtag, int documents, int filtered, int messages)
     {
         lock (_lock) { _lastEtag = lastEtag; _processed += documents; _filtered += filtered; _sent += messages; _lastBatchAt = DateTimeOffset.UtcNow; }
+    }
+
+    public void Spent(TimeSpan read = default, TimeSpan transform = default, TimeSpan publish = default, TimeSpan persist = default)
+    {
+        lock (_lock) { _read += read; _transform += transform; _publish += publish; _persist += persist; }
     }
 
     public void ScriptError(string documentId, string message)
@@ -63,7 +72,9 @@ public sealed class EtlTaskStats(string name)
     {
         lock (_lock)
             return new(name, _state, _lastEtag, lag, _sent, _processed, _filtered, _scriptErrors, _reconnects, _lastError,
-                _lastBatchAt, _nextAttemptAt, [.. _errors]);
+                _lastBatchAt, _nextAttemptAt,
+                new EtlTimeSpent(Math.Round(_read.TotalMilliseconds), Math.Round(_transform.TotalMilliseconds), Math.Round(_publish.TotalMilliseconds), Math.Round(_persist.TotalMilliseconds)),
+                [.. _errors]);
     }
 
     private void Remember(EtlError e)
