@@ -37,7 +37,6 @@ public sealed partial class TransformScript : IDisposable
     private readonly ScriptSandbox _sandbox;
     private readonly JsValue _transform;
     private readonly JsonParser _parser;
-    private readonly JsonSerializer _serializer;
     private readonly List<LoadedMessage> _loaded = [];
     private ObjectInstance? _current;
     private string _currentId = "";
@@ -48,7 +47,6 @@ public sealed partial class TransformScript : IDisposable
         _sandbox = new ScriptSandbox(limits);
         var engine = _sandbox.Engine;
         _parser = new JsonParser(engine);
-        _serializer = new JsonSerializer(engine);
         engine.SetValue("id", new ClrFunctionInstance(engine, (_, args) => IdOf(args.Length > 0 ? args[0] : JsValue.Undefined), 1));
         engine.SetValue("loadTo", new ClrFunctionInstance(engine, (_, args) =>
             Load(args.Length > 0 && args[0].IsString() ? args[0].AsString() : throw new ScriptRunException("loadTo(name, obj, …) needs the destination name first"), args.Skip(1).ToArray()), 4));
@@ -86,7 +84,7 @@ public sealed partial class TransformScript : IDisposable
                 _current = null;
                 return _transform.Invoke(JsValue.Null, ["delete", change.Id, change.Collection]);
             }
-            var doc = _parser.Parse(change.Document!.Value.GetRawText());
+            var doc = JsValueJson.ToJs(_sandbox.Engine, _parser, change.Document!.Value);
             _current = doc.AsObject();
             return _transform.Invoke(doc, ["put", change.Id, change.Collection]);
         }, PrologueLines);
@@ -103,7 +101,7 @@ public sealed partial class TransformScript : IDisposable
     private JsValue Load(string destination, JsValue[] args)
     {
         if (args.Length == 0 || !args[0].IsObject()) throw new ScriptRunException($"loadTo{destination}(obj, …) needs an object to publish");
-        var body = _serializer.Serialize(args[0], JsValue.Undefined, JsValue.Undefined).AsString();
+        var body = JsValueJson.Serialize(args[0]);
         string? routingKey = null;
         ObjectInstance? attributes = null;
         for (var i = 1; i < args.Length; i++)

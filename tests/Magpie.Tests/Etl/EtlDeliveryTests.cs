@@ -64,7 +64,9 @@ public sealed class EtlDeliveryTests(KafkaFixture kafka, ITestOutputHelper outpu
         var expected = finalEtag.ToDictionary(kv => $"{kv.Key}@{kv.Value}", kv => kv.Key);
         var received = await queue.WaitForAsync(r => expected.Keys.All(new HashSet<string>(r.Select(m => m.MessageId!)).Contains), TimeSpan.FromSeconds(120));
 
-        var stats = await sinks.Http.WaitForStatsAsync("loads", s => s.GetProperty("state").GetString() == "running", TimeSpan.FromSeconds(30));
+        // Caught up: running, and nothing left in magpie.changes (lag = high watermarks − position).
+        var stats = await sinks.Http.WaitForStatsAsync("loads", s => s.GetProperty("state").GetString() == "running"
+            && s.GetProperty("lag").ValueKind == JsonValueKind.Number && s.GetProperty("lag").GetInt64() == 0, TimeSpan.FromSeconds(30));
         var byId = received.GroupBy(m => m.MessageId!).ToList();
         var duplicates = byId.Sum(g => g.Count() - 1);
         output.WriteLine($"writes 4000, documents {expected.Count}, messages received {received.Count}, distinct message ids {byId.Count}, duplicates {duplicates}, reconnects {stats.GetProperty("reconnects")}");

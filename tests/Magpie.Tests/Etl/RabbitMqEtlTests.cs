@@ -86,6 +86,7 @@ public sealed class RabbitMqEtlTests(RabbitMqFixture rabbit, MagpieFixture magpi
         });
 
         Assert.Equal("running", stats.GetProperty("state").GetString());
+        Assert.Equal(0, stats.GetProperty("lag").GetInt64());
         Assert.Equal(5, stats.GetProperty("messagesSent").GetInt64());
         Assert.Equal(1, stats.GetProperty("documentsFiltered").GetInt64());
         Assert.Equal(0, stats.GetProperty("scriptErrors").GetInt64());

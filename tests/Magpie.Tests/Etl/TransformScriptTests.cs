@@ -68,6 +68,34 @@ public sealed class TransformScriptTests
     }
 
     [Fact]
+    public void Loaded_objects_are_serialized_as_JSON_stringify_would_and_documents_arrive_intact()
+    {
+        using var script = TransformScript.Compile("""
+            loadToX({
+              copy: this, n: 1.5, big: 1e21, nan: NaN, undef: undefined, f: function () {}, arr: [1, undefined, function () {}, 'é"\n'],
+              date: new Date(Date.UTC(2024, 0, 2, 3, 4, 5, 6)), custom: { toJSON: function () { return 'custom!'; } }, nested: { a: [[{ b: null }]] }
+            });
+            """, ScriptLimits.Default);
+        var doc = """{"Title":"Ünïcødé \"quoted\" \\ text","Tags":["a","b"],"Score":-3,"Ratio":0.25,"Missing":null,"Flag":true,"Deep":{"x":[1,[2,{"y":"z"}]]}}""";
+        var body = JsonDocument.Parse(Assert.Single(script.Run(Put("x/1", doc))).BodyJson).RootElement;
+        Assert.True(System.Text.Json.Nodes.JsonNode.DeepEquals(System.Text.Json.Nodes.JsonNode.Parse(doc), System.Text.Json.Nodes.JsonNode.Parse(body.GetProperty("copy").GetRawText())));
+        Assert.Contains("Ünïcødé", body.GetProperty("copy").GetRawText());
+        Assert.Equal(1.5, body.GetProperty("n").GetDouble());
+        Assert.Equal(1e21, body.GetProperty("big").GetDouble());
+        Assert.Equal(JsonValueKind.Null, body.GetProperty("nan").ValueKind);
+        Assert.False(body.TryGetProperty("undef", out _));
+        Assert.False(body.TryGetProperty("f", out _));
+        var arr = body.GetProperty("arr");
+        Assert.Equal((1, JsonValueKind.Null, JsonValueKind.Null, "é\"\n"), (arr[0].GetInt32(), arr[1].ValueKind, arr[2].ValueKind, arr[3].GetString()));
+        Assert.Equal("2024-01-02T03:04:05.006Z", body.GetProperty("date").GetString());
+        Assert.Equal("custom!", body.GetProperty("custom").GetString());
+        Assert.Equal(JsonValueKind.Null, body.GetProperty("nested").GetProperty("a")[0][0].GetProperty("b").ValueKind);
+
+        using var cyclic = TransformScript.Compile("var o = {}; o.self = o; loadToX(o);", ScriptLimits.Default);
+        Assert.Contains("refers to itself", Assert.Throws<ScriptRunException>(() => cyclic.Run(Put("x/1", "{}"))).Message);
+    }
+
+    [Fact]
     public void A_syntax_error_names_the_line_and_column_of_the_users_script()
     {
         var e = Assert.Throws<ScriptCompileException>(() => TransformScript.Compile("var a = 1;\nvar b = ;\nloadToX(this);", ScriptLimits.Default));
