@@ -219,6 +219,45 @@ public sealed class RabbitMqEtlTests(RabbitMqFixture rabbit, MagpieFixture magpi
         Assert.Equal(HttpStatusCode.NoContent, (await Http.DeleteAsync($"etl/connections/c{_n}")).StatusCode);
     }
 
+    [Fact]
+    public async Task Tasks_survive_a_restart_resume_where_they_were_and_can_be_changed_disabled_and_reset()
+    {
+        await using var own = await MagpieProcess.StartAsync();
+        var http = own.Http;
+        await using var queue = await QueueReader.StartAsync(rabbit.Broker.Url, $"life-q{_n}", $"life{_n}");
+        await http.PutConnectionAsync("rabbit", new { type = "rabbitmq", url = rabbit.Broker.Url });
+        object Definition(string script, bool disabled = false) =>
+            new { connection = "rabbit", disabled, transforms = new[] { new { collections = new[] { "Items" }, script } } };
+        async Task<List<int>> Values(int count) =>
+            (await queue.WaitForAsync(r => r.Count >= count, TimeSpan.FromSeconds(30))).Select(m => JsonDocument.Parse(m.Body).RootElement.GetProperty("V").GetInt32()).ToList();
+
+        await http.PutTaskAsync("life", Definition($"loadTo('life{_n}', {{ V: this.V }});"));
+        await http.PutAsync("items/1", """{"V": 1}""");
+        await http.PutAsync("items/2", """{"V": 2}""");
+        Assert.Equal([1, 2], await Values(2));
+
+        await own.StopAsync();
+        await own.StartAsync();
+        await http.PutAsync("items/3", """{"V": 3}""");
+        Assert.Equal([1, 2, 3], await Values(3));   // the task came back by itself and did not re-send 1 and 2
+
+        await http.PutTaskAsync("life", Definition($"loadTo('life{_n}', {{ V: this.V * 10 }});"));
+        await http.PutAsync("items/4", """{"V": 4}""");
+        Assert.Equal([1, 2, 3, 40], await Values(4));  // a changed script applies from where the task was
+
+        await http.PutTaskAsync("life", Definition($"loadTo('life{_n}', {{ V: this.V * 10 }});", disabled: true));
+        Assert.Equal("disabled", (await http.TaskStatsAsync("life")).GetProperty("state").GetString());
+        await http.PutAsync("items/5", """{"V": 5}""");
+        await Task.Delay(1000);
+        Assert.Equal(4, queue.Received.Count);
+        await http.PutTaskAsync("life", Definition($"loadTo('life{_n}', {{ V: this.V * 10 }});"));
+        Assert.Equal([1, 2, 3, 40, 50], await Values(5));
+
+        Assert.Equal(HttpStatusCode.NoContent, (await http.PostAsync("etl/tasks/life/reset", null)).StatusCode);
+        Assert.Equal([1, 2, 3, 40, 50, 10, 20, 30, 40, 50], await Values(10));
+        Assert.Equal(HttpStatusCode.NotFound, (await http.PostAsync("etl/tasks/nope/reset", null)).StatusCode);
+    }
+
     private sealed class DocumentChangedCollector : IConsumer<DocumentChanged>
     {
         private readonly Channel<DocumentChanged> _received = Channel.CreateUnbounded<DocumentChanged>();
