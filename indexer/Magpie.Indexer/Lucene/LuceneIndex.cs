@@ -1,0 +1,154 @@
+
+namespace Magpie.Indexer.Lucene;
+
+/// <summary>What a query asks of one index. <see cref="After"/> (a cursor from a previous page) replaces <see cref="Skip"/>; <see cref="StoredFields"/> null = all stored fields.</summary>
+public sealed record SearchRequest(LuceneQuery Query, IReadOnlyList<SortField> Sort, int PageSize, int Skip = 0, SearchCursor? After = null,
+    IReadOnlyList<string>? StoredFields = null);
+
+/// <summary>Where a hit sits in the sort order: the next page starts after it (Lucene's searchAfter).</summary>
+public sealed record SearchCursor(byte[] Values)
+{
+    public override string ToString() => Convert.ToBase64String(Values).TrimEnd('=').Replace('+', '-').Replace('/', '_');
+
+    /// <summary>Reads a cursor a client sent back; null if it is not one of ours.</summary>
+    public static SearchCursor? Parse(string text)
+    {
+        var base64 = text.Replace('-', '+').Replace('_', '/');
+        base64 += new string('=', (4 - base64.Length % 4) % 4);
+        var bytes = new byte[base64.Length];
+        return Convert.TryFromBase64String(base64, bytes, out var n) ? new SearchCursor(bytes[..n]) : null;
+    }
+}
+
+public sealed record SearchHit(string Id, float Score, IReadOnlyDictionary<string, IReadOnlyList<object>> Stored, SearchCursor Cursor);
+
+public sealed record SearchPage(long TotalHits, IReadOnlyList<SearchHit> Hits);
+
+/// <summary>Commit user data (how far the index consumed its source) and the live entry count.</summary>
+public sealed record LuceneIndexState(IReadOnlyDictionary<string, string> CommitData, long Entries);
+
+/// <summary>
+/// One Lucene index in the host: an IndexWriter on an NIOFSDirectory and a near-real-time searcher.
+/// Writes are visible to searches after <see cref="RefreshAsync"/>, durable after <see cref="CommitAsync"/>,
+/// whose user data records the position the index has consumed.
+/// </summary>
+public sealed class LuceneIndex
+{
+    private readonly LuceneHostProcess _host;
+    private readonly int _handle;
+
+    private LuceneIndex(LuceneHostProcess host, int handle, LuceneIndexState opened)
+    {
+        _host = host;
+        _handle = handle;
+        Opened = opened;
+    }
+
+    /// <summary>The state of the last commit when the index was opened.</summary>
+    public LuceneIndexState Opened { get; }
+
+    public static async Task<LuceneIndex> OpenAsync(LuceneHostProcess host, string directory, CancellationToken ct = default)
+    {
+        Directory.CreateDirectory(directory);
+        var r = await host.CallAsync(LuceneProtocol.Open, w => w.String(Path.GetFullPath(directory)), ct);
+        var handle = r.Int();
+        return new LuceneIndex(host, handle, ReadState(r));
+    }
+
+    /// <summary>Deletes every entry of <paramref name="deletes"/>, then replaces each document's entries (not visible before a refresh).</summary>
+    public async Task WriteAsync(IReadOnlyCollection<string> deletes, IReadOnlyList<IndexedDocument> documents, CancellationToken ct = default) =>
+        await _host.CallAsync(LuceneProtocol.Write, w =>
+        {
+            w.Int(_handle).Int(deletes.Count);
+            foreach (var id in deletes) w.String(id);
+            w.Int(documents.Count);
+            foreach (var d in documents)
+            {
+                w.String(d.Id).Int(d.Entries.Count);
+                foreach (var e in d.Entries)
+                {
+                    w.Int(e.Fields.Count);
+                    foreach (var f in e.Fields) f.Write(w);
+                }
+            }
+        }, ct);
+
+    /// <summary>Makes everything written so far durable, with <paramref name="commitData"/> as the commit's user data.</summary>
+    public async Task CommitAsync(IReadOnlyDictionary<string, string> commitData, CancellationToken ct = default) =>
+        await _host.CallAsync(LuceneProtocol.Commit, w =>
+        {
+            w.Int(_handle).Int(commitData.Count);
+            foreach (var (k, v) in commitData) w.String(k).String(v);
+        }, ct);
+
+    /// <summary>Opens a new near-real-time searcher if anything changed.</summary>
+    public async Task RefreshAsync(CancellationToken ct = default) => await _host.CallAsync(LuceneProtocol.Refresh, w => w.Int(_handle), ct);
+
+    public async Task DeleteAllAsync(CancellationToken ct = default) => await _host.CallAsync(LuceneProtocol.DeleteAll, w => w.Int(_handle), ct);
+
+    public async Task<LuceneIndexState> StateAsync(CancellationToken ct = default) =>
+        ReadState(await _host.CallAsync(LuceneProtocol.Stats, w => w.Int(_handle), ct));
+
+    public async Task CloseAsync() => await _host.CallAsync(LuceneProtocol.Close, w => w.Int(_handle));
+
+    public async Task<SearchPage> SearchAsync(SearchRequest request, CancellationToken ct = default)
+    {
+        var r = await _host.CallAsync(LuceneProtocol.Search, w =>
+        {
+            w.Int(_handle);
+            request.Query.Write(w);
+            w.Int(request.Sort.Count);
+            foreach (var s in request.Sort) w.Byte((byte)s.Kind).String(s.Field).Bool(s.Descending);
+            w.Int(request.Skip).Int(request.PageSize).Bool(request.After is not null);
+            if (request.After is not null) w.Bytes(request.After.Values);
+            // null: every stored field; a list: just those.
+            w.Int(request.StoredFields?.Count ?? -1);
+            foreach (var f in request.StoredFields ?? []) w.String(f);
+        }, ct);
+        var total = r.Long();
+        var hits = new SearchHit[r.Int()];
+        for (var i = 0; i < hits.Length; i++)
+        {
+            var id = r.String()!;
+            var score = r.Float();
+            var stored = new Dictionary<string, IReadOnlyList<object>>();
+            for (var n = r.Int(); n > 0; n--)
+            {
+                var name = r.String()!;
+                object value = r.Byte() switch
+                {
+                    LuceneProtocol.FieldLong => r.Long(),
+                    LuceneProtocol.FieldDouble => r.Double(),
+                    _ => r.String()!,
+                };
+                stored[name] = stored.TryGetValue(name, out var list) ? [.. list, value] : [value];
+            }
+            hits[i] = new SearchHit(id, score, stored, new SearchCursor(ReadCursor(r)));
+        }
+        return new SearchPage(total, hits);
+    }
+
+    /// <summary>The cursor is the sort values exactly as the host wrote them; it sends them back verbatim.</summary>
+    private static byte[] ReadCursor(FrameReader r)
+    {
+        var start = r.Position;
+        for (var n = r.Int(); n > 0; n--)
+        {
+            switch (r.Byte())
+            {
+                case 1: r.Bytes(r.Int()); break;
+                case 2: r.Long(); break;
+                case 3: r.Double(); break;
+                case 4: r.Float(); break;
+            }
+        }
+        return r.Slice(start, r.Position).ToArray();
+    }
+
+    private static LuceneIndexState ReadState(FrameReader r)
+    {
+        var data = new Dictionary<string, string>();
+        for (var n = r.Int(); n > 0; n--) data[r.String()!] = r.String()!;
+        return new LuceneIndexState(data, r.Long());
+    }
+}

@@ -1,0 +1,187 @@
+using System.Globalization;
+using System.Text.RegularExpressions;
+using System.Xml.Linq;
+using Magpie.Indexer.Lucene;
+using Magpie.Tests.Fixtures;
+using Magpie.Tests.Producers;
+
+namespace Magpie.Tests.Indexing;
+
+/// <summary>The Stack Exchange sample's posts in a real Lucene index (the Java host), and what LINQ over the same XML says each query must find.</summary>
+public sealed class PostsIndexFixture : IAsyncLifetime
+{
+    public string Dir { get; } = Directory.CreateTempSubdirectory("magpie-lucene-").FullName;
+    public LuceneHostProcess Host { get; private set; } = null!;
+    public LuceneIndex Index { get; private set; } = null!;
+    public List<Post> Posts { get; } = new StackExchangeXml(RepoPaths.StackExchangeSample).Posts.Select(Post.From).ToList();
+
+    public sealed record Post(string Id, string Type, string? Title, string[] Tags, long Score, DateTime Created, long? Views)
+    {
+        public double? Popularity => Views / 100.0;
+
+        public static Post From(XElement row) => new(
+            "posts/" + (string)row.Attribute("Id")!, (string)row.Attribute("PostTypeId")!, (string?)row.Attribute("Title"),
+            Regex.Matches((string?)row.Attribute("Tags") ?? "", "<([^>]+)>").Select(m => m.Groups[1].Value.ToLowerInvariant()).ToArray(),
+            (long)row.Attribute("Score")!, DateTime.Parse((string)row.Attribute("CreationDate")!, CultureInfo.InvariantCulture), (long?)row.Attribute("ViewCount"));
+
+        public IndexedDocument ToIndexed()
+        {
+            var fields = new List<IndexField>
+            {
+                new KeywordField("Type", Type), new LongField("Score", Score, Stored: true), new LongField("Created", Created.Ticks),
+            };
+            if (Title is not null) { fields.Add(new TextField("Title", Title)); fields.Add(new StoredField("TitleText", Title)); }
+            fields.AddRange(Tags.Select(t => new KeywordField("Tags", t, Stored: true)));
+            if (Views is { } v) { fields.Add(new LongField("Views", v)); fields.Add(new DoubleField("Popularity", v / 100.0)); }
+            return new IndexedDocument(Id, [new IndexEntry(fields)]);
+        }
+    }
+
+    public async Task InitializeAsync()
+    {
+        Host = LuceneHostProcess.Start(heapMegabytes: 256);
+        Index = await LuceneIndex.OpenAsync(Host, Dir);
+        foreach (var chunk in Posts.Chunk(500)) await Index.WriteAsync([], chunk.Select(p => p.ToIndexed()).ToList());
+        await Index.CommitAsync(new Dictionary<string, string> { ["position"] = "1657" });
+        await Index.RefreshAsync();
+    }
+
+    public async Task DisposeAsync()
+    {
+        await Host.DisposeAsync();
+        try { Directory.Delete(Dir, recursive: true); } catch (IOException) { }
+    }
+}
+
+public sealed class LuceneIndexTests(PostsIndexFixture fx) : IClassFixture<PostsIndexFixture>
+{
+    private List<PostsIndexFixture.Post> Posts => fx.Posts;
+
+    private async Task<List<string>> Ids(LuceneQuery query) =>
+        (await fx.Index.SearchAsync(new SearchRequest(query, [], PageSize: 10_000))).Hits.Select(h => h.Id).Order(StringComparer.Ordinal).ToList();
+
+    private static List<string> Expected(IEnumerable<PostsIndexFixture.Post> posts) => posts.Select(p => p.Id).Order(StringComparer.Ordinal).ToList();
+
+    /// <summary>
+    /// Tokens as StandardAnalyzer (Unicode word breaks, UAX #29) makes them for these English titles: runs of
+    /// letters and digits, kept together across an inner apostrophe, colon or period ("tag:crimea" is one
+    /// token), lower-cased.
+    /// </summary>
+    private static IEnumerable<string> Tokens(string? text) =>
+        Regex.Matches(text ?? "", @"[\p{L}\p{N}_]+(?:[':.][\p{L}\p{N}_]+)*").Select(m => m.Value.ToLowerInvariant());
+
+    [Fact]
+    public async Task Every_query_kind_finds_exactly_what_the_XML_says()
+    {
+        Assert.Equal(Expected(Posts.Where(p => p.Type == "1")), await Ids(new TermQuery("Type", "1")));
+        Assert.Equal(Expected(Posts.Where(p => p.Tags.Contains("discussion"))), await Ids(new TermQuery("Tags", "discussion")));
+        Assert.Equal(Expected(Posts.Where(p => p.Score is >= 5 and <= 10)), await Ids(new LongRangeQuery("Score", 5, 10)));
+        Assert.Equal(Expected(Posts.Where(p => p.Score > 10)), await Ids(new LongRangeQuery("Score", 11, long.MaxValue)));
+        var y2012 = new DateTime(2012, 1, 1);
+        Assert.Equal(Expected(Posts.Where(p => p.Created >= y2012 && p.Created < y2012.AddYears(1))),
+            await Ids(new LongRangeQuery("Created", y2012.Ticks, y2012.AddYears(1).Ticks - 1)));
+        Assert.Equal(Expected(Posts.Where(p => p.Popularity >= 2.5)), await Ids(new DoubleRangeQuery("Popularity", 2.5, double.PositiveInfinity)));
+        Assert.Equal(Expected(Posts.Where(p => p.Tags.Any(t => t.StartsWith("feature", StringComparison.Ordinal)))), await Ids(new PrefixQuery("Tags", "feature")));
+        Assert.Equal(Expected(Posts.Where(p => p.Views is not null)), await Ids(new ExistsQuery("Views")));
+        Assert.Equal(Expected(Posts.Where(p => Tokens(p.Title).Contains("sources"))), await Ids(new FullTextQuery("Title", "Sources")));
+        Assert.Equal(Expected(Posts.Where(p => Tokens(p.Title).Any(t => t is "sources" or "tag"))), await Ids(new FullTextQuery("Title", "sources TAG")));
+        Assert.Equal(Expected(Posts.Where(p => p.Tags.Intersect(["bug", "feature-request"]).Any())), await Ids(new TermsQuery("Tags", ["bug", "feature-request"])));
+        Assert.Equal(Expected(Posts.Where(p => p.Type == "1" && p.Tags.Contains("discussion") && !(p.Score < 0))),
+            await Ids(new BoolQuery([new TermQuery("Type", "1"), new TermQuery("Tags", "discussion")], [], [new LongRangeQuery("Score", long.MinValue, -1)])));
+        Assert.Equal(Expected(Posts.Where(p => p.Tags.Contains("bug") || p.Score >= 20)),
+            await Ids(BoolQuery.Or(new TermQuery("Tags", "bug"), new LongRangeQuery("Score", 20, long.MaxValue))));
+        Assert.Equal(Expected(Posts.Where(p => p.Type != "1")), await Ids(BoolQuery.Not(new TermQuery("Type", "1"))));
+        Assert.True(Posts.Count(p => p.Tags.Contains("discussion")) > 10, "the sample should exercise these queries");
+    }
+
+    [Fact]
+    public async Task Totals_are_exact_and_sorting_by_numbers_strings_and_score_follows_the_data()
+    {
+        var all = await fx.Index.SearchAsync(new SearchRequest(LuceneQuery.All, [new SortField(SortKind.Long, "Score", Descending: true)], PageSize: 25));
+        Assert.Equal(Posts.Count, all.TotalHits);
+        Assert.Equal(Posts.OrderByDescending(p => p.Score).ThenBy(p => p.Id, StringComparer.Ordinal).Take(25).Select(p => p.Id), all.Hits.Select(h => h.Id));
+        Assert.Equal(Posts.OrderByDescending(p => p.Score).First().Score, (long)all.Hits[0].Stored["Score"].Single());
+
+        var byPopularity = await fx.Index.SearchAsync(new SearchRequest(new ExistsQuery("Popularity"), [new SortField(SortKind.Double, "Popularity")], PageSize: 10));
+        Assert.Equal(Posts.Where(p => p.Views is not null).OrderBy(p => p.Popularity).ThenBy(p => p.Id, StringComparer.Ordinal).Take(10).Select(p => p.Id), byPopularity.Hits.Select(h => h.Id));
+
+        var byTag = await fx.Index.SearchAsync(new SearchRequest(new ExistsQuery("Tags"), [new SortField(SortKind.String, "Tags", Descending: true)], PageSize: 5, StoredFields: ["Tags"]));
+        Assert.Equal(Posts.SelectMany(p => p.Tags).Max(StringComparer.Ordinal), byTag.Hits[0].Stored["Tags"].Cast<string>().Max(StringComparer.Ordinal));
+
+        var scored = await fx.Index.SearchAsync(new SearchRequest(new FullTextQuery("Title", "sources answers"), [SortField.Score], PageSize: 50));
+        Assert.True(scored.Hits.Count > 1);
+        Assert.True(scored.Hits.Zip(scored.Hits.Skip(1)).All(p => p.First.Score >= p.Second.Score));
+        Assert.All(scored.Hits, h => Assert.True(h.Score > 0));
+    }
+
+    [Fact]
+    public async Task Cursor_pages_and_offset_pages_walk_the_same_order_without_gaps_or_repeats()
+    {
+        var sort = new[] { new SortField(SortKind.Long, "Created") };
+        var expected = Posts.OrderBy(p => p.Created.Ticks).ThenBy(p => p.Id, StringComparer.Ordinal).Select(p => p.Id).ToList();
+        var byCursor = new List<string>();
+        SearchCursor? after = null;
+        while (true)
+        {
+            var page = await fx.Index.SearchAsync(new SearchRequest(LuceneQuery.All, sort, PageSize: 100, After: after));
+            if (page.Hits.Count == 0) break;
+            byCursor.AddRange(page.Hits.Select(h => h.Id));
+            after = SearchCursor.Parse(page.Hits[^1].Cursor.ToString());   // as a client would send it back
+        }
+        Assert.Equal(expected, byCursor);
+        var byOffset = new List<string>();
+        for (var skip = 0; skip < Posts.Count; skip += 300)
+            byOffset.AddRange((await fx.Index.SearchAsync(new SearchRequest(LuceneQuery.All, sort, PageSize: 300, Skip: skip))).Hits.Select(h => h.Id));
+        Assert.Equal(expected, byOffset);
+
+        var wrong = await Assert.ThrowsAsync<LuceneException>(() => fx.Index.SearchAsync(new SearchRequest(LuceneQuery.All, [], PageSize: 1, After: after)));
+        Assert.Contains("cursor", wrong.Message);
+    }
+
+    [Fact]
+    public async Task Updates_replace_all_entries_of_a_document_deletes_remove_them_and_both_show_after_a_refresh()
+    {
+        await using var host = LuceneHostProcess.Start(heapMegabytes: 128);
+        var dir = Directory.CreateTempSubdirectory("magpie-lucene-").FullName;
+        var index = await LuceneIndex.OpenAsync(host, dir);
+        IndexedDocument Doc(string id, params string[] colors) => new(id, colors.Select(c => new IndexEntry([new KeywordField("Color", c)])).ToList());
+        await index.WriteAsync([], [Doc("a", "red", "blue"), Doc("b", "red")]);
+        Assert.Empty(await Red());                    // written, not yet refreshed
+        await index.RefreshAsync();
+        Assert.Equal(["a", "b"], await Red());
+        Assert.Equal(3, (await index.StateAsync()).Entries);
+
+        await index.WriteAsync(["b"], [Doc("a", "green")]);
+        await index.RefreshAsync();
+        Assert.Empty(await Red());
+        Assert.Equal(1, (await index.StateAsync()).Entries);
+
+        await index.DeleteAllAsync();
+        Assert.Equal(0, (await index.StateAsync()).Entries);
+        Directory.Delete(dir, recursive: true);
+
+        async Task<List<string>> Red() => (await index.SearchAsync(new SearchRequest(new TermQuery("Color", "red"), [], 10))).Hits.Select(h => h.Id).Order().ToList();
+    }
+
+    [Fact]
+    public async Task Commit_data_survives_a_host_kill_9_and_uncommitted_writes_do_not()
+    {
+        var dir = Directory.CreateTempSubdirectory("magpie-lucene-").FullName;
+        var host = LuceneHostProcess.Start(heapMegabytes: 128);
+        var index = await LuceneIndex.OpenAsync(host, dir);
+        await index.WriteAsync([], [new IndexedDocument("x/1", [new IndexEntry([new KeywordField("K", "v")])])]);
+        await index.CommitAsync(new Dictionary<string, string> { ["position"] = "42", ["etag"] = "7" });
+        await index.WriteAsync([], [new IndexedDocument("x/2", [new IndexEntry([new KeywordField("K", "v")])])]);
+        Signals.Send(host.Pid, Signals.SigKill);
+        var failed = await Assert.ThrowsAsync<LuceneException>(() => index.RefreshAsync());
+        Assert.Contains("exited", failed.Message);
+        await host.DisposeAsync();
+
+        await using var again = LuceneHostProcess.Start(heapMegabytes: 128);
+        // The dead writer's lock file is left behind; Lucene's NativeFSLockFactory lock went with the process.
+        var reopened = await LuceneIndex.OpenAsync(again, dir);
+        Assert.Equal(new Dictionary<string, string> { ["position"] = "42", ["etag"] = "7" }, reopened.Opened.CommitData);
+        Assert.Equal(1, reopened.Opened.Entries);
+        Directory.Delete(dir, recursive: true);
+    }
+}
