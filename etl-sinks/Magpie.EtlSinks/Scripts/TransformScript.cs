@@ -67,6 +67,9 @@ public sealed partial class TransformScript : IDisposable
         catch (ParserException e)
         {
             var line = Math.Max(1, e.LineNumber - PrologueLines);
+            var lines = script.Split('\n').Length;
+            // Past the user's last line means the wrapper's closing brace: the script ended too early.
+            if (line > lines) throw new ScriptCompileException($"script does not parse: {e.Description} at the end of the script (an unclosed bracket or string?); scripts are ES5.1", lines, script.Split('\n')[^1].Length + 1);
             throw new ScriptCompileException($"script does not parse: {e.Description} (line {line}, column {e.Column}); scripts are ES5.1", line, e.Column);
         }
         return new TransformScript(script, limits);

@@ -101,6 +101,9 @@ public sealed class TransformScriptTests
         var e = Assert.Throws<ScriptCompileException>(() => TransformScript.Compile("var a = 1;\nvar b = ;\nloadToX(this);", ScriptLimits.Default));
         Assert.Equal(2, e.Line);
         Assert.Contains("line 2", e.Message);
+        var unclosed = Assert.Throws<ScriptCompileException>(() => TransformScript.Compile("loadToX(this", ScriptLimits.Default));
+        Assert.Equal((1, 13), (unclosed.Line, unclosed.Column));
+        Assert.Contains("end of the script", unclosed.Message);
     }
 
     [Fact]
