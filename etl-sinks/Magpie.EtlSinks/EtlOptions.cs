@@ -1,4 +1,4 @@
-using Magpie.EtlSinks.Scripts;
+using Magpie.Scripting;
 
 namespace Magpie.EtlSinks;
 

@@ -1,6 +1,7 @@
 using System.Text.Json;
 using Magpie.EtlSinks.Configuration;
 using Magpie.EtlSinks.Scripts;
+using Magpie.Scripting;
 using Magpie.EtlSinks.Tasks;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Http;
@@ -45,7 +46,7 @@ public static class EtlEndpoints
         for (var i = 0; i < task.Transforms.Count; i++)
         {
             try { TransformScript.Compile(task.Transforms[i].Script, limits).Dispose(); }
-            catch (ScriptCompileException e) { throw new ScriptProblem(i, e); }
+            catch (ScriptSyntaxException e) { throw new ScriptProblem(i, e); }
         }
     }
 
@@ -79,9 +80,9 @@ public static class EtlEndpoints
             ? c with { Url = c.Url.Replace(uri.UserInfo, uri.UserInfo[..uri.UserInfo.IndexOf(':')] + ":***") }
             : c;
 
-    private sealed class ScriptProblem(int transform, ScriptCompileException error) : Exception(error.Message)
+    private sealed class ScriptProblem(int transform, ScriptSyntaxException error) : Exception(error.Message)
     {
         public int Transform { get; } = transform;
-        public ScriptCompileException Error { get; } = error;
+        public ScriptSyntaxException Error { get; } = error;
     }
 }

@@ -5,18 +5,12 @@ using Jint.Native.Object;
 using Jint.Parser;
 using Jint.Runtime.Interop;
 using Magpie.Contracts.Changes;
+using Magpie.Scripting;
 
 namespace Magpie.EtlSinks.Scripts;
 
 /// <summary>What one <c>loadTo…</c> call asked for: a body for a destination (exchange or topic), with optional routing key and CloudEvents attributes.</summary>
 public sealed record LoadedMessage(string Destination, string? RoutingKey, string BodyJson, string? Type, string? Source, string? Id);
-
-/// <summary>A script that does not parse: the message and where, in the user's own line numbers.</summary>
-public sealed class ScriptCompileException(string message, int line, int column) : Exception(message)
-{
-    public int Line { get; } = line;
-    public int Column { get; } = column;
-}
 
 /// <summary>
 /// A transform script in RavenDB's queue-ETL style, compiled once and run per change. For a put, the script
@@ -60,7 +54,7 @@ public sealed partial class TransformScript : IDisposable
     /// <summary>Exchanges / topics the script names literally (<c>loadToOrders(</c>, <c>loadTo('orders.x'</c>): declared up front, and where deletes go by default.</summary>
     public IReadOnlyList<string> Destinations { get; }
 
-    /// <summary>Parses and prepares the script; a syntax error becomes a <see cref="ScriptCompileException"/>.</summary>
+    /// <summary>Parses and prepares the script; a syntax error becomes a <see cref="ScriptSyntaxException"/>.</summary>
     public static TransformScript Compile(string script, ScriptLimits limits)
     {
         try { new JavaScriptParser().Parse(Prologue + script + "\n}"); }
@@ -69,8 +63,8 @@ public sealed partial class TransformScript : IDisposable
             var line = Math.Max(1, e.LineNumber - PrologueLines);
             var lines = script.Split('\n').Length;
             // Past the user's last line means the wrapper's closing brace: the script ended too early.
-            if (line > lines) throw new ScriptCompileException($"script does not parse: {e.Description} at the end of the script (an unclosed bracket or string?); scripts are ES5.1", lines, script.Split('\n')[^1].Length + 1);
-            throw new ScriptCompileException($"script does not parse: {e.Description} (line {line}, column {e.Column}); scripts are ES5.1", line, e.Column);
+            if (line > lines) throw new ScriptSyntaxException($"script does not parse: {e.Description} at the end of the script (an unclosed bracket or string?); scripts are ES5.1", lines, script.Split('\n')[^1].Length + 1);
+            throw new ScriptSyntaxException($"script does not parse: {e.Description}; scripts are ES5.1", line, e.Column);
         }
         return new TransformScript(script, limits);
     }

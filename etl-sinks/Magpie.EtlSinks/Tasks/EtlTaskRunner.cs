@@ -5,6 +5,7 @@ using Magpie.EtlSinks.Configuration;
 using Magpie.EtlSinks.Delivery;
 using Magpie.EtlSinks.Messages;
 using Magpie.EtlSinks.Scripts;
+using Magpie.Scripting;
 using Microsoft.Extensions.Logging;
 
 namespace Magpie.EtlSinks.Tasks;

@@ -1,6 +1,7 @@
 using System.Text.Json;
 using Magpie.Contracts.Changes;
 using Magpie.EtlSinks.Scripts;
+using Magpie.Scripting;
 
 namespace Magpie.Tests.Etl;
 
@@ -98,10 +99,10 @@ public sealed class TransformScriptTests
     [Fact]
     public void A_syntax_error_names_the_line_and_column_of_the_users_script()
     {
-        var e = Assert.Throws<ScriptCompileException>(() => TransformScript.Compile("var a = 1;\nvar b = ;\nloadToX(this);", ScriptLimits.Default));
+        var e = Assert.Throws<ScriptSyntaxException>(() => TransformScript.Compile("var a = 1;\nvar b = ;\nloadToX(this);", ScriptLimits.Default));
         Assert.Equal(2, e.Line);
         Assert.Contains("line 2", e.Message);
-        var unclosed = Assert.Throws<ScriptCompileException>(() => TransformScript.Compile("loadToX(this", ScriptLimits.Default));
+        var unclosed = Assert.Throws<ScriptSyntaxException>(() => TransformScript.Compile("loadToX(this", ScriptLimits.Default));
         Assert.Equal((1, 13), (unclosed.Line, unclosed.Column));
         Assert.Contains("end of the script", unclosed.Message);
     }

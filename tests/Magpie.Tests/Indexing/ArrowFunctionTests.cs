@@ -1,5 +1,5 @@
 using Jint;
-using Magpie.Indexer.Maps;
+using Magpie.Scripting;
 
 namespace Magpie.Tests.Indexing;
 

@@ -2,7 +2,7 @@ using System.Collections.Concurrent;
 using Jint;
 using Jint.Runtime;
 
-namespace Magpie.EtlSinks.Scripts;
+namespace Magpie.Scripting;
 
 /// <summary>Per-document limits of a transform script.</summary>
 public sealed record ScriptLimits(TimeSpan Timeout, int MaxStatements, int MaxRecursion, long MaxAllocatedBytes)
@@ -22,7 +22,7 @@ public sealed class ScriptRunException(string message) : Exception(message);
 /// only the running thread could read its own), so heavy allocation elsewhere during a long script can end
 /// it early; the default budget is far above what a transform of one document allocates.
 /// </summary>
-internal sealed class ScriptSandbox : IDisposable
+public sealed class ScriptSandbox : IDisposable
 {
     private static readonly ConcurrentDictionary<ScriptSandbox, byte> Running = new();
     private static readonly Timer Watchdog = new(_ => { foreach (var s in Running.Keys) s.CheckMemory(); }, null, 25, 25);

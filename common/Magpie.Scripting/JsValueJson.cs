@@ -9,7 +9,7 @@ using Jint.Native.Json;
 using Jint.Native.Object;
 using Jint.Runtime;
 
-namespace Magpie.EtlSinks.Scripts;
+namespace Magpie.Scripting;
 
 /// <summary>
 /// Documents into the engine and loaded objects out of it, without Jint 2's JSON text parser and
@@ -17,7 +17,7 @@ namespace Magpie.EtlSinks.Scripts;
 /// one character at a time). Output follows JSON.stringify (non-ASCII text stays as it is, not \u-escaped): undefined and functions are dropped from
 /// objects and become null in arrays, NaN and infinities become null, dates and toJSON() are honoured.
 /// </summary>
-internal static class JsValueJson
+public static class JsValueJson
 {
     private const int MaxDepth = 64;
 

@@ -1,4 +1,4 @@
-namespace Magpie.Indexer.Maps;
+namespace Magpie.Scripting;
 
 /// <summary>A script the rewriter can't handle, with the position in the user's text.</summary>
 public sealed class ScriptSyntaxException(string message, int line, int column) : Exception($"{message} (line {line}, column {column})")
