@@ -60,9 +60,18 @@ public sealed class ScriptSandbox : IDisposable
         catch (TimeoutException) { throw new ScriptRunException($"script ran longer than {_limits.Timeout.TotalMilliseconds:0} ms"); }
         catch (StatementsCountOverflowException) { throw new ScriptRunException($"script ran more than {_limits.MaxStatements:N0} statements"); }
         catch (RecursionDepthOverflowException) { throw new ScriptRunException($"script recursed deeper than {_limits.MaxRecursion}"); }
-        catch (JavaScriptException e) { throw new ScriptRunException($"{e.Message} (line {Math.Max(1, e.LineNumber - lineOffset)}, column {e.Column})"); }
+        catch (JavaScriptException e) { throw new ScriptRunException($"{Describe(e)} (line {Math.Max(1, e.LineNumber - lineOffset)}, column {e.Column})"); }
         catch (OutOfMemoryException) { throw new ScriptRunException("script ran out of memory"); }
         finally { lock (_gate) _running = false; }
+    }
+
+    /// <summary>Jint 2 leaves the message of its own TypeErrors (a call on undefined, …) empty: say at least which error.</summary>
+    private static string Describe(JavaScriptException e)
+    {
+        if (!string.IsNullOrWhiteSpace(e.Message)) return e.Message;
+        var error = e.Error;
+        var name = error.IsObject() && error.AsObject().Get("name") is { } n && n.IsString() ? n.AsString() : "Error";
+        return $"{name} (e.g. a property read or a call on undefined or null)";
     }
 
     private void CheckMemory()

@@ -1,0 +1,27 @@
+namespace Magpie.Contracts.Indexes;
+
+/// <summary>
+/// An index in RavenDB's JavaScript form: <c>{ "maps": ["map('Posts', p => ({ … }))", …], "reduce": null,
+/// "fields": { "Body": { "indexing": "search", "store": true } } }</c>. Fields not listed are exact
+/// (case-insensitive keyword), not stored; numbers are always indexed for ranges and sorting.
+/// </summary>
+public sealed record IndexDefinition
+{
+    public List<string> Maps { get; init; } = [];
+    public string? Reduce { get; init; }
+    public Dictionary<string, IndexFieldOptions> Fields { get; init; } = [];
+
+    public IndexFieldOptions FieldOptions(string name) => Fields.TryGetValue(name, out var o) ? o : IndexFieldOptions.Default;
+}
+
+public sealed record IndexFieldOptions
+{
+    public const string Search = "search", Exact = "exact", No = "no";
+
+    public static IndexFieldOptions Default { get; } = new();
+
+    /// <summary><c>search</c> (StandardAnalyzer full text), <c>exact</c> (default: one term, case-insensitive), <c>no</c> (not searchable).</summary>
+    public string Indexing { get; init; } = Exact;
+    public bool Store { get; init; }
+    public bool Facet { get; init; }
+}
