@@ -1,0 +1,82 @@
+using System.Globalization;
+using System.Text.Json;
+using System.Text.RegularExpressions;
+using Magpie.Contracts.Indexes;
+using Magpie.Indexer.Lucene;
+
+namespace Magpie.Indexer.Maps;
+
+/// <summary>
+/// How a mapped value becomes Lucene fields. For an index field <c>F</c>:
+/// <list type="bullet">
+/// <item><c>F</c>: strings as one lower-cased term (exact, the default) or as analyzed text (search);
+/// booleans as <c>true</c>/<c>false</c>, null as <c>NULL_VALUE</c> (RavenDB's token), objects as their JSON text.</item>
+/// <item><c>F@cs</c>: exact strings with their case, for <c>exact()</c>.</item>
+/// <item><c>F@num</c>: numbers, for ranges and numeric sorting.</item>
+/// <item><c>F@ticks</c>: ISO-8601 dates, for ranges.</item>
+/// <item><c>F@stored</c>: the value as JSON, when the field is stored (projections).</item>
+/// </list>
+/// Arrays give one value per element. Lucene needs one doc-values type per field name, hence the suffixes.
+/// </summary>
+public static partial class EntryFields
+{
+    public const string NullValue = "NULL_VALUE";
+    public const string CaseSensitive = "@cs", Number = "@num", Ticks = "@ticks", Stored = "@stored";
+
+    public static IndexEntry From(MappedEntry entry, IndexDefinition definition)
+    {
+        var fields = new List<IndexField>();
+        foreach (var (name, value) in entry.Values)
+        {
+            var options = definition.FieldOptions(name);
+            if (options.Indexing != IndexFieldOptions.No)
+            {
+                if (value is List<object?> list) foreach (var item in list) Add(fields, name, item, options);
+                else Add(fields, name, value, options);
+            }
+            if (options.Store) fields.Add(new StoredField(name + Stored, JsonOf(value)));
+        }
+        return new IndexEntry(fields);
+    }
+
+    private static void Add(List<IndexField> fields, string name, object? value, IndexFieldOptions options)
+    {
+        switch (value)
+        {
+            case null: fields.Add(new KeywordField(name, NullValue)); break;
+            case bool b: fields.Add(new KeywordField(name, b ? "true" : "false")); break;
+            case double d: fields.Add(new DoubleField(name + Number, d)); break;
+            case NestedJson j: fields.Add(new KeywordField(name, j.Json.ToLowerInvariant())); break;
+            case List<object?> nested: foreach (var item in nested) Add(fields, name, item, options); break;
+            case string s:
+                if (options.Indexing == IndexFieldOptions.Search) fields.Add(new TextField(name, s));
+                else
+                {
+                    fields.Add(new KeywordField(name, s.ToLowerInvariant()));
+                    fields.Add(new KeywordField(name + CaseSensitive, s));
+                }
+                if (TicksOf(s) is { } ticks) fields.Add(new LongField(name + Ticks, ticks));
+                break;
+        }
+    }
+
+    /// <summary>An ISO-8601 date or date-time (what JSON documents carry), as UTC ticks; null for anything else.</summary>
+    public static long? TicksOf(string s) =>
+        s.Length is >= 10 and <= 40 && IsoDate().IsMatch(s)
+        && DateTime.TryParse(s, CultureInfo.InvariantCulture, DateTimeStyles.AdjustToUniversal | DateTimeStyles.AssumeUniversal, out var d)
+            ? d.Ticks : null;
+
+    private static string JsonOf(object? value) => value switch
+    {
+        null => "null",
+        string s => JsonSerializer.Serialize(s),
+        bool b => b ? "true" : "false",
+        double d => d.ToString("R", CultureInfo.InvariantCulture),
+        NestedJson j => j.Json,
+        List<object?> list => "[" + string.Join(",", list.Select(JsonOf)) + "]",
+        _ => JsonSerializer.Serialize(value),
+    };
+
+    [GeneratedRegex(@"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,7})?)?(Z|[+-]\d{2}:?\d{2})?)?$")]
+    private static partial Regex IsoDate();
+}
