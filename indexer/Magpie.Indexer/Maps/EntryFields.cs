@@ -41,20 +41,19 @@ public static partial class EntryFields
 
     private static void Add(List<IndexField> fields, string name, object? value, IndexFieldOptions options)
     {
+        // Lucene wants one kind of indexing per field name: a search field takes every non-number as text.
+        var search = options.Indexing == IndexFieldOptions.Search;
+        IndexField Term(string text) => search ? new TextField(name, text) : new KeywordField(name, text.ToLowerInvariant());
         switch (value)
         {
-            case null: fields.Add(new KeywordField(name, NullValue)); break;
-            case bool b: fields.Add(new KeywordField(name, b ? "true" : "false")); break;
+            case null: fields.Add(search ? new TextField(name, NullValue) : new KeywordField(name, NullValue)); break;
+            case bool b: fields.Add(Term(b ? "true" : "false")); break;
             case double d: fields.Add(new DoubleField(name + Number, d)); break;
-            case NestedJson j: fields.Add(new KeywordField(name, j.Json.ToLowerInvariant())); break;
+            case NestedJson j: fields.Add(Term(j.Json)); break;
             case List<object?> nested: foreach (var item in nested) Add(fields, name, item, options); break;
             case string s:
-                if (options.Indexing == IndexFieldOptions.Search) fields.Add(new TextField(name, s));
-                else
-                {
-                    fields.Add(new KeywordField(name, s.ToLowerInvariant()));
-                    fields.Add(new KeywordField(name + CaseSensitive, s));
-                }
+                fields.Add(Term(s));
+                if (!search) fields.Add(new KeywordField(name + CaseSensitive, s));
                 if (TicksOf(s) is { } ticks) fields.Add(new LongField(name + Ticks, ticks));
                 break;
         }

@@ -29,7 +29,8 @@ public sealed class MapScript : IDisposable
         _parser = new JsonParser(_sandbox.Engine);
     }
 
-    public IReadOnlySet<string> Collections => _maps.Select(m => m.Collection).ToHashSet(StringComparer.OrdinalIgnoreCase);
+    /// <summary>The collections the maps cover (case-insensitive).</summary>
+    public IReadOnlySet<string> Collections { get; private set; } = new HashSet<string>();
 
     /// <summary>Throws <see cref="ScriptSyntaxException"/> naming the map (1-based) and the position in it.</summary>
     public static MapScript Compile(IReadOnlyList<string> maps, ScriptLimits limits)
@@ -65,6 +66,7 @@ public sealed class MapScript : IDisposable
                     throw new ScriptSyntaxException($"maps[{i}] must call map('Collection', doc => ({{ … }})) exactly once", 1, 1);
                 script._maps.Add((registered[0].Collection.AsString(), registered[0].Map));
             }
+            script.Collections = script._maps.Select(m => m.Collection).ToHashSet(StringComparer.OrdinalIgnoreCase);
             return script;
         }
         catch

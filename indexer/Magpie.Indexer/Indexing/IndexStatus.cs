@@ -1,0 +1,53 @@
+namespace Magpie.Indexer.Indexing;
+
+/// <summary>One writer batch: how many documents and entries, and where its time went (the seed's "index batch stats").</summary>
+public sealed record IndexBatchStats(DateTimeOffset At, int Changes, int Documents, int Entries, double ReadMs, double MapMs, double LuceneMs, double CommitMs);
+
+public sealed record IndexError(DateTimeOffset At, string DocumentId, string Message);
+
+public sealed record IndexStatusSnapshot(long IndexedEtag, long Entries, long Batches, long DocumentsIndexed, long ErrorCount,
+    IReadOnlyList<IndexError> Errors, IReadOnlyList<IndexBatchStats> RecentBatches, string? Failure);
+
+/// <summary>Live progress of one index, written by its worker, read by status and stats requests.</summary>
+public sealed class IndexStatus
+{
+    private const int Kept = 20;
+    private readonly Lock _lock = new();
+    private readonly Queue<IndexError> _errors = new();
+    private readonly Queue<IndexBatchStats> _batches = new();
+    private long _indexedEtag, _entries, _batchCount, _documents, _errorCount;
+    private string? _failure;
+
+    public long IndexedEtag { get { lock (_lock) return _indexedEtag; } }
+
+    public void Resumed(long etag, long entries) { lock (_lock) { _indexedEtag = etag; _entries = entries; } }
+
+    public void Batch(IndexBatchStats stats, long indexedEtag, long entries)
+    {
+        lock (_lock)
+        {
+            _indexedEtag = Math.Max(_indexedEtag, indexedEtag);
+            _entries = entries;
+            _batchCount++;
+            _documents += stats.Documents;
+            _failure = null;
+            Keep(_batches, stats);
+        }
+    }
+
+    public void Error(string documentId, string message) { lock (_lock) { _errorCount++; Keep(_errors, new IndexError(DateTimeOffset.UtcNow, documentId, message)); } }
+
+    /// <summary>The worker itself stopped on something other than a document (Lucene gone, feed failed); it retries.</summary>
+    public void Failed(string message) { lock (_lock) _failure = message; }
+
+    public IndexStatusSnapshot Snapshot()
+    {
+        lock (_lock) return new(_indexedEtag, _entries, _batchCount, _documents, _errorCount, [.. _errors], [.. _batches], _failure);
+    }
+
+    private static void Keep<T>(Queue<T> q, T item)
+    {
+        q.Enqueue(item);
+        while (q.Count > Kept) q.Dequeue();
+    }
+}

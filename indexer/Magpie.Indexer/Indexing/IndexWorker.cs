@@ -1,0 +1,185 @@
+using System.Diagnostics;
+using System.Security.Cryptography;
+using System.Text;
+using System.Text.Json;
+using Magpie.Contracts.Changes;
+using Magpie.Contracts.Indexes;
+using Magpie.Indexer.Lucene;
+using Magpie.Indexer.Maps;
+using Magpie.Scripting;
+using Microsoft.Extensions.Logging;
+
+namespace Magpie.Indexer.Indexing;
+
+/// <summary>
+/// Keeps one map index current: reads the change feed from the position in the index's last commit, runs
+/// the maps, writes the batch to Lucene (a document's entries replace its old ones; deletes remove them),
+/// commits with the new position in the commit's user data, then refreshes the NRT searcher. After a crash
+/// it resumes from the last commit and re-applies what followed, which replaces the same entries again —
+/// so the index equals a fresh rebuild. A commit made by another definition (a changed index) is wiped and
+/// rebuilt from the beginning of the feed.
+/// </summary>
+public sealed class IndexWorker : IAsyncDisposable
+{
+    public const string PositionKey = "magpie.position", EtagKey = "magpie.etag", DefinitionKey = "magpie.definition";
+
+    private readonly string _name;
+    private readonly IndexDefinition _definition;
+    private readonly IChangeFeed _feed;
+    private readonly LuceneHostProcess _host;
+    private readonly string _directory;
+    private readonly ScriptLimits _limits;
+    private readonly ILogger _log;
+    private readonly int _batchSize;
+    private readonly CancellationTokenSource _stop = new();
+    private readonly List<(long Etag, TaskCompletionSource Done)> _waiters = [];
+    private Task _loop = Task.CompletedTask;
+
+    public IndexWorker(string name, IndexDefinition definition, IChangeFeed feed, LuceneHostProcess host, string directory,
+        ScriptLimits limits, ILogger log, int batchSize = 4096)
+    {
+        _name = name;
+        _definition = definition;
+        _feed = feed;
+        _host = host;
+        _directory = directory;
+        _limits = limits;
+        _log = log;
+        _batchSize = batchSize;
+    }
+
+    public IndexStatus Status { get; } = new();
+
+    /// <summary>The open Lucene index, for queries (null until the worker opened it).</summary>
+    public LuceneIndex? Index { get; private set; }
+
+    public static string Fingerprint(IndexDefinition definition) =>
+        Convert.ToHexString(SHA256.HashData(JsonSerializer.SerializeToUtf8Bytes(definition)))[..16];
+
+    public void Start() => _loop = Task.Run(() => RunAsync(_stop.Token));
+
+    /// <summary>Completes when the index has processed <paramref name="etag"/> (or a later one); false on timeout.</summary>
+    public async Task<bool> WaitForEtagAsync(long etag, TimeSpan timeout, CancellationToken ct = default)
+    {
+        TaskCompletionSource done;
+        lock (_waiters)
+        {
+            if (Status.IndexedEtag >= etag) return true;
+            done = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+            _waiters.Add((etag, done));
+        }
+        try { await done.Task.WaitAsync(timeout, ct); return true; }
+        catch (TimeoutException) { return false; }
+    }
+
+    private async Task RunAsync(CancellationToken ct)
+    {
+        using var maps = MapScript.Compile(_definition.Maps, _limits);
+        var delay = TimeSpan.FromSeconds(1);
+        while (!ct.IsCancellationRequested)
+        {
+            try
+            {
+                Index ??= await LuceneIndex.OpenAsync(_host, _directory, ct);
+                var position = await ResumeAsync(Index, ct);
+                ReleaseWaiters(Status.IndexedEtag);
+                var waited = Stopwatch.GetTimestamp();
+                await foreach (var batch in _feed.ReadAsync(position, _batchSize, ct))
+                {
+                    await WriteBatchAsync(Index, maps, batch, Stopwatch.GetElapsedTime(waited), ct);
+                    waited = Stopwatch.GetTimestamp();
+                }
+            }
+            catch (OperationCanceledException) when (ct.IsCancellationRequested) { break; }
+            catch (Exception e)
+            {
+                Status.Failed(e.Message);
+                _log.LogWarning("index {Index}: {Error}; retrying in {Delay} s", _name, e.Message, delay.TotalSeconds);
+                try { await Task.Delay(delay, ct); } catch (OperationCanceledException) { break; }
+                delay = TimeSpan.FromSeconds(Math.Min(delay.TotalSeconds * 2, 30));
+            }
+        }
+    }
+
+    /// <summary>Where the last commit says this index got to; a commit of another definition is wiped first.</summary>
+    private async Task<ChangeFeedPosition> ResumeAsync(LuceneIndex index, CancellationToken ct)
+    {
+        var state = await index.StateAsync(ct);
+        var data = state.CommitData;
+        if (data.GetValueOrDefault(DefinitionKey) != Fingerprint(_definition))
+        {
+            if (data.Count > 0) _log.LogInformation("index {Index}: definition changed, rebuilding from the beginning", _name);
+            await index.DeleteAllAsync(ct);
+            await index.CommitAsync(Commit(ChangeFeedPosition.Beginning, 0), ct);
+            Status.Resumed(0, 0);
+            return ChangeFeedPosition.Beginning;
+        }
+        Status.Resumed(long.Parse(data[EtagKey]), state.Entries);
+        return new ChangeFeedPosition(JsonSerializer.Deserialize<Dictionary<string, long>>(data[PositionKey])!);
+    }
+
+    private async Task WriteBatchAsync(LuceneIndex index, MapScript maps, ChangeBatch batch, TimeSpan read, CancellationToken ct)
+    {
+        var started = Stopwatch.GetTimestamp();
+        // The last change of each document in the batch decides; earlier ones are superseded.
+        var latest = new Dictionary<string, ChangeEvent>(StringComparer.Ordinal);
+        foreach (var change in batch.Changes)
+            if (maps.Collections.Contains(change.Collection)) latest[change.Id] = change;
+        var deletes = new List<string>();
+        var documents = new List<IndexedDocument>();
+        var entries = 0;
+        foreach (var change in latest.Values)
+        {
+            if (change.Op == ChangeOp.Delete) { deletes.Add(change.Id); continue; }
+            try
+            {
+                var mapped = maps.Run(change).Select(e => EntryFields.From(e, _definition)).ToList();
+                entries += mapped.Count;
+                documents.Add(new IndexedDocument(change.Id, mapped));
+            }
+            catch (ScriptRunException e)
+            {
+                // Recorded and skipped; its old entries go, so the index never shows a version the map can't produce.
+                Status.Error(change.Id, e.Message);
+                documents.Add(new IndexedDocument(change.Id, []));
+            }
+        }
+        var mappedAt = Stopwatch.GetTimestamp();
+        if (deletes.Count > 0 || documents.Count > 0) await index.WriteAsync(deletes, documents, ct);
+        var writtenAt = Stopwatch.GetTimestamp();
+        var etag = batch.Changes.Max(c => c.Etag);
+        var lastEtag = Math.Max(Status.IndexedEtag, etag);
+        await index.CommitAsync(Commit(batch.After, lastEtag), ct);
+        await index.RefreshAsync(ct);
+        var state = await index.StateAsync(ct);
+        Status.Batch(new IndexBatchStats(DateTimeOffset.UtcNow, batch.Changes.Count, documents.Count + deletes.Count, entries,
+            Ms(read), Ms(Stopwatch.GetElapsedTime(started, mappedAt)), Ms(Stopwatch.GetElapsedTime(mappedAt, writtenAt)),
+            Ms(Stopwatch.GetElapsedTime(writtenAt))), lastEtag, state.Entries);
+        ReleaseWaiters(lastEtag);
+    }
+
+    private Dictionary<string, string> Commit(ChangeFeedPosition position, long etag) => new()
+    {
+        [PositionKey] = JsonSerializer.Serialize(position.Next),
+        [EtagKey] = etag.ToString(),
+        [DefinitionKey] = Fingerprint(_definition),
+    };
+
+    private void ReleaseWaiters(long etag)
+    {
+        lock (_waiters)
+        {
+            foreach (var w in _waiters.Where(w => w.Etag <= etag)) w.Done.TrySetResult();
+            _waiters.RemoveAll(w => w.Etag <= etag);
+        }
+    }
+
+    private static double Ms(TimeSpan t) => Math.Round(t.TotalMilliseconds, 2);
+
+    public async ValueTask DisposeAsync()
+    {
+        _stop.Cancel();
+        try { await _loop; } catch (OperationCanceledException) { }
+        _stop.Dispose();
+    }
+}

@@ -1,0 +1,113 @@
+using System.Text;
+using System.Text.Json;
+using Magpie.Contracts.Indexes;
+using Magpie.Indexer.Indexing;
+using Magpie.Indexer.Lucene;
+using Magpie.Ingest.Changes;
+using Magpie.Ingest.Documents;
+using Magpie.Scripting;
+using Magpie.Tests.Fixtures;
+using Microsoft.Extensions.Logging.Abstractions;
+
+namespace Magpie.Tests.Indexing;
+
+/// <summary>The index worker on the embedded change feed of a real store, into real Lucene: the Stack Exchange posts, then changes.</summary>
+public sealed class IndexWorkerTests : IAsyncLifetime
+{
+    private readonly string _dir = Directory.CreateTempSubdirectory("magpie-indexer-").FullName;
+    private readonly List<PostsIndexFixture.Post> _posts = new StackExchangeXmlPosts().Posts;
+    private DocumentStore _store = null!;
+    private LuceneHostProcess _host = null!;
+    private long _lastEtag;
+
+    private static readonly IndexDefinition ByTags = new()
+    {
+        Maps = ["map('Posts', p => ({ Tags: p.Tags, Score: p.Score, Title: p.Title }))"],
+        Fields = new() { ["Title"] = new() { Indexing = IndexFieldOptions.Search } },
+    };
+
+    public async Task InitializeAsync()
+    {
+        _store = await DocumentStore.OpenAsync(new DocumentStoreOptions { Directory = Path.Combine(_dir, "docs"), LogMemoryBytes = 1L << 26 });
+        foreach (var chunk in _posts.Chunk(500))
+        {
+            var outcomes = await _store.WriteAsync(chunk.Select(p => WriteCommand.Put(p.Id, Encoding.UTF8.GetBytes(JsonSerializer.Serialize(new
+            {
+                p.Title, p.Tags, p.Score, Created = p.Created.ToString("O"),
+            })))).ToList(), atomic: true);
+            _lastEtag = outcomes.Max(o => o.Etag!.Value);
+        }
+        _host = LuceneHostProcess.Start(heapMegabytes: 256);
+    }
+
+    public async Task DisposeAsync()
+    {
+        await _host.DisposeAsync();
+        await _store.DisposeAsync();
+        Directory.Delete(_dir, recursive: true);
+    }
+
+    private IndexWorker Worker(IndexDefinition definition, string name = "Posts/ByTags") =>
+        new(name, definition, new EmbeddedChangeFeed(new ChangeLogTail(_store)), _host, Path.Combine(_dir, "indexes", name), ScriptLimits.Default, NullLogger.Instance);
+
+    private static async Task<long> Count(IndexWorker worker, LuceneQuery q) => (await worker.Index!.SearchAsync(new SearchRequest(q, [], 1))).TotalHits;
+
+    [Fact]
+    public async Task Indexes_everything_then_follows_updates_and_deletes_and_resumes_without_redoing_work()
+    {
+        await using (var worker = Worker(ByTags))
+        {
+            worker.Start();
+            Assert.True(await worker.WaitForEtagAsync(_lastEtag, TimeSpan.FromSeconds(60)), JsonSerializer.Serialize(worker.Status.Snapshot()));
+            Assert.Equal(_posts.Count(p => p.Tags.Contains("discussion")), await Count(worker, new TermQuery("Tags", "discussion")));
+            Assert.Equal(_posts.Count(p => p.Score >= 10), await Count(worker, new DoubleRangeQuery("Score@num", 10, double.PositiveInfinity)));
+            Assert.Equal(_posts.Count, worker.Status.Snapshot().Entries);
+
+            var victim = _posts.First(p => p.Tags.Contains("discussion"));
+            var moved = _posts.Last(p => p.Tags.Contains("discussion"));
+            await _store.WriteAsync([WriteCommand.Delete(victim.Id)], atomic: true);
+            var last = (await _store.WriteAsync([WriteCommand.Put(moved.Id, Encoding.UTF8.GetBytes("""{"Tags":["moved"],"Score":0}"""))], atomic: true))[0].Etag!.Value;
+            Assert.True(await worker.WaitForEtagAsync(last, TimeSpan.FromSeconds(30)));
+            Assert.Equal(_posts.Count(p => p.Tags.Contains("discussion")) - 2, await Count(worker, new TermQuery("Tags", "discussion")));
+            Assert.Equal(1, await Count(worker, new TermQuery("Tags", "moved")));
+            Assert.Equal(_posts.Count - 1, worker.Status.Snapshot().Entries);
+            _lastEtag = last;
+        }
+
+        // A new worker on the same directory starts from the committed position: nothing to redo.
+        await using var resumed = Worker(ByTags);
+        resumed.Start();
+        Assert.True(await resumed.WaitForEtagAsync(_lastEtag, TimeSpan.FromSeconds(30)));
+        await Task.Delay(300);
+        Assert.Equal(0, resumed.Status.Snapshot().Batches);
+        Assert.Equal(1, await Count(resumed, new TermQuery("Tags", "moved")));
+    }
+
+    [Fact]
+    public async Task A_changed_definition_rebuilds_from_the_beginning_and_a_throwing_map_only_costs_its_document()
+    {
+        await using (var first = Worker(ByTags, "Posts/Rebuilt"))
+        {
+            first.Start();
+            Assert.True(await first.WaitForEtagAsync(_lastEtag, TimeSpan.FromSeconds(60)));
+        }
+        var changed = ByTags with { Maps = ["map('Posts', p => { if (p.Score < 0) throw new Error('negative score'); return { Upper: p.Title ? p.Title.toUpperCase() : null }; })"] };
+        await using var second = Worker(changed, "Posts/Rebuilt");
+        second.Start();
+        Assert.True(await second.WaitForEtagAsync(_lastEtag, TimeSpan.FromSeconds(60)));
+        var status = second.Status.Snapshot();
+        Assert.Equal(_posts.Count(p => p.Score < 0), status.ErrorCount);
+        Assert.Contains("negative score", status.Errors[0].Message);
+        Assert.Equal(_posts.Count(p => p.Score >= 0), status.Entries);
+        Assert.Equal(0, await Count(second, new ExistsQuery("Tags")));            // the old definition's entries are gone
+        Assert.Equal(_posts.Count(p => p.Score >= 0 && p.Title is null), await Count(second, new TermQuery("Upper", "NULL_VALUE")));
+        Assert.All(status.RecentBatches, b => Assert.True(b.Changes > 0 && b.CommitMs >= 0));
+    }
+}
+
+/// <summary>The sample's posts, as the Lucene tests read them.</summary>
+public sealed class StackExchangeXmlPosts
+{
+    public List<PostsIndexFixture.Post> Posts { get; } =
+        new Producers.StackExchangeXml(RepoPaths.StackExchangeSample).Posts.Select(PostsIndexFixture.Post.From).ToList();
+}
