@@ -1,0 +1,84 @@
+using System.Globalization;
+using System.Text;
+
+namespace Magpie.Query.Rql;
+
+internal enum RqlTokenKind { Identifier, String, Number, Parameter, Symbol, End }
+
+internal sealed record RqlToken(RqlTokenKind Kind, string Text, object? Value, int Position)
+{
+    public bool Is(string keyword) => Kind == RqlTokenKind.Identifier && string.Equals(Text, keyword, StringComparison.OrdinalIgnoreCase);
+    public bool IsSymbol(string symbol) => Kind == RqlTokenKind.Symbol && Text == symbol;
+}
+
+/// <summary>Splits RQL into tokens: identifiers (dotted paths allowed), 'strings' and "strings" with backslash escapes, numbers, $parameters, symbols.</summary>
+internal static class RqlLexer
+{
+    public static List<RqlToken> Tokenize(string text)
+    {
+        var tokens = new List<RqlToken>();
+        var i = 0;
+        while (i < text.Length)
+        {
+            var c = text[i];
+            if (char.IsWhiteSpace(c)) { i++; continue; }
+            var start = i;
+            if (c is '\'' or '"')
+            {
+                var sb = new StringBuilder();
+                i++;
+                while (true)
+                {
+                    if (i >= text.Length) throw Error(text, start, "unclosed string");
+                    if (text[i] == '\\' && i + 1 < text.Length) { sb.Append(text[i + 1]); i += 2; continue; }
+                    if (text[i] == c) { i++; break; }
+                    sb.Append(text[i++]);
+                }
+                tokens.Add(new RqlToken(RqlTokenKind.String, text[start..i], sb.ToString(), start));
+            }
+            else if (char.IsDigit(c) || (c == '-' && i + 1 < text.Length && char.IsDigit(text[i + 1]) && ValueExpected(tokens)))
+            {
+                i++;
+                while (i < text.Length && (char.IsDigit(text[i]) || text[i] is '.' or 'e' or 'E' || (text[i] is '+' or '-' && text[i - 1] is 'e' or 'E'))) i++;
+                var literal = text[start..i];
+                if (!double.TryParse(literal, NumberStyles.Float, CultureInfo.InvariantCulture, out var d)) throw Error(text, start, $"'{literal}' is not a number");
+                tokens.Add(new RqlToken(RqlTokenKind.Number, literal, d, start));
+            }
+            else if (c == '$')
+            {
+                i++;
+                while (i < text.Length && (char.IsLetterOrDigit(text[i]) || text[i] == '_')) i++;
+                if (i == start + 1) throw Error(text, start, "a parameter needs a name: $name");
+                tokens.Add(new RqlToken(RqlTokenKind.Parameter, text[start..i], text[(start + 1)..i], start));
+            }
+            else if (char.IsLetter(c) || c is '_' or '@')
+            {
+                while (i < text.Length && (char.IsLetterOrDigit(text[i]) || text[i] is '_' or '.' or '@' or '/')) i++;
+                tokens.Add(new RqlToken(RqlTokenKind.Identifier, text[start..i], null, start));
+            }
+            else
+            {
+                var two = i + 1 < text.Length ? text.Substring(i, 2) : "";
+                var symbol = two is "!=" or "<=" or ">=" or "<>" ? two : c is '=' or '<' or '>' or '(' or ')' or ',' ? c.ToString() : null;
+                if (symbol is null) throw Error(text, start, $"unexpected character '{c}'");
+                tokens.Add(new RqlToken(RqlTokenKind.Symbol, symbol == "<>" ? "!=" : symbol, null, start));
+                i += symbol.Length;
+            }
+        }
+        tokens.Add(new RqlToken(RqlTokenKind.End, "end of query", null, text.Length));
+        return tokens;
+    }
+
+    /// <summary>A minus sign starts a negative number where a value is expected: after an operator, comma, opening parenthesis or keyword.</summary>
+    private static bool ValueExpected(List<RqlToken> tokens) =>
+        tokens.Count == 0
+        || tokens[^1].Kind == RqlTokenKind.Symbol && tokens[^1].Text != ")"
+        || tokens[^1].Kind == RqlTokenKind.Identifier && tokens[^1].Text.ToLowerInvariant() is "and" or "between" or "limit" or "offset" or "in";
+
+    public static RqlException Error(string text, int position, string message)
+    {
+        var line = 1 + text.AsSpan(0, Math.Min(position, text.Length)).Count('\n');
+        var column = position - (position == 0 ? 0 : text.LastIndexOf('\n', Math.Min(position, text.Length) - 1) + 1) + 1;
+        return new RqlException(message, line, column);
+    }
+}

@@ -1,0 +1,234 @@
+namespace Magpie.Query.Rql;
+
+/// <summary>
+/// A recursive-descent parser for Magpie's RQL subset. Precedence: <c>or</c> &lt; <c>and</c> &lt; <c>not</c>;
+/// keywords are case-insensitive; every error names what was expected and where.
+/// </summary>
+public sealed class RqlParser
+{
+    private readonly string _text;
+    private readonly List<RqlToken> _tokens;
+    private int _at;
+
+    private RqlParser(string text)
+    {
+        _text = text;
+        _tokens = RqlLexer.Tokenize(text);
+    }
+
+    public static RqlQuery Parse(string text)
+    {
+        if (string.IsNullOrWhiteSpace(text)) throw new RqlException("the query is empty; start with: from index 'Name' or from Collection", 1, 1);
+        return new RqlParser(text).Query();
+    }
+
+    private RqlToken Current => _tokens[_at];
+
+    private RqlQuery Query()
+    {
+        Expect("from");
+        RqlSource source;
+        if (Current.Is("index"))
+        {
+            _at++;
+            var name = Current.Kind is RqlTokenKind.String or RqlTokenKind.Identifier ? (string)(Current.Value ?? Current.Text) : throw Expected("an index name: from index 'Name'");
+            _at++;
+            source = new RqlSource(name, IsIndex: true);
+        }
+        else if (Current.Kind == RqlTokenKind.Identifier && !IsKeyword(Current)) { source = new RqlSource(Current.Text, IsIndex: false); _at++; }
+        else throw Expected("index 'Name' or a collection name");
+
+        RqlExpression? where = null;
+        if (Current.Is("where")) { _at++; where = Or(); }
+        var orderBy = new List<RqlOrder>();
+        if (Current.Is("order"))
+        {
+            _at++;
+            Expect("by");
+            do orderBy.Add(Order()); while (Accept(","));
+        }
+        var select = new List<RqlProjection>();
+        if (Current.Is("select"))
+        {
+            _at++;
+            do
+            {
+                var field = Field();
+                var alias = field;
+                if (Current.Is("as")) { _at++; alias = Field(); }
+                select.Add(new RqlProjection(field, alias));
+            } while (Accept(","));
+        }
+        int? limit = null, offset = null;
+        if (Current.Is("limit"))
+        {
+            _at++;
+            limit = Count("limit");
+            if (Current.Is("offset")) { _at++; offset = Count("offset"); }
+            else if (Accept(",")) { offset = limit; limit = Count("limit"); }   // limit m, n (offset, count)
+        }
+        if (Current.Kind != RqlTokenKind.End) throw Expected("where, order by, select, limit or the end of the query");
+        return new RqlQuery(source, where, orderBy, select, limit, offset);
+    }
+
+    private RqlOrder Order()
+    {
+        if (Current.Is("score") && _tokens[_at + 1].IsSymbol("("))
+        {
+            _at++;
+            Expect("(");
+            Expect(")");
+            var byScoreDescending = true;   // best matches first unless asc is given
+            if (Current.Is("asc") || Current.Is("ascending")) { byScoreDescending = false; _at++; }
+            else if (Current.Is("desc") || Current.Is("descending")) _at++;
+            return new RqlOrder(null, byScoreDescending, null);
+        }
+        var field = Field();
+        string? type = null;
+        if (Current.Is("as"))
+        {
+            _at++;
+            type = Current.Kind == RqlTokenKind.Identifier && Current.Text.ToLowerInvariant() is "long" or "double" or "string" or "alphanumeric"
+                ? Current.Text.ToLowerInvariant() : throw Expected("long, double or string after 'as'");
+            _at++;
+        }
+        var descending = false;
+        if (Current.Is("desc") || Current.Is("descending")) { descending = true; _at++; }
+        else if (Current.Is("asc") || Current.Is("ascending")) _at++;
+        return new RqlOrder(field, descending, type);
+    }
+
+    private RqlExpression Or()
+    {
+        var left = And();
+        while (Current.Is("or")) { _at++; left = new RqlOr(left, And()); }
+        return left;
+    }
+
+    private RqlExpression And()
+    {
+        var left = Not();
+        while (Current.Is("and")) { _at++; left = new RqlAnd(left, Not()); }
+        return left;
+    }
+
+    private RqlExpression Not()
+    {
+        if (Current.Is("not")) { _at++; return new RqlNot(Not()); }
+        return Primary();
+    }
+
+    private RqlExpression Primary()
+    {
+        if (Accept("("))
+        {
+            var inner = Or();
+            Expect(")");
+            return inner;
+        }
+        if (Current.Kind == RqlTokenKind.Identifier && _tokens[_at + 1].IsSymbol("("))
+        {
+            var function = Current.Text.ToLowerInvariant();
+            var at = _at;
+            _at += 2;
+            RqlExpression result = function switch
+            {
+                "startswith" => new RqlStartsWith(Field(), AfterComma()),
+                "search" => new RqlSearch(Field(), AfterComma()),
+                "exists" => new RqlExists(Field()),
+                "exact" => Comparison(exact: true),
+                _ => throw RqlLexer.Error(_text, _tokens[at].Position, $"unknown function '{_tokens[at].Text}' (expected startsWith, search, exact or exists)"),
+            };
+            Expect(")");
+            return result;
+        }
+        return Comparison(exact: false);
+    }
+
+    private RqlValue AfterComma()
+    {
+        Expect(",");
+        return Value();
+    }
+
+    private RqlExpression Comparison(bool exact)
+    {
+        var field = Field();
+        if (Current.Is("between"))
+        {
+            _at++;
+            var low = Value();
+            Expect("and");
+            return new RqlBetween(field, low, Value(), exact);
+        }
+        if (Current.Is("in"))
+        {
+            _at++;
+            Expect("(");
+            var values = new List<RqlValue>();
+            do values.Add(Value()); while (Accept(","));
+            Expect(")");
+            return new RqlIn(field, values, exact);
+        }
+        if (Current.Kind == RqlTokenKind.Symbol && Current.Text is "=" or "!=" or "<" or "<=" or ">" or ">=")
+        {
+            var op = Current.Text;
+            _at++;
+            return new RqlCompare(field, op, Value(), exact);
+        }
+        throw Expected($"an operator after '{field}' (=, !=, <, <=, >, >=, between, in)");
+    }
+
+    private string Field()
+    {
+        var t = Current;
+        if (t.Kind == RqlTokenKind.Identifier && !IsKeyword(t)) { _at++; return t.Text; }
+        if (t.Kind == RqlTokenKind.String) { _at++; return (string)t.Value!; }
+        throw Expected("a field name");
+    }
+
+    private RqlValue Value()
+    {
+        var t = Current;
+        _at++;
+        return t.Kind switch
+        {
+            RqlTokenKind.String or RqlTokenKind.Number => new RqlValue(t.Value, Position: t.Position),
+            RqlTokenKind.Parameter => new RqlValue(null, (string)t.Value!, t.Position),
+            RqlTokenKind.Identifier when t.Is("true") => new RqlValue(true, Position: t.Position),
+            RqlTokenKind.Identifier when t.Is("false") => new RqlValue(false, Position: t.Position),
+            RqlTokenKind.Identifier when t.Is("null") => new RqlValue(null, Position: t.Position),
+            _ => throw RqlLexer.Error(_text, t.Position, $"expected a value ('text', a number, true, false, null or $parameter), found {Describe(t)}"),
+        };
+    }
+
+    private int Count(string what)
+    {
+        if (Current.Kind == RqlTokenKind.Number && Current.Value is double d && d >= 0 && d == Math.Floor(d) && d <= int.MaxValue)
+        {
+            _at++;
+            return (int)d;
+        }
+        throw Expected($"a non-negative whole number after {what}");
+    }
+
+    private bool Accept(string symbolOrKeyword)
+    {
+        if (Current.IsSymbol(symbolOrKeyword) || Current.Is(symbolOrKeyword)) { _at++; return true; }
+        return false;
+    }
+
+    private void Expect(string symbolOrKeyword)
+    {
+        if (!Accept(symbolOrKeyword)) throw Expected($"'{symbolOrKeyword}'");
+    }
+
+    private RqlException Expected(string what) => RqlLexer.Error(_text, Current.Position, $"expected {what}, found {Describe(Current)}");
+
+    private static string Describe(RqlToken t) => t.Kind == RqlTokenKind.End ? "the end of the query" : $"'{t.Text}'";
+
+    private static readonly HashSet<string> Keywords = new(StringComparer.OrdinalIgnoreCase)
+        { "from", "index", "where", "and", "or", "not", "order", "by", "select", "limit", "offset", "between", "in", "as", "asc", "desc" };
+
+    private static bool IsKeyword(RqlToken t) => Keywords.Contains(t.Text);
+}
