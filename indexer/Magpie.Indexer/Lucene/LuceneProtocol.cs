@@ -7,6 +7,6 @@ internal static class LuceneProtocol
     public const byte Ok = 0, Error = 1;
     public const byte FieldText = 1, FieldKeyword = 2, FieldLong = 4, FieldDouble = 5, FieldStored = 6;
     public const byte QueryAll = 0, QueryTerm = 1, QueryLongRange = 2, QueryDoubleRange = 3, QueryPrefix = 4, QueryFullText = 5,
-        QueryExists = 6, QueryBool = 7, QueryTerms = 8;
+        QueryExists = 6, QueryBool = 7, QueryTerms = 8, QueryTermRange = 9;
     public const byte SortScore = 0, SortString = 1, SortLong = 2, SortDouble = 3;
 }

@@ -30,6 +30,13 @@ public sealed record DoubleRangeQuery(string Field, double Lower, double Upper) 
     internal override void Write(FrameWriter w) => w.Byte(LuceneProtocol.QueryDoubleRange).String(Field).Double(Lower).Double(Upper);
 }
 
+/// <summary>Terms between two strings in term order; a null bound is open.</summary>
+public sealed record TermRangeQuery(string Field, string? Lower, string? Upper, bool IncludeLower, bool IncludeUpper) : LuceneQuery
+{
+    internal override void Write(FrameWriter w) =>
+        w.Byte(LuceneProtocol.QueryTermRange).String(Field).String(Lower).String(Upper).Bool(IncludeLower).Bool(IncludeUpper);
+}
+
 public sealed record PrefixQuery(string Field, string Prefix) : LuceneQuery
 {
     internal override void Write(FrameWriter w) => w.Byte(LuceneProtocol.QueryPrefix).String(Field).String(Prefix);

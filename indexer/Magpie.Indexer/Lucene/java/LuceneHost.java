@@ -27,7 +27,7 @@ public final class LuceneHost {
     static final byte OPEN = 1, WRITE = 2, COMMIT = 3, REFRESH = 4, SEARCH = 5, STATS = 6, CLOSE = 7, DELETE_ALL = 8;
     static final byte OK = 0, ERROR = 1;
     static final byte F_TEXT = 1, F_KEYWORD = 2, F_LONG = 4, F_DOUBLE = 5, F_STORED = 6;
-    static final byte Q_ALL = 0, Q_TERM = 1, Q_LONG_RANGE = 2, Q_DOUBLE_RANGE = 3, Q_PREFIX = 4, Q_FULLTEXT = 5, Q_EXISTS = 6, Q_BOOL = 7, Q_TERMS = 8;
+    static final byte Q_ALL = 0, Q_TERM = 1, Q_LONG_RANGE = 2, Q_DOUBLE_RANGE = 3, Q_PREFIX = 4, Q_FULLTEXT = 5, Q_EXISTS = 6, Q_BOOL = 7, Q_TERMS = 8, Q_TERM_RANGE = 9;
     static final byte S_SCORE = 0, S_STRING = 1, S_LONG = 2, S_DOUBLE = 3;
     static final String ID = "@id", EXISTS = "@exists";
 
@@ -292,6 +292,7 @@ public final class LuceneHost {
                 for (var i = 0; i < n; i++) terms.add(new BytesRef(readString(in)));
                 yield new TermInSetQuery(field, terms);
             }
+            case Q_TERM_RANGE -> TermRangeQuery.newStringRange(readString(in), readString(in), readString(in), in.readBoolean(), in.readBoolean());
             default -> throw new IllegalArgumentException("unknown query node " + type);
         };
     }

@@ -1,0 +1,101 @@
+using System.Text.Json;
+using Magpie.Contracts.Indexes;
+using Magpie.Indexer.Lucene;
+using Magpie.Indexer.Maps;
+using LuceneTermQuery = Magpie.Indexer.Lucene.TermQuery;
+
+namespace Magpie.Query.Rql;
+
+/// <summary>
+/// Turns an RQL <c>where</c> into a Lucene query over the fields <see cref="EntryFields"/> wrote: strings
+/// compare lower-cased on the field (case-sensitive on <c>F@cs</c> inside <c>exact()</c>), numbers on
+/// <c>F@num</c>, ISO dates compare as dates on <c>F@ticks</c> for ranges, <c>null</c> is RavenDB's
+/// <c>NULL_VALUE</c>; search fields go through the analyzer.
+/// </summary>
+public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary<string, JsonElement>? parameters)
+{
+    public LuceneQuery Where(RqlExpression? where) => where is null ? LuceneQuery.All : Plan(where);
+
+    private LuceneQuery Plan(RqlExpression e) => e switch
+    {
+        RqlAnd a => BoolQuery.And(Plan(a.Left), Plan(a.Right)),
+        RqlOr o => BoolQuery.Or(Plan(o.Left), Plan(o.Right)),
+        RqlNot n => BoolQuery.Not(Plan(n.Inner)),
+        RqlCompare c => Compare(c),
+        RqlBetween b => Range(b.Field, Resolve(b.Low), true, Resolve(b.High), true, b.Exact),
+        RqlIn i => BoolQuery.Or([.. i.Values.Select(v => Equal(i.Field, Resolve(v), i.Exact))]),
+        RqlStartsWith s => Resolve(s.Prefix) is string prefix ? new PrefixQuery(s.Field, prefix.ToLowerInvariant()) : throw Bad(s.Prefix, "startsWith needs a string"),
+        RqlSearch s => Resolve(s.Terms) is string terms ? new FullTextQuery(s.Field, terms) : throw Bad(s.Terms, "search needs a string"),
+        RqlExists x => BoolQuery.Or(new ExistsQuery(x.Field), new ExistsQuery(x.Field + EntryFields.Number)),
+        _ => throw new ArgumentOutOfRangeException(nameof(e)),
+    };
+
+    private LuceneQuery Compare(RqlCompare c)
+    {
+        var value = Resolve(c.Value);
+        return c.Operator switch
+        {
+            "=" => Equal(c.Field, value, c.Exact),
+            "!=" => BoolQuery.Not(Equal(c.Field, value, c.Exact)),
+            "<" => Range(c.Field, null, false, value, false, c.Exact),
+            "<=" => Range(c.Field, null, false, value, true, c.Exact),
+            ">" => Range(c.Field, value, false, null, false, c.Exact),
+            ">=" => Range(c.Field, value, true, null, false, c.Exact),
+            _ => throw new ArgumentOutOfRangeException(nameof(c)),
+        };
+    }
+
+    private LuceneQuery Equal(string field, object? value, bool exact) => value switch
+    {
+        null => new LuceneTermQuery(field, EntryFields.NullValue),
+        bool b => new LuceneTermQuery(field, b ? "true" : "false"),
+        double d => new DoubleRangeQuery(field + EntryFields.Number, d, d),
+        string s when IsSearch(field) => new FullTextQuery(field, s),
+        string s when exact => new LuceneTermQuery(field + EntryFields.CaseSensitive, s),
+        string s => new LuceneTermQuery(field, s.ToLowerInvariant()),
+        _ => throw new ArgumentOutOfRangeException(nameof(value)),
+    };
+
+    /// <summary>Numbers range over <c>F@num</c>; ISO dates over <c>F@ticks</c>; other strings in term order.</summary>
+    private LuceneQuery Range(string field, object? low, bool includeLow, object? high, bool includeHigh, bool exact)
+    {
+        if (low is double or null && high is double or null && (low ?? high) is double)
+        {
+            var lo = low is double l ? (includeLow ? l : Math.BitIncrement(l)) : double.NegativeInfinity;
+            var hi = high is double h ? (includeHigh ? h : Math.BitDecrement(h)) : double.PositiveInfinity;
+            return new DoubleRangeQuery(field + EntryFields.Number, lo, hi);
+        }
+        if (low is string or null && high is string or null && (low ?? high) is string)
+        {
+            long? loTicks = low is string ls ? EntryFields.TicksOf(ls) : null, hiTicks = high is string hs ? EntryFields.TicksOf(hs) : null;
+            if ((low is null || loTicks is not null) && (high is null || hiTicks is not null))
+                return new LongRangeQuery(field + EntryFields.Ticks,
+                    loTicks is { } a ? (includeLow ? a : a + 1) : long.MinValue,
+                    hiTicks is { } b ? (includeHigh ? b : b - 1) : long.MaxValue);
+            var name = exact ? field + EntryFields.CaseSensitive : field;
+            string? Case(object? v) => v is string s ? (exact ? s : s.ToLowerInvariant()) : null;
+            return new TermRangeQuery(name, Case(low), Case(high), includeLow, includeHigh);
+        }
+        throw new RqlException($"a range on '{field}' needs two numbers or two strings", 1, 1);
+    }
+
+    private bool IsSearch(string field) => definition.FieldOptions(field).Indexing == IndexFieldOptions.Search;
+
+    /// <summary>A literal, or the parameter's JSON value (string, number, boolean, null).</summary>
+    private object? Resolve(RqlValue v)
+    {
+        if (!v.IsParameter) return v.Literal;
+        if (parameters is null || !parameters.TryGetValue(v.Parameter!, out var json)) throw Bad(v, $"parameter ${v.Parameter} is not in \"parameters\"");
+        return json.ValueKind switch
+        {
+            JsonValueKind.String => json.GetString(),
+            JsonValueKind.Number => json.GetDouble(),
+            JsonValueKind.True => true,
+            JsonValueKind.False => false,
+            JsonValueKind.Null => null,
+            _ => throw Bad(v, $"parameter ${v.Parameter} must be a string, number, boolean or null"),
+        };
+    }
+
+    private static RqlException Bad(RqlValue v, string message) => new(message, 1, v.Position + 1);
+}
