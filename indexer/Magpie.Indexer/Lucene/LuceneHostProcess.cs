@@ -89,7 +89,7 @@ public sealed class LuceneHostProcess : IAsyncDisposable
         catch (IOException e)
         {
             _pending.TryRemove(id, out _);
-            throw new LuceneException($"the Lucene host is gone: {e.Message}; {Stderr()}");
+            throw new LuceneException(_failure ?? $"the Lucene host exited ({e.Message}); {Stderr()}");
         }
         byte[] response;
         using (ct.Register(() => { if (_pending.TryRemove(id, out var p)) p.TrySetCanceled(ct); }))
