@@ -34,6 +34,7 @@ public sealed class IndexWorker : IAsyncDisposable
     private readonly CancellationTokenSource _stop = new();
     private readonly List<(long Etag, TaskCompletionSource Done)> _waiters = [];
     private Task _loop = Task.CompletedTask;
+    private ChangeFeedPosition _position = ChangeFeedPosition.Beginning;
 
     public IndexWorker(string name, IndexDefinition definition, IChangeFeed feed, LuceneHostProcess host, string directory,
         ScriptLimits limits, ILogger log, int batchSize = 4096)
@@ -57,6 +58,12 @@ public sealed class IndexWorker : IAsyncDisposable
         Convert.ToHexString(SHA256.HashData(JsonSerializer.SerializeToUtf8Bytes(definition)))[..16];
 
     public void Start() => _loop = Task.Run(() => RunAsync(_stop.Token));
+
+    /// <summary>Changes the index has not processed yet (null when the feed can't tell cheaply).</summary>
+    public long? Backlog() => _feed.Backlog(_position, Status.IndexedEtag);
+
+    /// <summary>The newest document etag the index knows of: what it processed plus what is still to come (embedded feed).</summary>
+    public long? LastDocumentEtag() => Backlog() is { } b ? Status.IndexedEtag + b : null;
 
     /// <summary>Completes when the index has processed <paramref name="etag"/> (or a later one); false on timeout.</summary>
     public async Task<bool> WaitForEtagAsync(long etag, TimeSpan timeout, CancellationToken ct = default)
@@ -82,6 +89,7 @@ public sealed class IndexWorker : IAsyncDisposable
             {
                 Index ??= await LuceneIndex.OpenAsync(_host, _directory, ct);
                 var position = await ResumeAsync(Index, ct);
+                _position = position;
                 ReleaseWaiters(Status.IndexedEtag);
                 var waited = Stopwatch.GetTimestamp();
                 await foreach (var batch in _feed.ReadAsync(position, _batchSize, ct))
@@ -151,6 +159,7 @@ public sealed class IndexWorker : IAsyncDisposable
         var lastEtag = Math.Max(Status.IndexedEtag, etag);
         await index.CommitAsync(Commit(batch.After, lastEtag), ct);
         await index.RefreshAsync(ct);
+        _position = batch.After;
         var state = await index.StateAsync(ct);
         Status.Batch(new IndexBatchStats(DateTimeOffset.UtcNow, batch.Changes.Count, documents.Count + deletes.Count, entries,
             Ms(read), Ms(Stopwatch.GetElapsedTime(started, mappedAt)), Ms(Stopwatch.GetElapsedTime(mappedAt, writtenAt)),

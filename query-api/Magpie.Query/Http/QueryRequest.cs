@@ -1,0 +1,15 @@
+using System.Text.Json;
+
+namespace Magpie.Query.Http;
+
+/// <summary>The body of POST /queries and /streams/queries.</summary>
+public sealed record QueryRequest
+{
+    public string Query { get; init; } = "";
+    public Dictionary<string, JsonElement>? Parameters { get; init; }
+    public int PageSize { get; init; } = 25;
+    public int Start { get; init; }
+    public string? Cursor { get; init; }
+    public bool WaitForNonStaleResults { get; init; }
+    public int TimeoutMs { get; init; } = 15_000;
+}

@@ -1,0 +1,136 @@
+using System.Net;
+using System.Net.Http.Json;
+using System.Text.Json;
+using System.Xml.Linq;
+using Magpie.Tests.Fixtures;
+using Magpie.Tests.Http;
+using Magpie.Tests.Producers;
+
+namespace Magpie.Tests.Queries;
+
+/// <summary>The embedded magpie with the Stack Exchange sample imported, an index defined over HTTP, queried over HTTP.</summary>
+public sealed class ImportedSampleFixture : IAsyncLifetime
+{
+    public MagpieProcess Magpie { get; private set; } = null!;
+    public List<XElement> Posts { get; } = new StackExchangeXml(RepoPaths.StackExchangeSample).Posts;
+
+    public const string Index = """
+        {
+          "maps": ["map('Posts', p => ({ Title: p.Title, Tags: (p.Tags || '').replace(/^<|>$/g, '').split('><').filter(t => t.length > 0), Score: p.Score, CreationDate: p.CreationDate, Type: p.PostTypeId }))"],
+          "fields": { "Title": { "indexing": "search", "store": true }, "Score": { "store": true } }
+        }
+        """;
+
+    public async Task InitializeAsync()
+    {
+        Magpie = await MagpieProcess.StartAsync();
+        var (exit, output) = await MagpieCli.RunAsync(TimeSpan.FromMinutes(5), "produce", "stackexchange", "--dir", RepoPaths.StackExchangeSample, "--url", Magpie.BaseUrl.ToString());
+        if (exit != 0) throw new InvalidOperationException(output);
+        var put = await Magpie.Http.PutAsync("indexes/Posts/ByTags", HttpJson.Json(Index));
+        if (put.StatusCode != HttpStatusCode.NoContent) throw new InvalidOperationException(await put.Content.ReadAsStringAsync());
+    }
+
+    public async Task DisposeAsync() => await Magpie.DisposeAsync();
+}
+
+public sealed class QueryApiTests(ImportedSampleFixture fx) : IClassFixture<ImportedSampleFixture>
+{
+    private HttpClient Http => fx.Magpie.Http;
+
+    private static string[] TagsOf(XElement p) => ((string?)p.Attribute("Tags") ?? "").Trim('<', '>').Split("><", StringSplitOptions.RemoveEmptyEntries);
+
+    private async Task<JsonElement> Query(string rql, object? parameters = null, int pageSize = 1024, string? cursor = null)
+    {
+        var r = await Http.PostAsJsonAsync("queries", new { query = rql, parameters, pageSize, cursor, waitForNonStaleResults = true, timeoutMs = 60_000 });
+        Assert.True(r.IsSuccessStatusCode, await r.Content.ReadAsStringAsync());
+        return await r.JsonAsync();
+    }
+
+    private static List<string> Ids(JsonElement response) =>
+        response.GetProperty("results").EnumerateArray().Select(d => d.GetProperty("@metadata").GetProperty("@id").GetString()!).ToList();
+
+    [Fact]
+    public async Task Queries_over_http_answer_what_the_XML_says_with_documents_projections_and_staleness()
+    {
+        var discussion = await Query("from index 'Posts/ByTags' where Tags = $tag", new { tag = "Discussion" });
+        Assert.False(discussion.GetProperty("isStale").GetBoolean());
+        Assert.Equal(fx.Posts.Count(p => TagsOf(p).Contains("discussion")), discussion.GetProperty("totalResults").GetInt64());
+        Assert.Equal(fx.Posts.Where(p => TagsOf(p).Contains("discussion")).Select(p => "posts/" + (string)p.Attribute("Id")!).Order(StringComparer.Ordinal),
+            Ids(discussion).Order(StringComparer.Ordinal));
+
+        var top = await Query("from index 'Posts/ByTags' where Type = 1 and CreationDate >= '2012-01-01' order by Score desc select Title, Score as Points limit 5");
+        var expected = fx.Posts.Where(p => (string)p.Attribute("PostTypeId")! == "1" && string.CompareOrdinal((string)p.Attribute("CreationDate")!, "2012-01-01") >= 0)
+            .OrderByDescending(p => (long)p.Attribute("Score")!).ThenBy(p => "posts/" + (string)p.Attribute("Id")!, StringComparer.Ordinal).Take(5).ToList();
+        var rows = top.GetProperty("results").EnumerateArray().ToList();
+        Assert.Equal(expected.Select(p => (string?)p.Attribute("Title")), rows.Select(r => r.GetProperty("Title").GetString()));
+        Assert.Equal(expected.Select(p => (long)p.Attribute("Score")!), rows.Select(r => r.GetProperty("Points").GetInt64()));
+
+        var searched = await Query("from index 'Posts/ByTags' where search(Title, 'sources') order by score()");
+        Assert.True(searched.GetProperty("totalResults").GetInt64() > 0);
+        Assert.All(searched.GetProperty("results").EnumerateArray(), d => Assert.Contains("source", d.GetProperty("Title").GetString()!, StringComparison.OrdinalIgnoreCase));
+    }
+
+    [Fact]
+    public async Task Cursor_pages_walk_the_same_results_as_one_big_page_and_the_stream_has_them_all()
+    {
+        const string rql = "from index 'Posts/ByTags' where exists(Tags) order by CreationDate";
+        var all = Ids(await Query(rql));
+        var paged = new List<string>();
+        string? cursor = null;
+        do
+        {
+            var page = await Query(rql, pageSize: 100, cursor: cursor);
+            paged.AddRange(Ids(page));
+            cursor = page.GetProperty("nextCursor").GetString();
+        } while (cursor is not null);
+        Assert.Equal(all, paged);
+
+        var stream = await Http.PostAsJsonAsync("streams/queries", new { query = rql });
+        Assert.Equal("application/x-ndjson", stream.Content.Headers.ContentType?.MediaType);
+        var lines = (await stream.Content.ReadAsStringAsync()).Split('\n', StringSplitOptions.RemoveEmptyEntries);
+        Assert.Equal(all, lines.Select(l => JsonDocument.Parse(l).RootElement.GetProperty("@metadata").GetProperty("@id").GetString()!));
+    }
+
+    [Fact]
+    public async Task Writes_become_visible_to_queries_that_wait_for_non_stale_results()
+    {
+        var put = await Http.PutAsync("posts/900001", """{"Title":"Zebra crossings","Tags":"<zebra-test>","Score":1,"PostTypeId":1}""");
+        Assert.True(put.IsSuccessStatusCode);
+        Assert.Equal(["posts/900001"], Ids(await Query("from index 'Posts/ByTags' where Tags = 'zebra-test'")));
+        await Http.PutAsync("posts/900001", """{"Title":"Zebra crossings","Tags":"<other>","Score":1,"PostTypeId":1}""");
+        Assert.Empty(Ids(await Query("from index 'Posts/ByTags' where Tags = 'zebra-test'")));
+        await Http.DeleteAsync("posts/900001", null);
+        Assert.Empty(Ids(await Query("from index 'Posts/ByTags' where Tags = 'other' and search(Title, 'zebra')")));
+
+        var status = await Http.GetFromJsonAsync<JsonElement>("indexes/Posts/ByTags");
+        Assert.False(status.GetProperty("status").GetProperty("isStale").GetBoolean());
+        Assert.Equal(fx.Posts.Count, status.GetProperty("status").GetProperty("entries").GetInt64());
+        var stats = await Http.GetFromJsonAsync<JsonElement>("indexes/Posts/ByTags/stats");
+        Assert.True(stats.GetProperty("batches").GetInt64() > 0);
+        Assert.True(stats.GetProperty("recentBatches")[0].TryGetProperty("commitMs", out _));
+    }
+
+    [Fact]
+    public async Task Bad_definitions_and_bad_queries_get_problems_that_say_what_and_where()
+    {
+        async Task<JsonElement> Problem(HttpResponseMessage r, HttpStatusCode status)
+        {
+            Assert.Equal(status, r.StatusCode);
+            Assert.Equal("application/problem+json", r.Content.Headers.ContentType?.MediaType);
+            return await r.JsonAsync();
+        }
+        var syntax = await Problem(await Http.PutAsync("indexes/Bad", HttpJson.Json("""{"maps":["map('Posts', p => ({\n  A: p.A,,\n}))"]}""")), HttpStatusCode.BadRequest);
+        Assert.Equal(2, syntax.GetProperty("line").GetInt32());
+        Assert.Contains("maps[0]", syntax.GetProperty("detail").GetString());
+        Assert.Contains("reduce", (await Problem(await Http.PutAsync("indexes/Bad", HttpJson.Json("""{"maps":["map('Posts', p => ({ A: 1 }))"],"reduce":"groupBy(x => x.A)"}""")), HttpStatusCode.BadRequest)).GetProperty("detail").GetString());
+        Assert.Contains("indexing", (await Problem(await Http.PutAsync("indexes/Bad", HttpJson.Json("""{"maps":["map('Posts', p => ({ A: 1 }))"],"fields":{"A":{"indexing":"fuzzy"}}}""")), HttpStatusCode.BadRequest)).GetProperty("detail").GetString());
+
+        var rql = await Problem(await Http.PostAsJsonAsync("queries", new { query = "from index 'Posts/ByTags' where Score >" }), HttpStatusCode.BadRequest);
+        Assert.Equal((1, 40), (rql.GetProperty("line").GetInt32(), rql.GetProperty("column").GetInt32()));
+        await Problem(await Http.PostAsJsonAsync("queries", new { query = "from index 'Nope'" }), HttpStatusCode.NotFound);
+        await Problem(await Http.PostAsJsonAsync("queries", new { query = "from index 'Posts/ByTags'", cursor = "!!" }), HttpStatusCode.BadRequest);
+        await Problem(await Http.PostAsJsonAsync("queries", new { query = "from index 'Posts/ByTags' where Score = $nope" }), HttpStatusCode.BadRequest);
+        Assert.Contains("needs an index", (await Problem(await Http.PostAsJsonAsync("queries", new { query = "from Posts" }), HttpStatusCode.BadRequest)).GetProperty("detail").GetString());
+        await Problem(await Http.GetAsync("indexes/Nope"), HttpStatusCode.NotFound);
+    }
+}
