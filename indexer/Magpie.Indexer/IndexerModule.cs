@@ -14,6 +14,7 @@ public static class IndexerModule
         services.AddSingleton(options);
         services.AddSingleton(new IndexDefinitionStore(options.DataDir));
         services.AddSingleton<IndexRegistry>().AddHostedService(sp => sp.GetRequiredService<IndexRegistry>());
+        services.AddSingleton<Magpie.Contracts.Indexes.IIndexWaiter>(sp => sp.GetRequiredService<IndexRegistry>());
         return services;
     }
 

@@ -15,7 +15,8 @@ namespace Magpie.Indexer.Indexing;
 /// worker (which rebuilds: the commit's fingerprint no longer matches), a deleted one stops and its files go.
 /// The Lucene host (a JVM) starts with the first index, so a magpie without indexes needs no Java.
 /// </summary>
-public sealed class IndexRegistry(IndexDefinitionStore definitions, IChangeFeed feed, IndexerOptions options, ILoggerFactory logs) : IHostedService, IAsyncDisposable
+public sealed class IndexRegistry(IndexDefinitionStore definitions, IChangeFeed feed, IndexerOptions options, ILoggerFactory logs)
+    : IHostedService, IAsyncDisposable, IIndexWaiter
 {
     private readonly SemaphoreSlim _gate = new(1, 1);
     private readonly Dictionary<string, (IndexDefinition Definition, IndexWorker Worker)> _workers = [];
@@ -35,6 +36,14 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IChangeFeed 
     public IndexWorker? Worker(string name)
     {
         lock (_workers) return _workers.TryGetValue(name, out var w) ? w.Worker : null;
+    }
+
+    public async Task<bool> WaitForEtagAsync(long etag, TimeSpan timeout, CancellationToken ct = default)
+    {
+        List<IndexWorker> workers;
+        lock (_workers) workers = _workers.Values.Select(w => w.Worker).ToList();
+        var results = await Task.WhenAll(workers.Select(w => w.WaitForEtagAsync(etag, timeout, ct)));
+        return results.All(r => r);
     }
 
     /// <summary>Why no index can run (Java or the Lucene jars missing), or null.</summary>

@@ -81,7 +81,10 @@ public static class DocumentEndpoints
         {
             // A delete is a write like any other: its etag is what a reader of the change feed will see.
             if ((await store.WriteAsync([WriteCommand.Delete(id, ifMatch)], atomic: true))[0].Etag is { } etag)
+            {
                 ctx.Response.Headers.ETag = Etag.ToHeader(etag);
+                await IndexWait.AfterWriteAsync(ctx, etag);
+            }
             return Results.NoContent();
         }
         catch (WriteRejectedException e) { return Problems.Rejected(e.Outcome.Error!); }
@@ -93,6 +96,7 @@ public static class DocumentEndpoints
         {
             var outcome = (await store.WriteAsync([command], atomic: true))[0];
             ctx.Response.Headers.ETag = Etag.ToHeader(outcome.Etag!.Value);
+            await IndexWait.AfterWriteAsync(ctx, outcome.Etag);
             var body = new { id = outcome.Id, etag = outcome.Etag };
             return outcome.Created ? Results.Created($"/docs/{outcome.Id}", body) : Results.Ok(body);
         }
@@ -110,6 +114,7 @@ public static class DocumentEndpoints
         try
         {
             var outcomes = await store.WriteAsync(commands, atomic: true);
+            await IndexWait.AfterWriteAsync(ctx, outcomes.Max(o => o.Etag));
             return Results.Ok(new
             {
                 results = outcomes.Select(o => new { id = o.Id, method = o.Method.ToString().ToUpperInvariant(), etag = o.Etag }),

@@ -102,6 +102,13 @@ public sealed class QueryApiTests(ImportedSampleFixture fx) : IClassFixture<Impo
         await Http.DeleteAsync("posts/900001", null);
         Assert.Empty(Ids(await Query("from index 'Posts/ByTags' where Tags = 'other' and search(Title, 'zebra')")));
 
+        // Read-your-writes on the write itself: once it answers, a query that doesn't wait sees it.
+        var waited = await Http.PutAsync("docs/posts/900002?waitForIndexes=true", HttpJson.Json("""{"Title":"Okapi","Tags":"<okapi-test>","Score":2,"PostTypeId":1}"""));
+        Assert.Equal("current", waited.Headers.GetValues("Magpie-Indexes").Single());
+        var noWait = await Http.PostAsJsonAsync("queries", new { query = "from index 'Posts/ByTags' where Tags = 'okapi-test'" });
+        Assert.Equal(["posts/900002"], Ids(await noWait.JsonAsync()));
+        Assert.Equal("current", (await Http.DeleteAsync("docs/posts/900002?waitForIndexes=true")).Headers.GetValues("Magpie-Indexes").Single());
+
         var status = await Http.GetFromJsonAsync<JsonElement>("indexes/Posts/ByTags");
         Assert.False(status.GetProperty("status").GetProperty("isStale").GetBoolean());
         Assert.Equal(fx.Posts.Count, status.GetProperty("status").GetProperty("entries").GetInt64());
