@@ -16,37 +16,20 @@ namespace Magpie.EtlSinks.Tasks;
 /// after a crash or an outage the unconfirmed tail is published again, with the same message ids).
 /// Broker trouble → back off (doubling, capped) and start over from the persisted position.
 /// </summary>
-public sealed class EtlTaskRunner : IAsyncDisposable
+public sealed class EtlTaskRunner(string name, EtlTaskDefinition task, EtlConnection connection, IChangeFeed feed, EtlOptions options, ILogger log)
+    : IAsyncDisposable
 {
     private const int PublishChunk = 1024;
 
-    private readonly string _name;
-    private readonly EtlTaskDefinition _task;
-    private readonly EtlConnection _connection;
-    private readonly IChangeFeed _feed;
-    private readonly EtlOptions _options;
-    private readonly ILogger _log;
-    private readonly string _positionPath;
+    private readonly string _positionPath = EtlTaskPosition.PathOf(options.DataDir, name);
     private readonly CancellationTokenSource _stop = new();
     private readonly List<(EtlTransform Transform, TransformScript Script)> _transforms = [];
     private Task _loop = Task.CompletedTask;
     private EtlTaskPosition _position = EtlTaskPosition.Beginning;
 
-    public EtlTaskRunner(string name, EtlTaskDefinition task, EtlConnection connection, IChangeFeed feed, EtlOptions options, ILogger log)
-    {
-        _name = name;
-        _task = task;
-        _connection = connection;
-        _feed = feed;
-        _options = options;
-        _log = log;
-        _positionPath = EtlTaskPosition.PathOf(options.DataDir, name);
-        Stats = new EtlTaskStats(name);
-    }
+    public EtlTaskStats Stats { get; } = new(name);
 
-    public EtlTaskStats Stats { get; }
-
-    public EtlTaskStatsSnapshot Snapshot() => Stats.Snapshot(_feed.Backlog(_position.FeedPosition, _position.LastEtag));
+    public EtlTaskStatsSnapshot Snapshot() => Stats.Snapshot(feed.Backlog(_position.FeedPosition, _position.LastEtag));
 
     public void Start() => _loop = Task.Run(() => RunAsync(_stop.Token));
 
@@ -54,7 +37,7 @@ public sealed class EtlTaskRunner : IAsyncDisposable
     {
         try
         {
-            foreach (var t in _task.Transforms) _transforms.Add((t, TransformScript.Compile(t.Script, _options.ScriptLimits)));
+            foreach (var t in task.Transforms) _transforms.Add((t, TransformScript.Compile(t.Script, options.ScriptLimits)));
             _position = EtlTaskPosition.Load(_positionPath);
         }
         catch (Exception e)
@@ -63,7 +46,7 @@ public sealed class EtlTaskRunner : IAsyncDisposable
             return;
         }
         Stats.Resumed(_position);
-        var delay = TimeSpan.FromMilliseconds(_task.Reconnect.InitialDelayMs);
+        var delay = TimeSpan.FromMilliseconds(task.Reconnect.InitialDelayMs);
         while (!ct.IsCancellationRequested)
         {
             try
@@ -71,7 +54,7 @@ public sealed class EtlTaskRunner : IAsyncDisposable
                 await using var target = CreateTarget();
                 await target.OpenAsync(_transforms.SelectMany(t => t.Script.Destinations).Distinct().ToList(), ct);
                 Stats.Running();
-                delay = TimeSpan.FromMilliseconds(_task.Reconnect.InitialDelayMs);
+                delay = TimeSpan.FromMilliseconds(task.Reconnect.InitialDelayMs);
                 await PublishFromFeedAsync(target, ct);
             }
             catch (OperationCanceledException) when (ct.IsCancellationRequested) { break; }
@@ -80,9 +63,9 @@ public sealed class EtlTaskRunner : IAsyncDisposable
                 var needsUser = e is EtlTargetException { NeedsUser: true };
                 var state = needsUser ? EtlTaskState.Failed : EtlTaskState.Reconnecting;
                 Stats.Interrupted(state, e.Message, DateTimeOffset.UtcNow + delay);
-                _log.LogWarning("ETL task {Task}: {Error}; retrying in {Delay} s", _name, e.Message, delay.TotalSeconds);
+                log.LogWarning("ETL task {Task}: {Error}; retrying in {Delay} s", name, e.Message, delay.TotalSeconds);
                 try { await Task.Delay(delay, ct); } catch (OperationCanceledException) { break; }
-                delay = TimeSpan.FromMilliseconds(Math.Min(delay.TotalMilliseconds * 2, _task.Reconnect.MaxDelayMs));
+                delay = TimeSpan.FromMilliseconds(Math.Min(delay.TotalMilliseconds * 2, task.Reconnect.MaxDelayMs));
             }
         }
     }
@@ -104,7 +87,7 @@ public sealed class EtlTaskRunner : IAsyncDisposable
             try
             {
                 var waited = Stopwatch.GetTimestamp();
-                await foreach (var batch in _feed.ReadAsync(_position.FeedPosition, _options.BatchSize, attempt.Token))
+                await foreach (var batch in feed.ReadAsync(_position.FeedPosition, options.BatchSize, attempt.Token))
                 {
                     var started = Stopwatch.GetTimestamp();
                     var (messages, documents, filtered) = Transform(batch.Changes);
@@ -171,10 +154,10 @@ public sealed class EtlTaskRunner : IAsyncDisposable
 
     private IMessageTarget CreateTarget()
     {
-        var source = _task.Source ?? $"/magpie/etl/{_name}";
-        return _connection.IsKafka
-            ? new KafkaTarget(_connection, _task, _name, source)
-            : new RabbitMqTarget(_connection, _task, _name, source);
+        var source = task.Source ?? $"/magpie/etl/{name}";
+        return connection.IsKafka
+            ? new KafkaTarget(connection, task, name, source)
+            : new RabbitMqTarget(connection, task, name, source);
     }
 
     public async ValueTask DisposeAsync()

@@ -66,8 +66,6 @@ public sealed class EtlTaskStats(string name)
 
     public void Failed(string message) { lock (_lock) { _state = EtlTaskState.Failed; _lastError = message; Remember(new EtlError(DateTimeOffset.UtcNow, message, null)); } }
 
-    public long LastEtag { get { lock (_lock) return _lastEtag; } }
-
     public EtlTaskStatsSnapshot Snapshot(long? lag)
     {
         lock (_lock)

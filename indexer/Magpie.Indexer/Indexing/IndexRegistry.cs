@@ -54,7 +54,7 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IChangeFeed 
         await _gate.WaitAsync();
         try
         {
-            await StopAsync(name, deleteFiles: true);
+            await StopWorkerAsync(name, deleteFiles: true);
         }
         finally { _gate.Release(); }
         await ReconcileAsync();
@@ -75,7 +75,7 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IChangeFeed 
             foreach (var name in _workers.Keys.ToList())
             {
                 if (current.TryGetValue(name, out var d) && ReferenceEquals(d, _workers[name].Definition)) continue;
-                await StopAsync(name, deleteFiles: !current.ContainsKey(name));
+                await StopWorkerAsync(name, deleteFiles: !current.ContainsKey(name));
             }
             foreach (var (name, definition) in current)
             {
@@ -105,7 +105,7 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IChangeFeed 
         return _host;
     }
 
-    private async Task StopAsync(string name, bool deleteFiles)
+    private async Task StopWorkerAsync(string name, bool deleteFiles)
     {
         (IndexDefinition, IndexWorker) entry;
         lock (_workers)
@@ -127,7 +127,7 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IChangeFeed 
         await _gate.WaitAsync();
         try
         {
-            foreach (var name in _workers.Keys.ToList()) await StopAsync(name, deleteFiles: false);
+            foreach (var name in _workers.Keys.ToList()) await StopWorkerAsync(name, deleteFiles: false);
             if (_host is not null) await _host.DisposeAsync();
             _host = null;
         }

@@ -19,35 +19,16 @@ namespace Magpie.Indexer.Indexing;
 /// so the index equals a fresh rebuild. A commit made by another definition (a changed index) is wiped and
 /// rebuilt from the beginning of the feed.
 /// </summary>
-public sealed class IndexWorker : IAsyncDisposable
+public sealed class IndexWorker(string name, IndexDefinition definition, IChangeFeed feed, LuceneHostProcess host, string directory,
+    ScriptLimits limits, ILogger log, int batchSize = 4096) : IAsyncDisposable
 {
     public const string PositionKey = "magpie.position", EtagKey = "magpie.etag", DefinitionKey = "magpie.definition";
 
-    private readonly string _name;
-    private readonly IndexDefinition _definition;
-    private readonly IChangeFeed _feed;
-    private readonly LuceneHostProcess _host;
-    private readonly string _directory;
-    private readonly ScriptLimits _limits;
-    private readonly ILogger _log;
-    private readonly int _batchSize;
     private readonly CancellationTokenSource _stop = new();
+    private readonly string _fingerprint = Fingerprint(definition);
     private readonly List<(long Etag, TaskCompletionSource Done)> _waiters = [];
     private Task _loop = Task.CompletedTask;
     private ChangeFeedPosition _position = ChangeFeedPosition.Beginning;
-
-    public IndexWorker(string name, IndexDefinition definition, IChangeFeed feed, LuceneHostProcess host, string directory,
-        ScriptLimits limits, ILogger log, int batchSize = 4096)
-    {
-        _name = name;
-        _definition = definition;
-        _feed = feed;
-        _host = host;
-        _directory = directory;
-        _limits = limits;
-        _log = log;
-        _batchSize = batchSize;
-    }
 
     public IndexStatus Status { get; } = new();
 
@@ -60,7 +41,7 @@ public sealed class IndexWorker : IAsyncDisposable
     public void Start() => _loop = Task.Run(() => RunAsync(_stop.Token));
 
     /// <summary>Changes the index has not processed yet (null when the feed can't tell cheaply).</summary>
-    public long? Backlog() => _feed.Backlog(_position, Status.IndexedEtag);
+    public long? Backlog() => feed.Backlog(_position, Status.IndexedEtag);
 
     /// <summary>The newest document etag the index knows of: what it processed plus what is still to come (embedded feed).</summary>
     public long? LastDocumentEtag() => Backlog() is { } b ? Status.IndexedEtag + b : null;
@@ -81,18 +62,18 @@ public sealed class IndexWorker : IAsyncDisposable
 
     private async Task RunAsync(CancellationToken ct)
     {
-        using var maps = MapScript.Compile(_definition.Maps, _limits);
+        using var maps = MapScript.Compile(definition.Maps, limits);
         var delay = TimeSpan.FromSeconds(1);
         while (!ct.IsCancellationRequested)
         {
             try
             {
-                Index ??= await LuceneIndex.OpenAsync(_host, _directory, ct);
+                Index ??= await LuceneIndex.OpenAsync(host, directory, ct);
                 var position = await ResumeAsync(Index, ct);
                 _position = position;
                 ReleaseWaiters(Status.IndexedEtag);
                 var waited = Stopwatch.GetTimestamp();
-                await foreach (var batch in _feed.ReadAsync(position, _batchSize, ct))
+                await foreach (var batch in feed.ReadAsync(position, batchSize, ct))
                 {
                     await WriteBatchAsync(Index, maps, batch, Stopwatch.GetElapsedTime(waited), ct);
                     waited = Stopwatch.GetTimestamp();
@@ -102,7 +83,7 @@ public sealed class IndexWorker : IAsyncDisposable
             catch (Exception e)
             {
                 Status.Failed(e.Message);
-                _log.LogWarning("index {Index}: {Error}; retrying in {Delay} s", _name, e.Message, delay.TotalSeconds);
+                log.LogWarning("index {Index}: {Error}; retrying in {Delay} s", name, e.Message, delay.TotalSeconds);
                 try { await Task.Delay(delay, ct); } catch (OperationCanceledException) { break; }
                 delay = TimeSpan.FromSeconds(Math.Min(delay.TotalSeconds * 2, 30));
             }
@@ -114,9 +95,9 @@ public sealed class IndexWorker : IAsyncDisposable
     {
         var state = await index.StateAsync(ct);
         var data = state.CommitData;
-        if (data.GetValueOrDefault(DefinitionKey) != Fingerprint(_definition))
+        if (data.GetValueOrDefault(DefinitionKey) != _fingerprint)
         {
-            if (data.Count > 0) _log.LogInformation("index {Index}: definition changed, rebuilding from the beginning", _name);
+            if (data.Count > 0) log.LogInformation("index {Index}: definition changed, rebuilding from the beginning", name);
             await index.DeleteAllAsync(ct);
             await index.CommitAsync(Commit(ChangeFeedPosition.Beginning, 0), ct);
             Status.Resumed(0, 0);
@@ -141,7 +122,7 @@ public sealed class IndexWorker : IAsyncDisposable
             if (change.Op == ChangeOp.Delete) { deletes.Add(change.Id); continue; }
             try
             {
-                var mapped = maps.Run(change).Select(e => EntryFields.From(e, _definition)).ToList();
+                var mapped = maps.Run(change).Select(e => EntryFields.From(e, definition)).ToList();
                 entries += mapped.Count;
                 documents.Add(new IndexedDocument(change.Id, mapped));
             }
@@ -171,7 +152,7 @@ public sealed class IndexWorker : IAsyncDisposable
     {
         [PositionKey] = JsonSerializer.Serialize(position.Next),
         [EtagKey] = etag.ToString(),
-        [DefinitionKey] = Fingerprint(_definition),
+        [DefinitionKey] = _fingerprint,
     };
 
     private void ReleaseWaiters(long etag)

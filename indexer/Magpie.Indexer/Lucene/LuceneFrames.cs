@@ -41,7 +41,6 @@ internal sealed class FrameReader(byte[] frame, int offset)
 {
     private int _at = offset;
 
-    public bool AtEnd => _at >= frame.Length;
     public int Position => _at;
 
     public byte Byte() => frame[_at++];

@@ -62,16 +62,18 @@ public static class QueryEndpoints
             var (plan, problem) = await PrepareAsync(ctx, definitions, registry);
             if (problem is not null) { await problem.ExecuteAsync(ctx); return; }
             var (request, query, worker, definition, _) = plan!;
+            PreparedQuery prepared;
+            try { prepared = await QueryRunner.PrepareAsync(worker.Index!, definition, query, request.Parameters, ctx.RequestAborted); }
+            catch (RqlException e) { await Problem(400, e.Message, e.Line, e.Column).ExecuteAsync(ctx); return; }
             // A slow reader that keeps reading is not an error: no minimum send rate for this response.
             if (ctx.Features.Get<IHttpMinResponseDataRateFeature>() is { } rate) rate.MinDataRate = null;
             ctx.Response.ContentType = "application/x-ndjson";
-            var unlimited = query with { Limit = null, Offset = null };
             SearchCursor? after = null;
             var remaining = query.Limit ?? long.MaxValue;
             var skip = query.Offset ?? request.Start;
             while (remaining > 0 && !ctx.RequestAborted.IsCancellationRequested)
             {
-                var page = await QueryRunner.RunAsync(worker.Index!, definition, unlimited, request.Parameters, (int)Math.Min(StreamPage, remaining), after is null ? skip : 0, after, ctx.RequestAborted);
+                var page = await prepared.PageAsync((int)Math.Min(StreamPage, remaining), after is null ? skip : 0, after, ctx.RequestAborted);
                 foreach (var hit in page.Hits)
                 {
                     if (await ResultOf(hit, query, documents, ctx.RequestAborted) is not { } r) continue;
