@@ -96,12 +96,23 @@ public sealed class EtlDeliveryTests(KafkaFixture kafka, ITestOutputHelper outpu
         var put = (await magpie.Http.PutAsync("orders/1", """{"Total": 12}""")).EtagHeader();
         var deleted = await magpie.Http.DeleteAsync("orders/1", null);
 
-        using var consumer = KafkaClients.BuildConsumer<string, byte[]>(KafkaClients.Consumer(kafka.Broker.BootstrapServers, $"etl-test-{_n}"));
+        var config = KafkaClients.Consumer(kafka.Broker.BootstrapServers, $"etl-test-{_n}");
+        config.TopicMetadataRefreshIntervalMs = 500; // notice the topic soon once the task has created it
+        using var consumer = KafkaClients.BuildConsumer<string, byte[]>(config);
         consumer.Subscribe(topic);
         var got = new List<ConsumeResult<string, byte[]>>();
         var deadline = DateTime.UtcNow.AddSeconds(60);
         while (got.Count < 2 && DateTime.UtcNow < deadline)
-            if (consumer.Consume(TimeSpan.FromMilliseconds(500)) is { IsPartitionEOF: false } r) got.Add(r);
+        {
+            try
+            {
+                if (consumer.Consume(TimeSpan.FromMilliseconds(500)) is { IsPartitionEOF: false } r) got.Add(r);
+            }
+            catch (ConsumeException e) when (e.Error.Code == ErrorCode.UnknownTopicOrPart)
+            {
+                // The task creates the topic on its first delivery; subscribing may beat it. Keep polling.
+            }
+        }
         consumer.Close();
 
         string H(ConsumeResult<string, byte[]> r, string name) => Encoding.UTF8.GetString(r.Message.Headers.GetLastBytes(name));
