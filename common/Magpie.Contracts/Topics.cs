@@ -7,6 +7,9 @@ public static class Topics
     public const string DocumentsDeadLetter = "magpie.documents.dlq";
     public const string Changes = "magpie.changes";
 
+    /// <summary>Index definitions (key = index name, null value = deleted), compacted; every indexer and query process reads it.</summary>
+    public const string Indexes = "magpie.indexes";
+
     public static class Headers
     {
         public const string Op = "magpie-op";

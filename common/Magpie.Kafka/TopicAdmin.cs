@@ -17,6 +17,11 @@ public static class TopicAdmin
             Name = Topics.Changes, NumPartitions = partitions, ReplicationFactor = replicationFactor,
             Configs = new() { ["cleanup.policy"] = "compact" },
         },
+        new()
+        {
+            Name = Topics.Indexes, NumPartitions = 1, ReplicationFactor = replicationFactor,
+            Configs = new() { ["cleanup.policy"] = "compact" },
+        },
     ];
 
     public static async Task EnsureAsync(string bootstrapServers, IEnumerable<TopicSpecification> topics, CancellationToken ct = default)

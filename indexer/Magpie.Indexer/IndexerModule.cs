@@ -1,20 +1,41 @@
+using Magpie.Contracts.Changes;
 using Magpie.Indexer.Definitions;
 using Magpie.Indexer.Http;
 using Magpie.Indexer.Indexing;
+using Magpie.Indexer.Shards;
 using Microsoft.AspNetCore.Routing;
 using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Logging;
 
 namespace Magpie.Indexer;
 
-/// <summary>The indexer: definitions, one worker per index on the change feed, the /indexes API.</summary>
+/// <summary>
+/// The indexer: definitions, one worker per index and shard, the /indexes API. Embedded: definitions in
+/// a file, one shard = the in-process change feed. Kafka mode: definitions in magpie.indexes, shards =
+/// the partitions of magpie.changes this process owns in the indexer consumer group.
+/// </summary>
 public static class IndexerModule
 {
     public static IServiceCollection AddIndexer(this IServiceCollection services, IndexerOptions options)
     {
         services.AddSingleton(options);
-        services.AddSingleton(new IndexDefinitionStore(options.DataDir));
+        services.AddIndexDefinitions(options);
+        services.AddSingleton<IIndexShards>(sp => options.Kafka is { } kafka
+            ? new KafkaPartitionShards(kafka, options.IndexerGroup, options.AdvertisedUrl, options.KafkaPartitions, options.KafkaReplicationFactor,
+                sp.GetRequiredService<ILoggerFactory>().CreateLogger("Magpie.Indexer.Shards"))
+            : new WholeFeed(sp.GetRequiredService<IChangeFeed>()));
         services.AddSingleton<IndexRegistry>().AddHostedService(sp => sp.GetRequiredService<IndexRegistry>());
         services.AddSingleton<Magpie.Contracts.Indexes.IIndexWaiter>(sp => sp.GetRequiredService<IndexRegistry>());
+        return services;
+    }
+
+    /// <summary>The definitions alone (a query process reads them too); started before anything that uses them.</summary>
+    public static IServiceCollection AddIndexDefinitions(this IServiceCollection services, IndexerOptions options)
+    {
+        services.AddSingleton<IIndexDefinitionLog>(sp => options.Kafka is { } kafka
+            ? new KafkaDefinitionLog(kafka, sp.GetRequiredService<ILoggerFactory>().CreateLogger("Magpie.Indexer.Definitions"))
+            : new FileDefinitionLog(options.DataDir));
+        services.AddSingleton<IndexDefinitionStore>().AddHostedService(sp => sp.GetRequiredService<IndexDefinitionStore>());
         return services;
     }
 

@@ -18,6 +18,12 @@ public sealed class MagpieSettings
     /// <summary>Consumer group of the ingest target on <c>magpie.documents</c>; ingest processes sharing it split the partitions.</summary>
     public string ConsumerGroup { get; set; } = "magpie-ingest";
     public short KafkaReplicationFactor { get; set; } = 1;
+
+    /// <summary>Consumer group of indexer processes on <c>magpie.changes</c>; each owns the index shards of its partitions.</summary>
+    public string IndexerGroup { get; set; } = "magpie-indexer";
+
+    /// <summary>The HTTP address other processes reach this one at (query processes ask indexers); default http://{hostname}:{port}.</summary>
+    public string? AdvertisedUrl { get; set; }
     public long MaxRequestBodyBytes { get; set; } = 16 * 1024 * 1024;
     public int MaxJsonDepth { get; set; } = 64;
 

@@ -1,3 +1,4 @@
+using System.Net;
 using Magpie.Hosting;
 using Magpie.Indexer;
 using Magpie.Query;
@@ -6,27 +7,60 @@ using Microsoft.AspNetCore.Builder;
 namespace Magpie.Modules;
 
 /// <summary>
-/// indexer: index definitions and one Lucene worker per index on the change feed. Needs: a data directory,
-/// the change feed (embedded: ingest in the same process), a Java 17 runtime and Debian's liblucene8-java
-/// once an index is defined. Kafka-mode indexer processes are not built yet.
+/// indexer: index definitions and one Lucene worker per index and shard. Needs: a data directory, a Java 17
+/// runtime and Debian's liblucene8-java once an index is defined, and the change feed — embedded when
+/// ingest runs in the same process (one shard, definitions in the data directory); otherwise Kafka:
+/// definitions in magpie.indexes, shards = the partitions of magpie.changes this process owns in the
+/// indexer consumer group, answered to query processes on POST /shards/queries.
 /// </summary>
-public sealed class IndexerModuleWiring : IMagpieModule
+public sealed class IndexerModuleWiring(bool ingestInProcess) : IMagpieModule
 {
     public string Name => "indexer";
     public bool Built => true;
 
-    public void AddServices(WebApplicationBuilder builder, MagpieSettings settings) =>
-        builder.Services.AddIndexer(new IndexerOptions { DataDir = Path.GetFullPath(settings.DataDir) });
+    public string? Unmet(MagpieSettings settings) => !ingestInProcess && settings.Embedded
+        ? "the indexer target alone reads magpie.changes from Kafka: set --kafka (or run --target all)"
+        : null;
 
-    public void Map(WebApplication app, MagpieSettings settings) =>
-        app.MapIndexer(new IndexerOptions { DataDir = Path.GetFullPath(settings.DataDir) });
+    public void AddServices(WebApplicationBuilder builder, MagpieSettings settings)
+    {
+        builder.Services.AddIndexer(Options(settings, ingestInProcess));
+        builder.Services.AddLocalShards();
+    }
+
+    public void Map(WebApplication app, MagpieSettings settings)
+    {
+        app.MapIndexer(Options(settings, ingestInProcess));
+        if (!ingestInProcess) app.MapShardQueries();
+    }
+
+    internal static IndexerOptions Options(MagpieSettings s, bool embedded) => new()
+    {
+        DataDir = Path.GetFullPath(s.DataDir),
+        Kafka = embedded || s.Embedded ? null : s.Kafka,
+        IndexerGroup = s.IndexerGroup,
+        AdvertisedUrl = s.AdvertisedUrl ?? $"http://{Dns.GetHostName()}:{s.HttpPort}",
+        KafkaPartitions = s.KafkaPartitions,
+        KafkaReplicationFactor = s.KafkaReplicationFactor,
+    };
 }
 
-/// <summary>query: RQL over HTTP (paged and streamed) against the indexes of this process. Needs: the indexer module.</summary>
-public sealed class QueryModuleWiring : IMagpieModule
+/// <summary>
+/// query: RQL over HTTP (paged and streamed). Embedded: over the indexer module in the same process.
+/// Alone (Kafka): reads definitions from magpie.indexes, finds the indexer processes through their
+/// consumer group, fans each query out to them and merges.
+/// </summary>
+public sealed class QueryModuleWiring(bool indexerInProcess) : IMagpieModule
 {
     public string Name => "query";
     public bool Built => true;
+
+    public string? Unmet(MagpieSettings settings) => !indexerInProcess && settings.Embedded
+        ? "the query target alone asks indexer processes found through Kafka: set --kafka (or run --target all)"
+        : null;
+
+    public void AddServices(WebApplicationBuilder builder, MagpieSettings settings) =>
+        builder.Services.AddQueries(IndexerModuleWiring.Options(settings, indexerInProcess));
 
     public void Map(WebApplication app, MagpieSettings settings) => app.MapQueries();
 }

@@ -26,11 +26,11 @@ public static class Targets
 
     public static IReadOnlyList<IMagpieModule> ModulesOf(string target) => target switch
     {
-        "all" => [new IngestModuleWiring(), new IndexerModuleWiring(), new QueryModuleWiring(), new EtlSinksModuleWiring(ingestInProcess: true)],
+        "all" => [new IngestModuleWiring(), new IndexerModuleWiring(ingestInProcess: true), new QueryModuleWiring(indexerInProcess: true),
+            new EtlSinksModuleWiring(ingestInProcess: true)],
         "ingest" => [new IngestModuleWiring()],
-        // Separate indexer and query processes over Kafka are not built yet; the embedded target runs both.
-        "indexer" => [NotBuilt("indexer")],
-        "query" => [NotBuilt("query")],
+        "indexer" => [new IndexerModuleWiring(ingestInProcess: false)],
+        "query" => [new QueryModuleWiring(indexerInProcess: false)],
         "sinks" => [new EtlSinksModuleWiring(ingestInProcess: false)],
         _ => throw new ArgumentException($"unknown target '{target}' (expected one of {string.Join(", ", Names)})"),
     };

@@ -1,10 +1,36 @@
+using Magpie.Contracts.Documents;
+using Magpie.Indexer;
 using Magpie.Query.Http;
+using Magpie.Query.Shards;
 using Microsoft.AspNetCore.Routing;
+using Microsoft.Extensions.DependencyInjection;
 
 namespace Magpie.Query;
 
-/// <summary>The query target's HTTP side. Reads the indexes of the indexer in the same process (embedded).</summary>
+/// <summary>
+/// Queries. Embedded: over the indexer in the same process. Kafka mode: the query target fans out to the
+/// indexer processes (found through their consumer group) and merges; each indexer answers for its shards.
+/// </summary>
 public static class QueryModule
 {
+    /// <summary>The shards this process's indexer holds, searchable here (embedded queries, and indexers answering /shards/queries).</summary>
+    public static IServiceCollection AddLocalShards(this IServiceCollection services) =>
+        services.AddSingleton(sp => new LocalShardOwner(sp.GetRequiredService<Indexer.Definitions.IndexDefinitionStore>(),
+            sp.GetRequiredService<Indexer.Indexing.IndexRegistry>(), sp.GetService<IDocumentLookup>()));
+
+    public static IServiceCollection AddQueries(this IServiceCollection services, IndexerOptions options)
+    {
+        if (options.Kafka is { } kafka)
+        {
+            services.AddIndexDefinitions(options);
+            services.AddSingleton<IShardDirectory>(_ => new KafkaShardDirectory(kafka, options.IndexerGroup,
+                new HttpClient { Timeout = TimeSpan.FromMinutes(5) }));
+        }
+        else services.AddSingleton<IShardDirectory>(sp => new LocalShardDirectory(sp.GetRequiredService<LocalShardOwner>()));
+        return services.AddSingleton<QueryCoordinator>();
+    }
+
     public static IEndpointRouteBuilder MapQueries(this IEndpointRouteBuilder app) => app.MapQueryEndpoints();
+
+    public static IEndpointRouteBuilder MapShardQueries(this IEndpointRouteBuilder app) => app.MapShardQueryEndpoint();
 }

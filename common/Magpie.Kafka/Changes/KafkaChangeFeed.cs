@@ -11,8 +11,9 @@ namespace Magpie.Kafka.Changes;
 /// consumer group) because the reader owns its position: it persists <see cref="ChangeBatch.After"/>
 /// beside what it built and passes it back in. Confluent's consumer blocks, so it runs on its own thread
 /// and hands batches over through a bounded channel (a slow reader slows the consumer, nothing piles up).
+/// With <paramref name="partition"/> it reads that one partition (an indexer's shard), else all of them.
 /// </summary>
-public sealed class KafkaChangeFeed(string bootstrapServers, string topic = Topics.Changes) : IChangeFeed
+public sealed class KafkaChangeFeed(string bootstrapServers, string topic = Topics.Changes, int? partition = null) : IChangeFeed
 {
     /// <summary>High watermarks as last seen by any reader (librdkafka caches them from fetch responses).</summary>
     private readonly System.Collections.Concurrent.ConcurrentDictionary<int, long> _highWatermarks = new();
@@ -52,7 +53,8 @@ public sealed class KafkaChangeFeed(string bootstrapServers, string topic = Topi
         try
         {
             using var consumer = KafkaClients.BuildConsumer<string, byte[]>(KafkaClients.Consumer(bootstrapServers, $"magpie-changefeed-{Guid.NewGuid():N}"));
-            consumer.Assign(PartitionsOf(consumer, topic, ct).Select(p => new TopicPartitionOffset(topic, p,
+            var partitions = partition is { } only ? [new Partition(only)] : PartitionsOf(consumer, topic, ct);
+            consumer.Assign(partitions.Select(p => new TopicPartitionOffset(topic, p,
                 from.Next.TryGetValue(p.Value.ToString(), out var next) ? new Offset(next) : Offset.Beginning)));
             var position = new Dictionary<string, long>(from.Next);
             while (!ct.IsCancellationRequested)

@@ -1,9 +1,9 @@
 using System.Text.Json;
 using System.Text.RegularExpressions;
 using Magpie.Contracts.Indexes;
-using Magpie.Contracts.Storage;
 using Magpie.Indexer.Maps;
 using Magpie.Scripting;
+using Microsoft.Extensions.Hosting;
 
 namespace Magpie.Indexer.Definitions;
 
@@ -15,31 +15,27 @@ public sealed class IndexDefinitionException(int status, string message, ScriptS
 }
 
 /// <summary>
-/// Index definitions by name, durable in <c>{dataDir}/indexes/definitions.json</c> (replaced atomically).
-/// A definition is validated before it is kept: maps compile (arrow functions included), field options
-/// are known, no reduce yet.
+/// Index definitions by name, validated before they are kept (maps compile, arrow functions included;
+/// field options known; no reduce yet) and kept in an <see cref="IIndexDefinitionLog"/>: a file when
+/// embedded, the compacted <c>magpie.indexes</c> topic in Kafka mode. Starts (reads the log) before the
+/// index registry, which is registered after it.
 /// </summary>
-public sealed partial class IndexDefinitionStore
+public sealed partial class IndexDefinitionStore(IIndexDefinitionLog log) : IHostedService
 {
     public static readonly JsonSerializerOptions Json = new(JsonSerializerDefaults.Web) { WriteIndented = true };
 
-    private readonly string _path;
     private readonly Lock _lock = new();
-    private IReadOnlyDictionary<string, IndexDefinition> _definitions;
-
-    public IndexDefinitionStore(string dataDir)
-    {
-        _path = Path.Combine(dataDir, "indexes", "definitions.json");
-        _definitions = File.Exists(_path)
-            ? JsonSerializer.Deserialize<Dictionary<string, IndexDefinition>>(File.ReadAllBytes(_path), Json) ?? []
-            : new Dictionary<string, IndexDefinition>();
-    }
+    private IReadOnlyDictionary<string, IndexDefinition> _definitions = new Dictionary<string, IndexDefinition>();
 
     public event Action? Changed;
 
     public IReadOnlyDictionary<string, IndexDefinition> Current => Volatile.Read(ref _definitions);
 
-    public void Put(string name, IndexDefinition definition, ScriptLimits limits)
+    public Task StartAsync(CancellationToken ct) => log.StartAsync(Apply, ct);
+
+    public async Task StopAsync(CancellationToken ct) => await log.DisposeAsync();
+
+    public async Task PutAsync(string name, IndexDefinition definition, ScriptLimits limits, CancellationToken ct = default)
     {
         if (!NamePattern().IsMatch(name))
             throw new IndexDefinitionException(400, $"'{name}' is not a valid index name: 1-100 letters, digits, '/', '.', '_' or '-', starting with a letter or digit, not ending in /stats or /reset");
@@ -50,23 +46,22 @@ public sealed partial class IndexDefinitionStore
                 throw new IndexDefinitionException(400, $"fields.{field}.indexing must be \"search\", \"exact\" or \"no\", got '{options.Indexing}'");
         try { MapScript.Compile(definition.Maps, limits).Dispose(); }
         catch (ScriptSyntaxException e) { throw new IndexDefinitionException(400, e.Message, e); }
-        Update(d => new Dictionary<string, IndexDefinition>(d) { [name] = definition });
+        await log.WriteAsync(name, definition, ct);
     }
 
-    public void Delete(string name) => Update(d =>
+    public async Task DeleteAsync(string name, CancellationToken ct = default)
     {
-        if (!d.ContainsKey(name)) throw new IndexDefinitionException(404, $"index '{name}' does not exist");
-        var copy = new Dictionary<string, IndexDefinition>(d);
-        copy.Remove(name);
-        return copy;
-    });
+        if (!Current.ContainsKey(name)) throw new IndexDefinitionException(404, $"index '{name}' does not exist");
+        await log.WriteAsync(name, null, ct);
+    }
 
-    private void Update(Func<IReadOnlyDictionary<string, IndexDefinition>, Dictionary<string, IndexDefinition>> change)
+    /// <summary>A definition arrived from the log (this process's write or another's); null = deleted.</summary>
+    private void Apply(string name, IndexDefinition? definition)
     {
         lock (_lock)
         {
-            var next = change(_definitions);
-            DurableFile.Write(_path, JsonSerializer.SerializeToUtf8Bytes(next, Json));
+            var next = new Dictionary<string, IndexDefinition>(_definitions);
+            if (definition is null) next.Remove(name); else next[name] = definition;
             Volatile.Write(ref _definitions, next);
         }
         Changed?.Invoke();

@@ -2,6 +2,7 @@ using System.Text.Json;
 using Magpie.Contracts.Indexes;
 using Magpie.Indexer.Definitions;
 using Magpie.Indexer.Indexing;
+using Magpie.Indexer.Shards;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Routing;
@@ -32,14 +33,16 @@ public static class IndexEndpoints
             try { definition = await JsonSerializer.DeserializeAsync<IndexDefinition>(request.Body, IndexDefinitionStore.Json); }
             catch (JsonException e) { return Problem(400, $"body is not an index definition: {e.Message}"); }
             if (definition is null) return Problem(400, "body must be { \"maps\": [...], \"fields\": {...} }");
-            try { store.Put(name, definition, options.ScriptLimits); }
+            try { await store.PutAsync(name, definition, options.ScriptLimits, request.HttpContext.RequestAborted); }
             catch (IndexDefinitionException e) { return Problem(e); }
+            catch (Confluent.Kafka.KafkaException e) { return Problem(503, $"the definition could not be kept in magpie.indexes: {e.Error.Reason}"); }
             return Results.NoContent();
         });
-        app.MapDelete("/indexes/{**name}", (string name, IndexDefinitionStore store) =>
+        app.MapDelete("/indexes/{**name}", async (string name, IndexDefinitionStore store, CancellationToken ct) =>
         {
-            try { store.Delete(name); }
+            try { await store.DeleteAsync(name, ct); }
             catch (IndexDefinitionException e) { return Problem(e); }
+            catch (Confluent.Kafka.KafkaException e) { return Problem(503, $"the deletion could not be kept in magpie.indexes: {e.Error.Reason}"); }
             return Results.NoContent();
         });
         app.MapPost("/indexes/{**path}", async (string path, IndexDefinitionStore store, IndexRegistry registry) =>
@@ -60,45 +63,53 @@ public static class IndexEndpoints
         return (path, null);
     }
 
-    /// <summary>What an index has done: etags, staleness, entries, errors.</summary>
+    /// <summary>What an index has done: etags, staleness, entries, errors; in Kafka mode summed over the shards this process owns, which are listed.</summary>
     public static object Status(string name, IndexDefinition definition, IndexRegistry registry)
     {
-        var worker = registry.Worker(name);
-        var s = worker?.Status.Snapshot();
-        var backlog = worker?.Backlog();
+        var shards = registry.Workers(name).Select(w => (Worker: w, State: w.Status.Snapshot(), Backlog: w.Backlog())).ToList();
+        var failure = shards.Select(s => s.State.Failure).FirstOrDefault(f => f is not null) ?? registry.HostFailure;
+        var embedded = shards is [{ Worker.Shard: IIndexShards.All }];
         return new
         {
             name,
-            state = worker is null ? "not running" : s!.Failure is null ? "running" : "error",
-            indexedEtag = s?.IndexedEtag ?? 0,
-            lastDocumentEtag = worker?.LastDocumentEtag(),
-            isStale = worker is null || backlog is not 0,
-            entries = s?.Entries ?? 0,
-            errorCount = s?.ErrorCount ?? 0,
-            errors = s?.Errors ?? [],
-            failure = s?.Failure ?? registry.HostFailure,
+            state = shards.Count == 0 ? "not running" : failure is null ? "running" : "error",
+            indexedEtag = shards.Count == 0 ? 0 : shards.Max(s => s.State.IndexedEtag),
+            lastDocumentEtag = embedded ? shards[0].Worker.LastDocumentEtag() : null,
+            isStale = shards.Count == 0 || shards.Any(s => s.Backlog is not 0),
+            entries = shards.Sum(s => s.State.Entries),
+            errorCount = shards.Sum(s => s.State.ErrorCount),
+            errors = shards.SelectMany(s => s.State.Errors).OrderByDescending(e => e.At).Take(20).ToList(),
+            failure,
+            shards = embedded ? null : shards.Select(s => new
+            {
+                partition = s.Worker.Shard,
+                indexedEtag = s.State.IndexedEtag,
+                entries = s.State.Entries,
+                backlog = s.Backlog,
+                nextOffset = s.Worker.Position.Next.GetValueOrDefault(s.Worker.Shard.ToString()),
+            }),
         };
     }
 
     private static object Stats(string name, IndexRegistry registry)
     {
-        var s = registry.Worker(name)?.Status.Snapshot();
+        var shards = registry.Workers(name).Select(w => w.Status.Snapshot()).ToList();
         return new
         {
             name,
-            batches = s?.Batches ?? 0,
-            documentsIndexed = s?.DocumentsIndexed ?? 0,
-            entries = s?.Entries ?? 0,
-            errorCount = s?.ErrorCount ?? 0,
-            recentBatches = s?.RecentBatches ?? [],
-            errors = s?.Errors ?? [],
+            batches = shards.Sum(s => s.Batches),
+            documentsIndexed = shards.Sum(s => s.DocumentsIndexed),
+            entries = shards.Sum(s => s.Entries),
+            errorCount = shards.Sum(s => s.ErrorCount),
+            recentBatches = shards.SelectMany(s => s.RecentBatches).OrderByDescending(b => b.At).Take(20).Reverse().ToList(),
+            errors = shards.SelectMany(s => s.Errors).OrderByDescending(e => e.At).Take(20).ToList(),
         };
     }
 
     private static IResult NotFound(string name) => Problem(404, $"index '{name}' does not exist");
 
     private static IResult Problem(int status, string detail) =>
-        Results.Problem(detail: detail, statusCode: status, title: status == 404 ? "Not found" : "Bad request");
+        Results.Problem(detail: detail, statusCode: status, title: status switch { 404 => "Not found", 503 => "Unavailable", _ => "Bad request" });
 
     private static IResult Problem(IndexDefinitionException e) => Results.Problem(detail: e.Message, statusCode: e.Status,
         title: e.Status == 404 ? "Not found" : "Bad request",

@@ -1,41 +1,45 @@
 using System.Security.Cryptography;
 using System.Text;
-using Magpie.Contracts.Changes;
 using Magpie.Contracts.Indexes;
 using Magpie.Indexer.Definitions;
 using Magpie.Indexer.Lucene;
-using Magpie.Scripting;
+using Magpie.Indexer.Shards;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
 
 namespace Magpie.Indexer.Indexing;
 
 /// <summary>
-/// One worker per defined index, kept in step with the definitions: a changed definition restarts its
-/// worker (which rebuilds: the commit's fingerprint no longer matches), a deleted one stops and its files go.
+/// One worker per defined index and owned shard, kept in step with both: a changed definition restarts
+/// its workers (which rebuild: the commit's fingerprint no longer matches), a deleted one stops and its
+/// files go; a shard gained (Kafka rebalance) starts a worker on its local Lucene index, resuming from its
+/// commit or rebuilding from the compacted topic; a shard lost stops its worker and keeps the files.
 /// The Lucene host (a JVM) starts with the first index, so a magpie without indexes needs no Java.
 /// </summary>
-public sealed class IndexRegistry(IndexDefinitionStore definitions, IChangeFeed feed, IndexerOptions options, ILoggerFactory logs)
+public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards shards, IndexerOptions options, ILoggerFactory logs)
     : IHostedService, IAsyncDisposable, IIndexWaiter
 {
     private readonly SemaphoreSlim _gate = new(1, 1);
-    private readonly Dictionary<string, (IndexDefinition Definition, IndexWorker Worker)> _workers = [];
+    private readonly Dictionary<(string Name, int Shard), (IndexDefinition Definition, IndexWorker Worker)> _workers = [];
     private readonly ILogger _log = logs.CreateLogger("Magpie.Indexes");
     private LuceneHostProcess? _host;
     private string? _hostFailure;
+    private bool _disposed;
 
     public async Task StartAsync(CancellationToken cancellationToken)
     {
         definitions.Changed += () => _ = ReconcileLoggedAsync();
+        shards.Changed += () => _ = ReconcileLoggedAsync();
+        await shards.StartAsync(cancellationToken);
         await ReconcileAsync();
     }
 
     public async Task StopAsync(CancellationToken cancellationToken) => await DisposeAsync();
 
-    /// <summary>The running worker of an index (null if there is no such index, or Java is missing: see <see cref="HostFailure"/>).</summary>
-    public IndexWorker? Worker(string name)
+    /// <summary>The running workers of an index, one per owned shard, by shard number (empty if none run here).</summary>
+    public IReadOnlyList<IndexWorker> Workers(string name)
     {
-        lock (_workers) return _workers.TryGetValue(name, out var w) ? w.Worker : null;
+        lock (_workers) return _workers.Where(w => w.Key.Name == name).OrderBy(w => w.Key.Shard).Select(w => w.Value.Worker).ToList();
     }
 
     public async Task<bool> WaitForEtagAsync(long etag, TimeSpan timeout, CancellationToken ct = default)
@@ -54,7 +58,8 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IChangeFeed 
         await _gate.WaitAsync();
         try
         {
-            await StopWorkerAsync(name, deleteFiles: true);
+            foreach (var key in KeysOf(name)) await StopWorkerAsync(key);
+            DeleteFiles(name);
         }
         finally { _gate.Release(); }
         await ReconcileAsync();
@@ -71,18 +76,26 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IChangeFeed 
         await _gate.WaitAsync();
         try
         {
+            if (_disposed) return;   // a shard revoked while shutting down must not start anything
             var current = definitions.Current;
-            foreach (var name in _workers.Keys.ToList())
+            var owned = shards.Owned;
+            List<(string Name, int Shard)> running;
+            lock (_workers) running = [.. _workers.Keys];
+            foreach (var key in running)
             {
-                if (current.TryGetValue(name, out var d) && ReferenceEquals(d, _workers[name].Definition)) continue;
-                await StopWorkerAsync(name, deleteFiles: !current.ContainsKey(name));
+                var same = current.TryGetValue(key.Name, out var d) && ReferenceEquals(d, _workers[key].Definition);
+                if (same && owned.Contains(key.Shard)) continue;
+                await StopWorkerAsync(key);
             }
+            foreach (var name in running.Select(k => k.Name).Distinct().Where(n => !current.ContainsKey(n))) DeleteFiles(name);
             foreach (var (name, definition) in current)
+            foreach (var shard in owned)
             {
-                if (_workers.ContainsKey(name)) continue;
+                if (_workers.ContainsKey((name, shard))) continue;
                 if (HostOrNull() is not { } host) continue;
-                var worker = new IndexWorker(name, definition, feed, host, DirectoryOf(name), options.ScriptLimits, _log, options.BatchSize);
-                lock (_workers) _workers[name] = (definition, worker);
+                var worker = new IndexWorker(name, definition, shards.FeedOf(shard), host, DirectoryOf(name, shard), options.ScriptLimits, _log,
+                    options.BatchSize, storeSource: options.StoreSource) { Shard = shard };
+                lock (_workers) _workers[(name, shard)] = (definition, worker);
                 worker.Start();
             }
         }
@@ -105,29 +118,44 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IChangeFeed 
         return _host;
     }
 
-    private async Task StopWorkerAsync(string name, bool deleteFiles)
+    private List<(string, int)> KeysOf(string name)
+    {
+        lock (_workers) return _workers.Keys.Where(k => k.Name == name).ToList();
+    }
+
+    private async Task StopWorkerAsync((string Name, int Shard) key)
     {
         (IndexDefinition, IndexWorker) entry;
         lock (_workers)
-            if (!_workers.Remove(name, out entry)) entry = default;
-        if (entry.Item2 is { } worker)
-        {
-            await worker.DisposeAsync();
-            if (worker.Index is { } index) try { await index.CloseAsync(); } catch (LuceneException) { }
-        }
-        if (deleteFiles && Directory.Exists(DirectoryOf(name))) Directory.Delete(DirectoryOf(name), recursive: true);
+            if (!_workers.Remove(key, out entry)) return;
+        var worker = entry.Item2;
+        await worker.DisposeAsync();
+        if (worker.Index is { } index) try { await index.CloseAsync(); } catch (LuceneException) { }
+    }
+
+    private void DeleteFiles(string name)
+    {
+        if (Directory.Exists(DirectoryOf(name))) Directory.Delete(DirectoryOf(name), recursive: true);
     }
 
     /// <summary>Index names may hold '/', so the folder is the name made safe plus a short hash (two names never share one).</summary>
     private string DirectoryOf(string name) => Path.Combine(options.DataDir, "indexes",
         name.Replace('/', '_') + "-" + Convert.ToHexString(SHA256.HashData(Encoding.UTF8.GetBytes(name)))[..8].ToLowerInvariant());
 
+    /// <summary>Embedded: the index folder itself; Kafka mode: one subfolder per partition.</summary>
+    private string DirectoryOf(string name, int shard) =>
+        shard == IIndexShards.All ? DirectoryOf(name) : Path.Combine(DirectoryOf(name), $"partition-{shard}");
+
     public async ValueTask DisposeAsync()
     {
         await _gate.WaitAsync();
         try
         {
-            foreach (var name in _workers.Keys.ToList()) await StopWorkerAsync(name, deleteFiles: false);
+            _disposed = true;
+            List<(string, int)> keys;
+            lock (_workers) keys = [.. _workers.Keys];
+            foreach (var key in keys) await StopWorkerAsync(key);
+            await shards.DisposeAsync();
             if (_host is not null) await _host.DisposeAsync();
             _host = null;
         }

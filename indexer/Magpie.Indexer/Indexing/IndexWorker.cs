@@ -19,10 +19,13 @@ namespace Magpie.Indexer.Indexing;
 /// so the index equals a fresh rebuild. A commit made by another definition (a changed index) is wiped and
 /// rebuilt from the beginning of the feed.
 /// </summary>
+/// <param name="storeSource">Keep each document (with its metadata) in its entries as <see cref="SourceField"/>:
+/// Kafka-mode indexers have no document store beside them, so query results come from the index.</param>
 public sealed class IndexWorker(string name, IndexDefinition definition, IChangeFeed feed, LuceneHostProcess host, string directory,
-    ScriptLimits limits, ILogger log, int batchSize = 4096) : IAsyncDisposable
+    ScriptLimits limits, ILogger log, int batchSize = 4096, bool storeSource = false) : IAsyncDisposable
 {
     public const string PositionKey = "magpie.position", EtagKey = "magpie.etag", DefinitionKey = "magpie.definition";
+    public const string SourceField = "@source";
 
     private readonly CancellationTokenSource _stop = new();
     private readonly string _fingerprint = Fingerprint(definition);
@@ -31,6 +34,27 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
     private ChangeFeedPosition _position = ChangeFeedPosition.Beginning;
 
     public IndexStatus Status { get; } = new();
+
+    /// <summary>The shard of the change feed this worker indexes (<c>IIndexShards.All</c> when embedded).</summary>
+    public int Shard { get; init; } = -1;
+
+    /// <summary>How far the index has consumed its feed (committed and searchable).</summary>
+    public ChangeFeedPosition Position => Volatile.Read(ref _position);
+
+    /// <summary>Completes when the index has consumed its feed up to <paramref name="target"/> (per source partition); false on timeout.</summary>
+    public async Task<bool> WaitForPositionAsync(IReadOnlyDictionary<string, long> target, TimeSpan timeout, CancellationToken ct = default)
+    {
+        var deadline = DateTime.UtcNow + timeout;
+        while (!Reached(Position, target))
+        {
+            if (DateTime.UtcNow >= deadline) return false;
+            await Task.Delay(5, ct);
+        }
+        return true;
+    }
+
+    public static bool Reached(ChangeFeedPosition position, IReadOnlyDictionary<string, long> target) =>
+        target.All(t => t.Value <= 0 || position.Next.TryGetValue(t.Key, out var next) && next >= t.Value);
 
     /// <summary>The open Lucene index, for queries (null until the worker opened it).</summary>
     public LuceneIndex? Index { get; private set; }
@@ -123,6 +147,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
             try
             {
                 var mapped = maps.Run(change).Select(e => EntryFields.From(e, definition)).ToList();
+                if (storeSource) mapped = WithSource(mapped, change);
                 entries += mapped.Count;
                 documents.Add(new IndexedDocument(change.Id, mapped));
             }
@@ -146,6 +171,15 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
             Ms(read), Ms(Stopwatch.GetElapsedTime(started, mappedAt)), Ms(Stopwatch.GetElapsedTime(mappedAt, writtenAt)),
             Ms(Stopwatch.GetElapsedTime(writtenAt))), lastEtag, state.Entries);
         ReleaseWaiters(lastEtag);
+    }
+
+    private static List<IndexEntry> WithSource(List<IndexEntry> entries, ChangeEvent change)
+    {
+        var buffer = new System.Buffers.ArrayBufferWriter<byte>();
+        using (var w = new Utf8JsonWriter(buffer))
+            Contracts.Documents.DocumentMetadata.WriteWithMetadata(w, change.Document!.Value, change.Id, change.Collection, change.Etag, change.LastModified);
+        var source = new StoredField(SourceField, Encoding.UTF8.GetString(buffer.WrittenSpan));
+        return entries.Select(e => new IndexEntry([.. e.Fields, source])).ToList();
     }
 
     private Dictionary<string, string> Commit(ChangeFeedPosition position, long etag) => new()

@@ -5,21 +5,6 @@ namespace Magpie.Indexer.Lucene;
 public sealed record SearchRequest(LuceneQuery Query, IReadOnlyList<SortField> Sort, int PageSize, int Skip = 0, SearchCursor? After = null,
     IReadOnlyList<string>? StoredFields = null);
 
-/// <summary>Where a hit sits in the sort order: the next page starts after it (Lucene's searchAfter).</summary>
-public sealed record SearchCursor(byte[] Values)
-{
-    public override string ToString() => Convert.ToBase64String(Values).TrimEnd('=').Replace('+', '-').Replace('/', '_');
-
-    /// <summary>Reads a cursor a client sent back; null if it is not one of ours.</summary>
-    public static SearchCursor? Parse(string text)
-    {
-        var base64 = text.Replace('-', '+').Replace('_', '/');
-        base64 += new string('=', (4 - base64.Length % 4) % 4);
-        var bytes = new byte[base64.Length];
-        return Convert.TryFromBase64String(base64, bytes, out var n) ? new SearchCursor(bytes[..n]) : null;
-    }
-}
-
 public sealed record SearchHit(string Id, float Score, IReadOnlyDictionary<string, IReadOnlyList<object>> Stored, SearchCursor Cursor);
 
 public sealed record SearchPage(long TotalHits, IReadOnlyList<SearchHit> Hits);

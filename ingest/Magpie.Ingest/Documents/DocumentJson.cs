@@ -1,3 +1,4 @@
+using Magpie.Contracts.Documents;
 using System.Text.Json;
 
 namespace Magpie.Ingest.Documents;
@@ -52,23 +53,7 @@ public static class DocumentJson
     public static void WriteWithMetadata(Utf8JsonWriter w, StoredDocument doc)
     {
         using var parsed = JsonDocument.Parse(doc.Json);
-        w.WriteStartObject();
-        JsonElement? userMeta = null;
-        foreach (var p in parsed.RootElement.EnumerateObject())
-        {
-            if (p.NameEquals("@metadata")) { userMeta = p.Value; continue; }
-            p.WriteTo(w);
-        }
-        w.WriteStartObject("@metadata");
-        if (userMeta is { ValueKind: JsonValueKind.Object } m)
-            foreach (var p in m.EnumerateObject())
-                if (p.Name is not ("@id" or "@collection" or "@etag" or "@last-modified")) p.WriteTo(w);
-        w.WriteString("@id", doc.Id);
-        w.WriteString("@collection", doc.Collection);
-        w.WriteNumber("@etag", doc.Etag);
-        w.WriteString("@last-modified", doc.LastModified);
-        w.WriteEndObject();
-        w.WriteEndObject();
+        DocumentMetadata.WriteWithMetadata(w, parsed.RootElement, doc.Id, doc.Collection, doc.Etag, doc.LastModified);
     }
 
     private static string Describe(JsonTokenType t) => t switch

@@ -1,47 +1,53 @@
 using System.Text.Json;
 using Magpie.Contracts.Indexes;
+using Magpie.Indexer.Indexing;
 using Magpie.Indexer.Lucene;
 using Magpie.Indexer.Maps;
 
 namespace Magpie.Query.Rql;
 
-/// <summary>A query planned once (where → Lucene query, order by → sort fields, select → stored fields), then read a page at a time.</summary>
-public sealed record PreparedQuery(LuceneIndex Index, LuceneQuery Where, IReadOnlyList<SortField> Sort, IReadOnlyList<string>? StoredFields)
+/// <summary>
+/// A query planned once (where → Lucene query, order by → sort fields, select → stored fields), then read
+/// a page at a time from any shard of the index.
+/// </summary>
+public sealed record QueryPlan(LuceneQuery Where, IReadOnlyList<SortField> Sort, IReadOnlyList<string>? StoredFields)
 {
-    public Task<SearchPage> PageAsync(int pageSize, int skip, SearchCursor? after, CancellationToken ct = default) =>
-        Index.SearchAsync(new SearchRequest(Where, Sort, pageSize, skip, after, StoredFields), ct);
+    /// <summary>Fields this plan sorts numerically (an owner reports them so the coordinator can align owners).</summary>
+    public IReadOnlyList<string> NumericSorts => Sort.Where(s => s.Kind == SortKind.Double).Select(s => s.Field[..^EntryFields.Number.Length]).ToList();
+
+    public Task<SearchPage> PageAsync(LuceneIndex index, int pageSize, int skip, SearchCursor? after, CancellationToken ct = default) =>
+        index.SearchAsync(new SearchRequest(Where, Sort, pageSize, skip, after, StoredFields), ct);
 }
 
-/// <summary>Runs a parsed query against one index: where → Lucene query, order by → sort fields, limit/offset or a cursor → the page.</summary>
+/// <summary>Plans a parsed query against an index's shards: where → Lucene query, order by → sort fields, select → stored fields.</summary>
 public static class QueryRunner
 {
-    public static async Task<SearchPage> RunAsync(LuceneIndex index, IndexDefinition definition, RqlQuery query,
-        IReadOnlyDictionary<string, JsonElement>? parameters, int pageSize, int start = 0, SearchCursor? after = null, CancellationToken ct = default)
-    {
-        var prepared = await PrepareAsync(index, definition, query, parameters, ct);
-        return await prepared.PageAsync(query.Limit ?? pageSize, query.Offset ?? start, after, ct);
-    }
-
-    /// <summary>Plans the query; a stream reuses the plan for every page instead of planning (and probing sort types) again.</summary>
-    public static async Task<PreparedQuery> PrepareAsync(LuceneIndex index, IndexDefinition definition, RqlQuery query,
-        IReadOnlyDictionary<string, JsonElement>? parameters, CancellationToken ct = default)
+    /// <param name="numericSorts">Fields to sort numerically regardless of what the shards hold.</param>
+    public static async Task<QueryPlan> PlanAsync(IReadOnlyList<LuceneIndex> shards, IndexDefinition definition, RqlQuery query,
+        IReadOnlyDictionary<string, JsonElement>? parameters, IReadOnlyCollection<string>? numericSorts = null, CancellationToken ct = default)
     {
         var where = new QueryPlanner(definition, parameters).Where(query.Where);
         var sort = new List<SortField>();
-        foreach (var order in query.OrderBy) sort.Add(await SortOfAsync(index, order, ct));
-        var stored = query.Select.Count > 0 ? query.Select.Select(s => s.Field + EntryFields.Stored).ToList() : null;
-        return new PreparedQuery(index, where, sort, stored);
+        foreach (var order in query.OrderBy) sort.Add(await SortOfAsync(shards, order, numericSorts, ct));
+        // With select: the projected stored fields, and the document source where the index keeps it (Kafka mode).
+        IReadOnlyList<string>? stored = query.Select.Count > 0 ? [.. query.Select.Select(s => s.Field + EntryFields.Stored), IndexWorker.SourceField] : null;
+        return new QueryPlan(where, sort, stored);
     }
 
-    /// <summary><c>as long/double</c> sorts numerically, <c>as string</c> by term; otherwise numerically if the index holds numbers for the field.</summary>
-    private static async Task<SortField> SortOfAsync(LuceneIndex index, RqlOrder order, CancellationToken ct)
+    /// <summary>
+    /// <c>as long/double</c> sorts numerically, <c>as string</c> by term; otherwise numerically if any shard
+    /// holds numbers for the field (asked once per query, not per page).
+    /// </summary>
+    private static async Task<SortField> SortOfAsync(IReadOnlyList<LuceneIndex> shards, RqlOrder order, IReadOnlyCollection<string>? numericSorts, CancellationToken ct)
     {
         if (order.IsScore) return SortField.Score with { Descending = order.Descending };
         var numeric = order.As switch
         {
             "long" or "double" => true,
             "string" or "alphanumeric" => false,
-            _ => (await index.SearchAsync(new SearchRequest(new ExistsQuery(order.Field + EntryFields.Number), [], 1, StoredFields: []), ct)).TotalHits > 0,
+            _ when numericSorts?.Contains(order.Field!) == true => true,
+            _ => (await Task.WhenAll(shards.Select(s => s.SearchAsync(
+                new SearchRequest(new ExistsQuery(order.Field + EntryFields.Number), [], 1, StoredFields: []), ct)))).Any(p => p.TotalHits > 0),
         };
         return numeric
             ? new SortField(SortKind.Double, order.Field + EntryFields.Number, order.Descending)

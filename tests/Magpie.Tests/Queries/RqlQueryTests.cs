@@ -49,9 +49,13 @@ public sealed class RqlQueryTests(RqlPostsFixture fx) : IClassFixture<RqlPostsFi
 {
     private List<PostsIndexFixture.Post> Posts => fx.Posts;
 
-    private async Task<SearchPage> Run(string rql, object? parameters = null, int pageSize = 5000) =>
-        await QueryRunner.RunAsync(fx.Index, RqlPostsFixture.Definition, RqlParser.Parse(rql),
-            parameters is null ? null : JsonSerializer.SerializeToElement(parameters).EnumerateObject().ToDictionary(p => p.Name, p => p.Value.Clone()), pageSize);
+    private async Task<SearchPage> Run(string rql, object? parameters = null, int pageSize = 5000)
+    {
+        var query = RqlParser.Parse(rql);
+        var plan = await QueryRunner.PlanAsync([fx.Index], RqlPostsFixture.Definition, query,
+            parameters is null ? null : JsonSerializer.SerializeToElement(parameters).EnumerateObject().ToDictionary(p => p.Name, p => p.Value.Clone()));
+        return await plan.PageAsync(fx.Index, query.Limit ?? pageSize, query.Offset ?? 0, null);
+    }
 
     private async Task<List<string>> Ids(string where, object? parameters = null) =>
         (await Run("from index 'Posts' where " + where, parameters)).Hits.Select(h => h.Id).Order(StringComparer.Ordinal).ToList();

@@ -1,0 +1,28 @@
+using System.Text.Json;
+
+namespace Magpie.Contracts.Documents;
+
+/// <summary>A document as every reader gets it back (GET /docs, query results): its fields plus <c>@metadata</c> with id, collection, etag and last-modified.</summary>
+public static class DocumentMetadata
+{
+    public static void WriteWithMetadata(Utf8JsonWriter w, JsonElement document, string id, string collection, long etag, DateTimeOffset lastModified)
+    {
+        w.WriteStartObject();
+        JsonElement? userMeta = null;
+        foreach (var p in document.EnumerateObject())
+        {
+            if (p.NameEquals("@metadata")) { userMeta = p.Value; continue; }
+            p.WriteTo(w);
+        }
+        w.WriteStartObject("@metadata");
+        if (userMeta is { ValueKind: JsonValueKind.Object } m)
+            foreach (var p in m.EnumerateObject())
+                if (p.Name is not ("@id" or "@collection" or "@etag" or "@last-modified")) p.WriteTo(w);
+        w.WriteString("@id", id);
+        w.WriteString("@collection", collection);
+        w.WriteNumber("@etag", etag);
+        w.WriteString("@last-modified", lastModified);
+        w.WriteEndObject();
+        w.WriteEndObject();
+    }
+}

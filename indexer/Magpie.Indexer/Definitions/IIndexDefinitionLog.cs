@@ -1,0 +1,20 @@
+using Magpie.Contracts.Indexes;
+
+namespace Magpie.Indexer.Definitions;
+
+/// <summary>
+/// Where index definitions are kept durably. Embedded: a file in the data directory. Kafka mode: the
+/// compacted <c>magpie.indexes</c> topic, which every indexer and query process reads, so a definition
+/// PUT on one process reaches all of them.
+/// </summary>
+public interface IIndexDefinitionLog : IAsyncDisposable
+{
+    /// <summary>
+    /// Reads the definitions kept so far, calling <paramref name="apply"/> for each (null = deleted), and
+    /// keeps calling it for later changes from any process. Returns once it has caught up with what existed at start.
+    /// </summary>
+    Task StartAsync(Action<string, IndexDefinition?> apply, CancellationToken ct);
+
+    /// <summary>Keeps the change durably (null = delete); returns once <c>apply</c> has seen it here.</summary>
+    Task WriteAsync(string name, IndexDefinition? definition, CancellationToken ct);
+}

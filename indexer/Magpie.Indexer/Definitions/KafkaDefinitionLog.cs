@@ -1,0 +1,100 @@
+using System.Text.Json;
+using Confluent.Kafka;
+using Magpie.Contracts;
+using Magpie.Contracts.Indexes;
+using Magpie.Kafka;
+using Microsoft.Extensions.Logging;
+
+namespace Magpie.Indexer.Definitions;
+
+/// <summary>
+/// Kafka mode: definitions live in the compacted, single-partition <c>magpie.indexes</c> topic (key = index
+/// name, value = definition JSON, null = deleted). Each process reads it from the beginning on its own
+/// thread and follows it, so every indexer and query process converges on the same definitions; a write
+/// returns once this process has read its own record back (a GET right after a PUT sees it).
+/// </summary>
+public sealed class KafkaDefinitionLog(string bootstrapServers, ILogger log) : IIndexDefinitionLog
+{
+    private static readonly TopicPartition Partition = new(Topics.Indexes, 0);
+    private readonly CancellationTokenSource _stop = new();
+    private readonly Lock _lock = new();
+    private readonly List<(long Offset, TaskCompletionSource Seen)> _waiters = [];
+    private IProducer<string, byte[]?>? _producer;
+    private Thread? _reader;
+    private long _next;   // the offset after the last record applied
+
+    public async Task StartAsync(Action<string, IndexDefinition?> apply, CancellationToken ct)
+    {
+        await TopicAdmin.EnsureAsync(bootstrapServers, TopicAdmin.DefaultTopics(1, 1).Where(t => t.Name == Topics.Indexes), ct);
+        var config = KafkaClients.Producer(bootstrapServers, "magpie-index-definitions");
+        config.MessageTimeoutMs = 30_000;   // a PUT while Kafka is away fails instead of hanging
+        _producer = KafkaClients.BuildProducer<string, byte[]?>(config, log);
+        var caughtUp = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        _reader = new Thread(() => Read(apply, caughtUp)) { IsBackground = true, Name = "magpie-index-definitions" };
+        _reader.Start();
+        await caughtUp.Task.WaitAsync(TimeSpan.FromSeconds(60), ct);
+    }
+
+    public async Task WriteAsync(string name, IndexDefinition? definition, CancellationToken ct)
+    {
+        var value = definition is null ? null : JsonSerializer.SerializeToUtf8Bytes(definition, IndexDefinitionStore.Json);
+        var delivered = await _producer!.ProduceAsync(Partition, new Message<string, byte[]?> { Key = name, Value = value }, ct);
+        var seen = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        lock (_lock)
+        {
+            if (_next > delivered.Offset.Value) return;
+            _waiters.Add((delivered.Offset.Value, seen));
+        }
+        await seen.Task.WaitAsync(TimeSpan.FromSeconds(30), ct);
+    }
+
+    private void Read(Action<string, IndexDefinition?> apply, TaskCompletionSource caughtUp)
+    {
+        var ct = _stop.Token;
+        var config = KafkaClients.Consumer(bootstrapServers, $"magpie-index-definitions-{Guid.NewGuid():N}");
+        config.IsolationLevel = IsolationLevel.ReadUncommitted;
+        using var consumer = KafkaClients.BuildConsumer<string, byte[]?>(config, log);
+        consumer.Assign(new TopicPartitionOffset(Partition, Offset.Beginning));
+        long? startEnd = null;
+        while (!ct.IsCancellationRequested)
+        {
+            try
+            {
+                startEnd ??= consumer.QueryWatermarkOffsets(Partition, TimeSpan.FromSeconds(5)).High.Value;
+                if (!caughtUp.Task.IsCompleted && Volatile.Read(ref _next) >= startEnd) caughtUp.TrySetResult();
+                if (consumer.Consume(TimeSpan.FromMilliseconds(200)) is not { IsPartitionEOF: false } r) continue;
+                try
+                {
+                    apply(r.Message.Key, r.Message.Value is null ? null : JsonSerializer.Deserialize<IndexDefinition>(r.Message.Value, IndexDefinitionStore.Json));
+                }
+                catch (JsonException e) { log.LogError("magpie.indexes offset {Offset}: not a definition ({Error}); skipped", r.Offset.Value, e.Message); }
+                Seen(r.Offset.Value + 1);
+            }
+            catch (KafkaException e) when (!ct.IsCancellationRequested)
+            {
+                log.LogWarning("reading magpie.indexes: {Error}", e.Error.Reason);
+                ct.WaitHandle.WaitOne(1000);
+            }
+        }
+        consumer.Close();
+    }
+
+    private void Seen(long next)
+    {
+        lock (_lock)
+        {
+            _next = next;
+            foreach (var w in _waiters.Where(w => w.Offset < next)) w.Seen.TrySetResult();
+            _waiters.RemoveAll(w => w.Offset < next);
+        }
+    }
+
+    public ValueTask DisposeAsync()
+    {
+        _stop.Cancel();
+        _reader?.Join(TimeSpan.FromSeconds(10));
+        _producer?.Flush(TimeSpan.FromSeconds(5));
+        _producer?.Dispose();
+        return ValueTask.CompletedTask;
+    }
+}

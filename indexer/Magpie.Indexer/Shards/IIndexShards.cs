@@ -1,0 +1,39 @@
+using Magpie.Contracts.Changes;
+
+namespace Magpie.Indexer.Shards;
+
+/// <summary>
+/// Which parts of the change feed this process indexes. Embedded: one shard, the whole feed
+/// (<see cref="WholeFeed"/>). Kafka mode: one shard per <c>magpie.changes</c> partition this process
+/// owns in the indexer consumer group (<see cref="KafkaPartitionShards"/>); every index keeps one Lucene
+/// index per owned shard on local disk.
+/// </summary>
+public interface IIndexShards : IAsyncDisposable
+{
+    /// <summary>The shard number of the whole feed (embedded).</summary>
+    public const int All = -1;
+
+    IReadOnlyCollection<int> Owned { get; }
+
+    /// <summary>Raised when shards are gained or lost (a consumer-group rebalance).</summary>
+    event Action? Changed;
+
+    /// <summary>The changes of one shard.</summary>
+    IChangeFeed FeedOf(int shard);
+
+    Task StartAsync(CancellationToken ct);
+}
+
+/// <summary>Embedded mode: the whole change feed is one shard.</summary>
+public sealed class WholeFeed(IChangeFeed feed) : IIndexShards
+{
+    public IReadOnlyCollection<int> Owned { get; } = [IIndexShards.All];
+
+    public event Action? Changed { add { } remove { } }
+
+    public IChangeFeed FeedOf(int shard) => feed;
+
+    public Task StartAsync(CancellationToken ct) => Task.CompletedTask;
+
+    public ValueTask DisposeAsync() => ValueTask.CompletedTask;
+}

@@ -1,0 +1,115 @@
+using System.Text.Json;
+using Magpie.Contracts.Documents;
+using Magpie.Indexer.Definitions;
+using Magpie.Indexer.Indexing;
+using Magpie.Indexer.Lucene;
+using Magpie.Indexer.Maps;
+using Magpie.Query.Rql;
+
+namespace Magpie.Query.Shards;
+
+/// <summary>
+/// The shards of an index held by this process: waits for them when asked (read-your-writes), searches
+/// them with one plan, merges their hits by cursor, and resolves the hits into results — the document
+/// (from the store beside it, or the source the index keeps in Kafka mode) or the projection.
+/// </summary>
+public sealed class LocalShardOwner(IndexDefinitionStore definitions, IndexRegistry registry, IDocumentLookup? documents) : IShardOwner
+{
+    public string Name => "local";
+
+    public async Task<ShardPage> SearchAsync(ShardQuery request, CancellationToken ct)
+    {
+        var query = Parse(request.Query);
+        var name = query.From.Name;
+        if (!definitions.Current.TryGetValue(name, out var definition)) throw new QueryProblem(404, $"index '{name}' does not exist");
+        var workers = registry.Workers(name).Where(w => request.Partitions?.Contains(w.Shard) ?? true).ToList();
+        if (workers.Count == 0 || workers.Count < (request.Partitions?.Count ?? 0))
+            throw new QueryProblem(503, $"index '{name}' is not running here: {registry.HostFailure ?? "starting"}");
+        var deadline = DateTime.UtcNow + TimeSpan.FromMilliseconds(Math.Clamp(request.TimeoutMs, 0, 300_000));
+        while (workers.Any(w => w.Index is null) && DateTime.UtcNow < deadline) await Task.Delay(20, ct);
+        if (workers.Any(w => w.Index is null)) throw new QueryProblem(503, $"index '{name}' is still opening");
+
+        var stale = await Task.WhenAll(workers.Select(w => IsStaleAsync(w, request, deadline, ct)));
+        var indexes = workers.Select(w => w.Index!).ToList();
+        SearchCursor? after = null;
+        if (request.After is { } a && (after = SearchCursor.Parse(a)) is null) throw new QueryProblem(400, "cursor is not one this server gave out");
+
+        QueryPlan plan;
+        SearchPage[] pages;
+        try
+        {
+            plan = await QueryRunner.PlanAsync(indexes, definition, query, request.Parameters, request.NumericSorts, ct);
+            // One shard pages in Lucene; several each return skip + take, merged here, then skipped.
+            var skip = after is null ? request.Skip : 0;
+            pages = indexes.Count == 1
+                ? [await plan.PageAsync(indexes[0], request.Take, skip, after, ct)]
+                : await Task.WhenAll(indexes.Select(i => plan.PageAsync(i, skip + request.Take, 0, after, ct)));
+            if (indexes.Count > 1) pages = [Merge(pages, query, skip, request.Take)];
+        }
+        catch (RqlException e) { throw new QueryProblem(400, e.Message, e.Line, e.Column); }
+        catch (LuceneException e) { throw new QueryProblem(400, $"the index refused the query: {e.Message}"); }
+
+        var hits = new List<ShardHit>(pages[0].Hits.Count);
+        foreach (var hit in pages[0].Hits)
+            if (await ResultOf(hit, query, ct) is { } r) hits.Add(new ShardHit(r, hit.Cursor.ToString()));
+        return new ShardPage(pages.Sum(p => p.TotalHits), hits, stale.Any(s => s), workers.Max(w => w.Status.IndexedEtag), plan.NumericSorts);
+    }
+
+    public static RqlQuery Parse(string rql)
+    {
+        try { return RqlParser.Parse(rql); }
+        catch (RqlException e) { throw new QueryProblem(400, e.Message, e.Line, e.Column); }
+    }
+
+    /// <summary>The sort order of hits of <paramref name="query"/> across shards: the order-by directions, then the id.</summary>
+    public static IReadOnlyList<bool> Directions(RqlQuery query) => query.OrderBy.Select(o => o.Descending).ToList();
+
+    private static SearchPage Merge(SearchPage[] pages, RqlQuery query, int skip, int take)
+    {
+        var directions = Directions(query);
+        var merged = pages.SelectMany(p => p.Hits).Order(Comparer<SearchHit>.Create((a, b) => SearchCursor.Compare(a.Cursor, b.Cursor, directions)));
+        return new SearchPage(pages.Sum(p => p.TotalHits), merged.Skip(skip).Take(take).ToList());
+    }
+
+    /// <summary>
+    /// Kafka mode: stale if the shard has not consumed its partition up to the offsets the coordinator saw
+    /// at the start (and, when asked, waits until it has). Embedded: by the change feed's backlog, waiting
+    /// for the last document etag.
+    /// </summary>
+    private static async Task<bool> IsStaleAsync(IndexWorker worker, ShardQuery request, DateTime deadline, CancellationToken ct)
+    {
+        if (request.Target is { } target)
+        {
+            var mine = target.Where(t => t.Key == worker.Shard.ToString()).ToDictionary();
+            if (IndexWorker.Reached(worker.Position, mine)) return false;
+            return !request.WaitForNonStale || !await worker.WaitForPositionAsync(mine, deadline - DateTime.UtcNow, ct);
+        }
+        if (worker.Backlog() is 0) return false;
+        if (!request.WaitForNonStale || worker.LastDocumentEtag() is not { } last) return true;
+        return !await worker.WaitForEtagAsync(last, deadline - DateTime.UtcNow, ct);
+    }
+
+    /// <summary>The document (as GET /docs returns it), or with select: the projected fields, from stored values or else the document.</summary>
+    private async Task<JsonElement?> ResultOf(SearchHit hit, RqlQuery query, CancellationToken ct)
+    {
+        JsonElement? document = null;
+        async Task<JsonElement?> Document()
+        {
+            if (document is not null) return document;
+            if (hit.Stored.TryGetValue(IndexWorker.SourceField, out var source) && source.Count > 0)
+                return document = JsonDocument.Parse((string)source[0]).RootElement;
+            return document = documents is null ? null : await documents.GetAsync(hit.Id, ct);
+        }
+        if (query.Select.Count == 0) return await Document();
+        var projection = new Dictionary<string, JsonElement?>();
+        foreach (var p in query.Select)
+        {
+            if (hit.Stored.TryGetValue(p.Field + EntryFields.Stored, out var stored) && stored.Count > 0)
+                projection[p.Alias] = JsonDocument.Parse((string)stored[0]).RootElement;
+            else if (await Document() is { } d && d.TryGetProperty(p.Field, out var value))
+                projection[p.Alias] = value;
+            else projection[p.Alias] = null;
+        }
+        return JsonSerializer.SerializeToElement(projection);
+    }
+}

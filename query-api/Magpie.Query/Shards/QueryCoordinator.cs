@@ -1,0 +1,48 @@
+using Magpie.Indexer.Definitions;
+using Magpie.Indexer.Lucene;
+using Magpie.Query.Http;
+using Magpie.Query.Rql;
+
+namespace Magpie.Query.Shards;
+
+/// <summary>
+/// Runs a query over every shard of its index: asks each owner for its top hits after the cursor, merges
+/// by cursor (sort values, then document id — the same order in every shard), skips and takes. Totals add
+/// up; a page is stale if any shard was, or if some partition had no owner. Owners that typed a sort field
+/// differently (numbers in one shard, none in another) are asked again with the field numeric everywhere.
+/// </summary>
+public sealed class QueryCoordinator(IShardDirectory directory, IndexDefinitionStore definitions)
+{
+    public async Task<ShardPage> PageAsync(QueryRequest request, RqlQuery query, int take, int skip, string? after, bool wait, CancellationToken ct)
+    {
+        if (!query.From.IsIndex)
+            throw new QueryProblem(400, $"'from {query.From.Name}' needs an index in this version: PUT /indexes/{{name}} with a map over {query.From.Name}, then 'from index '{{name}}''");
+        if (!definitions.Current.ContainsKey(query.From.Name)) throw new QueryProblem(404, $"index '{query.From.Name}' does not exist");
+        if (after is not null && SearchCursor.Parse(after) is null) throw new QueryProblem(400, "cursor is not one this server gave out");
+        var layout = await directory.LayoutAsync(ct);
+        if (layout.Owners.Count == 0) throw new QueryProblem(503, $"no indexer holds shards of '{query.From.Name}' yet");
+        var single = layout.Owners.Count == 1;
+
+        ShardQuery Ask(IReadOnlyList<int>? partitions, IReadOnlyList<string>? numeric) => new()
+        {
+            Query = request.Query, Parameters = request.Parameters, After = after,
+            Take = single ? take : skip + take, Skip = single ? skip : 0,
+            Partitions = partitions, Target = layout.Target, WaitForNonStale = wait, TimeoutMs = request.TimeoutMs, NumericSorts = numeric,
+        };
+        var pages = await Task.WhenAll(layout.Owners.Select(o => o.Owner.SearchAsync(Ask(o.Partitions, null), ct)));
+        var numeric = pages.SelectMany(p => p.NumericSorts).Distinct().ToList();
+        if (pages.Any(p => p.NumericSorts.Count != numeric.Count))
+            pages = await Task.WhenAll(layout.Owners.Select(o => o.Owner.SearchAsync(Ask(o.Partitions, numeric), ct)));
+
+        var hits = single ? pages[0].Hits : Merge(pages, LocalShardOwner.Directions(query), skip, take);
+        return new ShardPage(pages.Sum(p => p.TotalResults), hits, !layout.Complete || pages.Any(p => p.IsStale),
+            pages.Max(p => p.IndexEtag), numeric);
+    }
+
+    private static List<ShardHit> Merge(ShardPage[] pages, IReadOnlyList<bool> directions, int skip, int take)
+    {
+        var cursors = pages.SelectMany(p => p.Hits).Select(h => (Hit: h, Cursor: SearchCursor.Parse(h.Cursor)!)).ToList();
+        cursors.Sort((a, b) => SearchCursor.Compare(a.Cursor, b.Cursor, directions));
+        return cursors.Skip(skip).Take(take).Select(c => c.Hit).ToList();
+    }
+}

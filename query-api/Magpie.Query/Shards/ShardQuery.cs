@@ -1,0 +1,60 @@
+using System.Text.Json;
+
+namespace Magpie.Query.Shards;
+
+/// <summary>
+/// What the query coordinator asks of one shard owner (a process holding some shards of an index): the
+/// top <see cref="Take"/> hits of its shards after <see cref="After"/>, results resolved (documents or
+/// projections), each with its cursor so the coordinator can merge owners' pages.
+/// </summary>
+public sealed record ShardQuery
+{
+    public required string Query { get; init; }
+    public Dictionary<string, JsonElement>? Parameters { get; init; }
+    public int Take { get; init; }
+
+    /// <summary>Hits to skip first; only the coordinator of a single owner sets it (several owners merge, then skip).</summary>
+    public int Skip { get; init; }
+    public string? After { get; init; }
+
+    /// <summary>Kafka mode: the partitions this owner holds according to the consumer group; null = every local shard.</summary>
+    public IReadOnlyList<int>? Partitions { get; init; }
+
+    /// <summary>Kafka mode: the end offsets of magpie.changes when the query started; a shard short of them is stale.</summary>
+    public Dictionary<string, long>? Target { get; init; }
+    public bool WaitForNonStale { get; init; }
+    public int TimeoutMs { get; init; }
+
+    /// <summary>Fields to sort numerically whatever this owner's shards hold (owners that disagreed are asked again with this).</summary>
+    public IReadOnlyList<string>? NumericSorts { get; init; }
+}
+
+public sealed record ShardHit(JsonElement Result, string Cursor);
+
+/// <summary>An owner's answer: its total, its top hits, whether any of its shards was stale, how sort fields were typed.</summary>
+public sealed record ShardPage(long TotalResults, IReadOnlyList<ShardHit> Hits, bool IsStale, long IndexEtag, IReadOnlyList<string> NumericSorts);
+
+/// <summary>A query that can't run, as the HTTP problem it becomes (RQL errors carry line and column).</summary>
+public sealed class QueryProblem(int status, string detail, int? line = null, int? column = null) : Exception(detail)
+{
+    public int Status { get; } = status;
+    public int? Line { get; } = line;
+    public int? Column { get; } = column;
+}
+
+/// <summary>A process holding shards of indexes: this one (<see cref="LocalShardOwner"/>) or another over HTTP (<see cref="RemoteShardOwner"/>).</summary>
+public interface IShardOwner
+{
+    string Name { get; }
+
+    Task<ShardPage> SearchAsync(ShardQuery query, CancellationToken ct);
+}
+
+/// <summary>Who holds the shards right now, whether together they hold all of them, and (Kafka) the feed's end offsets.</summary>
+public sealed record ShardLayout(IReadOnlyList<(IShardOwner Owner, IReadOnlyList<int>? Partitions)> Owners, bool Complete, Dictionary<string, long>? Target);
+
+/// <summary>Finds the shard owners for a query: the local indexer (embedded) or the indexer consumer group's members (Kafka).</summary>
+public interface IShardDirectory
+{
+    Task<ShardLayout> LayoutAsync(CancellationToken ct);
+}
