@@ -4,8 +4,11 @@ using Magpie.Query.Rql;
 using Magpie.Query.Shards;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Http;
+using Microsoft.AspNetCore.Http.Json;
 using Microsoft.AspNetCore.Routing;
 using Microsoft.AspNetCore.Server.Kestrel.Core.Features;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Options;
 
 namespace Magpie.Query.Http;
 
@@ -62,11 +65,13 @@ public static class QueryEndpoints
             // A slow reader that keeps reading is not an error: no minimum send rate for this response.
             if (ctx.Features.Get<IHttpMinResponseDataRateFeature>() is { } rate) rate.MinDataRate = null;
             ctx.Response.ContentType = "application/x-ndjson";
+            // The same JSON settings as POST /queries, so a streamed result reads exactly like a paged one.
+            var json = ctx.RequestServices.GetRequiredService<IOptions<JsonOptions>>().Value.SerializerOptions;
             while (!ctx.RequestAborted.IsCancellationRequested)
             {
                 foreach (var hit in page.Hits)
                 {
-                    await JsonSerializer.SerializeAsync(ctx.Response.Body, hit.Result, cancellationToken: ctx.RequestAborted);
+                    await JsonSerializer.SerializeAsync(ctx.Response.Body, hit.Result, json, ctx.RequestAborted);
                     await ctx.Response.Body.WriteAsync(NewLine, ctx.RequestAborted);
                 }
                 await ctx.Response.Body.FlushAsync(ctx.RequestAborted);

@@ -20,6 +20,13 @@ public sealed class QueryCoordinator(IShardDirectory directory, IndexDefinitionS
         if (!definitions.Current.ContainsKey(query.From.Name)) throw new QueryProblem(404, $"index '{query.From.Name}' does not exist");
         if (after is not null && SearchCursor.Parse(after) is null) throw new QueryProblem(400, "cursor is not one this server gave out");
         var layout = await directory.LayoutAsync(ct);
+        // Indexers joining (or a rebalance): a query that waits for non-stale results also waits for every partition to have an owner.
+        var deadline = DateTime.UtcNow + TimeSpan.FromMilliseconds(Math.Clamp(request.TimeoutMs, 0, 300_000));
+        while (wait && !layout.Complete && DateTime.UtcNow < deadline)
+        {
+            await Task.Delay(250, ct);
+            layout = await directory.LayoutAsync(ct);
+        }
         if (layout.Owners.Count == 0) throw new QueryProblem(503, $"no indexer holds shards of '{query.From.Name}' yet");
         var single = layout.Owners.Count == 1;
 

@@ -60,6 +60,7 @@ public sealed class MagpieProcess : IAsyncDisposable
         if (Kafka is not null) { psi.ArgumentList.Add("--kafka"); psi.ArgumentList.Add(Kafka); }
         psi.Environment["MAGPIE__CHECKPOINTINTERVALSECONDS"] = "5";
         psi.Environment["MAGPIE__CONSUMERGROUP"] = _consumerGroup;
+        psi.Environment["MAGPIE__ADVERTISEDURL"] = BaseUrl.ToString();
         foreach (var (k, v) in _environment) psi.Environment[k] = v;
         _process = Process.Start(psi)!;
         _process.OutputDataReceived += (_, e) => { if (e.Data is not null) _output.Enqueue(e.Data); };

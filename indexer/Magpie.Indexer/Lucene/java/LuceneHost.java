@@ -184,7 +184,13 @@ public final class LuceneHost {
             var stored = in.readBoolean();
             if (present.add(name)) doc.add(new StringField(EXISTS, name, Field.Store.NO));
             switch (kind) {
-                case F_TEXT -> doc.add(new TextField(name, readString(in), stored ? Field.Store.YES : Field.Store.NO));
+                case F_TEXT -> {
+                    var value = readString(in);
+                    doc.add(new TextField(name, value, stored ? Field.Store.YES : Field.Store.NO));
+                    // Full-text fields sort too (order by Title), by their lower-cased start: doc values cap a term at 32 KB.
+                    var sortable = value.toLowerCase(java.util.Locale.ROOT);
+                    doc.add(new SortedSetDocValuesField(name, new BytesRef(sortable.length() > 256 ? sortable.substring(0, 256) : sortable)));
+                }
                 case F_KEYWORD -> {
                     var value = readString(in);
                     doc.add(new StringField(name, value, stored ? Field.Store.YES : Field.Store.NO));

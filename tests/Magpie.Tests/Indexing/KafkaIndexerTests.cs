@@ -1,0 +1,199 @@
+using System.Net;
+using System.Net.Http.Json;
+using System.Text.Json;
+using System.Xml.Linq;
+using Magpie.Tests.Fixtures;
+using Magpie.Tests.Http;
+using Magpie.Tests.Producers;
+using Magpie.Tests.Queries;
+using Xunit.Abstractions;
+
+namespace Magpie.Tests.Indexing;
+
+/// <summary>
+/// The split deployment on its own broker whose magpie.changes has 4 partitions: an ingest process, indexer
+/// processes (`--target indexer`) in consumer groups, query processes (`--target query`) fanning out to them.
+/// Definitions travel through magpie.indexes: defined once, every indexer of every group builds the index.
+/// </summary>
+public sealed class KafkaIndexerTests(ITestOutputHelper output)
+{
+    private static readonly Dictionary<string, string> FourPartitions = new() { ["MAGPIE__KAFKAPARTITIONS"] = "4" };
+
+    private static Dictionary<string, string> Group(string group) => new(FourPartitions) { ["MAGPIE__INDEXERGROUP"] = group };
+
+    private static string[] TagsOf(XElement p) => ((string?)p.Attribute("Tags") ?? "").Trim('<', '>').Split("><", StringSplitOptions.RemoveEmptyEntries);
+
+    [Fact]
+    public async Task Two_indexers_in_one_group_answer_exactly_what_one_indexer_answers_and_what_the_XML_says()
+    {
+        await using var broker = await KafkaBroker.StartOwnedAsync();
+        var kafka = broker.BootstrapServers;
+        await using var ingest = await MagpieProcess.StartAsync(kafka, target: "ingest", environment: FourPartitions);
+        var (exit, imported) = await MagpieCli.RunAsync(TimeSpan.FromMinutes(5), "produce", "stackexchange", "--dir", RepoPaths.StackExchangeSample, "--url", ingest.BaseUrl.ToString());
+        Assert.True(exit == 0, imported);
+
+        await using var pairA = await MagpieProcess.StartAsync(kafka, target: "indexer", environment: Group("pair"));
+        await using var pairB = await MagpieProcess.StartAsync(kafka, target: "indexer", environment: Group("pair"));
+        await using var pairQuery = await MagpieProcess.StartAsync(kafka, target: "query", environment: Group("pair"));
+        await using var solo = await MagpieProcess.StartAsync(kafka, target: "indexer", environment: Group("solo"));
+        await using var soloQuery = await MagpieProcess.StartAsync(kafka, target: "query", environment: Group("solo"));
+
+        // Defined once, on one indexer: magpie.indexes carries it to the other group too.
+        var put = await pairA.Http.PutAsync("indexes/Posts/ByTags", HttpJson.Json(ImportedSampleFixture.Index));
+        Assert.Equal(HttpStatusCode.NoContent, put.StatusCode);
+        var bad = await pairB.Http.PutAsync("indexes/Broken", HttpJson.Json("""{"maps":["map('Posts', p => ({ A: p.A )"]}"""));
+        Assert.Equal(HttpStatusCode.BadRequest, bad.StatusCode);
+
+        var posts = new StackExchangeXml(RepoPaths.StackExchangeSample).Posts;
+        var all = "from index 'Posts/ByTags'";
+        Assert.Equal(posts.Count, (await NonStaleAsync(pairQuery, all)).GetProperty("totalResults").GetInt64());
+        Assert.Equal(posts.Count, (await NonStaleAsync(soloQuery, all)).GetProperty("totalResults").GetInt64());
+
+        // The pair split the four partitions between them; the solo indexer holds all four.
+        var pairShards = new[] { pairA, pairB }.Select(p => Partitions(p).Result).ToList();
+        output.WriteLine($"pair A holds [{string.Join(",", pairShards[0])}], B holds [{string.Join(",", pairShards[1])}]");
+        Assert.All(pairShards, s => Assert.NotEmpty(s));
+        Assert.Equal([0, 1, 2, 3], pairShards.SelectMany(s => s).Order());
+        Assert.Equal([0, 1, 2, 3], await Partitions(solo));
+
+        var discussion = posts.Where(p => TagsOf(p).Contains("discussion")).Select(p => "posts/" + (string)p.Attribute("Id")!).Order(StringComparer.Ordinal).ToList();
+        Assert.Equal(discussion, Ids(await QueryAsync(pairQuery, all + " where Tags = 'discussion'")).Order(StringComparer.Ordinal));
+
+        string[] queries =
+        [
+            all + " where Tags = 'discussion' order by Score desc",
+            all + " where Type = 1 and CreationDate >= '2012-01-01' order by Score desc select Title, Score as Points",
+            all + " where search(Title, 'source code') order by score()",
+            all + " where Score between 2 and 10 order by CreationDate desc",
+            all + " where startsWith(Tags, 'feature') or exists(Title) order by Title",
+            all,
+        ];
+        foreach (var rql in queries)
+        {
+            var pair = await WalkAsync(pairQuery, rql);
+            var one = await WalkAsync(soloQuery, rql);
+            output.WriteLine($"{rql}: {pair.Count} results");
+            Assert.NotEmpty(pair);
+            Assert.Equal(one, pair);
+            Assert.Equal(pair, await StreamAsync(pairQuery, rql));
+        }
+        var top = await QueryAsync(pairQuery, queries[1] + " limit 5");
+        var expected = posts.Where(p => (string)p.Attribute("PostTypeId")! == "1" && string.CompareOrdinal((string)p.Attribute("CreationDate")!, "2012-01-01") >= 0)
+            .OrderByDescending(p => (long)p.Attribute("Score")!).ThenBy(p => "posts/" + (string)p.Attribute("Id")!, StringComparer.Ordinal).Take(5).ToList();
+        Assert.Equal(expected.Select(p => (long)p.Attribute("Score")!), top.GetProperty("results").EnumerateArray().Select(r => r.GetProperty("Points").GetInt64()));
+
+        // Updates and deletes reach both deployments; waitForNonStaleResults reads them back.
+        var first = discussion.Take(3).ToList();
+        foreach (var id in first.Take(2)) Assert.True((await ingest.Http.DeleteAsync(id, null)).IsSuccessStatusCode);
+        var patched = await ingest.Http.PatchAsync(first[2], """[{"op":"replace","path":"/Tags","value":"<moved>"}]""");
+        Assert.True(patched.IsSuccessStatusCode, await patched.Content.ReadAsStringAsync());
+        foreach (var q in new[] { pairQuery, soloQuery })
+        {
+            var after = await QueryAsync(q, all + " where Tags = 'discussion'");
+            Assert.Equal(discussion.Skip(3), Ids(after).Order(StringComparer.Ordinal));
+            Assert.Equal([first[2]], Ids(await QueryAsync(q, all + " where Tags = 'moved'")));
+        }
+    }
+
+    [Fact]
+    public async Task An_indexer_killed_mid_batch_resumes_to_exactly_what_a_fresh_rebuild_holds()
+    {
+        await using var broker = await KafkaBroker.StartOwnedAsync();
+        var kafka = broker.BootstrapServers;
+        await using var ingest = await MagpieProcess.StartAsync(kafka, target: "ingest", environment: FourPartitions);
+        var (exit, produced) = await MagpieCli.RunAsync(TimeSpan.FromMinutes(5), "produce", "synthetic", "--count", "40000", "--seed", "11", "--url", ingest.BaseUrl.ToString());
+        Assert.True(exit == 0, produced);
+
+        await using var crashing = await MagpieProcess.StartAsync(kafka, target: "indexer", environment: Group("crash"));
+        await using var crashingQuery = await MagpieProcess.StartAsync(kafka, target: "query", environment: Group("crash"));
+        var put = await crashing.Http.PutAsync("indexes/Synthetic", HttpJson.Json("""
+            { "maps": ["map('Posts', p => ({ Title: p.Title, Tags: p.Tags, Score: p.Score }))"], "fields": { "Title": { "indexing": "search" } } }
+            """));
+        Assert.Equal(HttpStatusCode.NoContent, put.StatusCode);
+
+        // Kill -9 while it is writing: some entries indexed, far from all.
+        long entries = 0;
+        var deadline = DateTime.UtcNow.AddMinutes(2);
+        while ((entries = await EntriesAsync(crashing)) < 2_000 && DateTime.UtcNow < deadline) await Task.Delay(20);
+        crashing.Crash();
+        output.WriteLine($"killed with {entries} of 40000 entries indexed");
+        Assert.InRange(entries, 2_000, 39_999);
+        await crashing.StartAsync();
+
+        await using var fresh = await MagpieProcess.StartAsync(kafka, target: "indexer", environment: Group("fresh"));
+        await using var freshQuery = await MagpieProcess.StartAsync(kafka, target: "query", environment: Group("fresh"));
+        Assert.Equal(40_000, (await NonStaleAsync(crashingQuery, "from index 'Synthetic'")).GetProperty("totalResults").GetInt64());
+        Assert.Equal(40_000, (await NonStaleAsync(freshQuery, "from index 'Synthetic'")).GetProperty("totalResults").GetInt64());
+        Assert.Equal(40_000, await EntriesAsync(crashing));   // no duplicate entries
+        Assert.Equal(40_000, await EntriesAsync(fresh));
+
+        foreach (var rql in new[] { "from index 'Synthetic' order by Score desc", "from index 'Synthetic' where search(Title, 'cache deploy') order by Title" })
+        {
+            var resumed = await StreamAsync(crashingQuery, rql);
+            Assert.Equal(await StreamAsync(freshQuery, rql), resumed);
+            Assert.Equal(resumed.Count, resumed.Distinct().Count());
+        }
+    }
+
+    private static async Task<JsonElement> QueryAsync(MagpieProcess q, string rql, string? cursor = null, int timeoutMs = 45_000)
+    {
+        var r = await q.Http.PostAsJsonAsync("queries", new { query = rql, pageSize = 1000, cursor, waitForNonStaleResults = true, timeoutMs });
+        Assert.True(r.IsSuccessStatusCode, await r.Content.ReadAsStringAsync());
+        var body = await r.JsonAsync();
+        Assert.False(body.GetProperty("isStale").GetBoolean(), $"stale after {timeoutMs} ms: {rql}");
+        return body;
+    }
+
+    /// <summary>Asks with waitForNonStaleResults in 30 s slices (under the HTTP client's timeout) for up to 5 minutes.</summary>
+    private static async Task<JsonElement> NonStaleAsync(MagpieProcess q, string rql)
+    {
+        var deadline = DateTime.UtcNow.AddMinutes(5);
+        while (true)
+        {
+            var r = await q.Http.PostAsJsonAsync("queries", new { query = rql, pageSize = 1, waitForNonStaleResults = true, timeoutMs = 30_000 });
+            Assert.True(r.IsSuccessStatusCode, await r.Content.ReadAsStringAsync());
+            var body = await r.JsonAsync();
+            if (!body.GetProperty("isStale").GetBoolean()) return body;
+            Assert.True(DateTime.UtcNow < deadline, $"still stale after 5 minutes: {rql}");
+        }
+    }
+
+    private static List<string> Ids(JsonElement response) =>
+        response.GetProperty("results").EnumerateArray().Select(Id).ToList();
+
+    /// <summary>A result's identity: the document id, or the projection itself.</summary>
+    private static string Id(JsonElement r) => r.TryGetProperty("@metadata", out var m) ? m.GetProperty("@id").GetString()! : r.GetRawText();
+
+    /// <summary>Every result, page by page through cursors.</summary>
+    private static async Task<List<string>> WalkAsync(MagpieProcess q, string rql)
+    {
+        var all = new List<string>();
+        string? cursor = null;
+        do
+        {
+            var page = await QueryAsync(q, rql, cursor);
+            all.AddRange(Ids(page));
+            cursor = page.GetProperty("nextCursor").GetString();
+        } while (cursor is not null);
+        return all;
+    }
+
+    private static async Task<List<string>> StreamAsync(MagpieProcess q, string rql)
+    {
+        var response = await q.Http.PostAsJsonAsync("streams/queries", new { query = rql });
+        Assert.True(response.IsSuccessStatusCode, await response.Content.ReadAsStringAsync());
+        return (await response.Content.ReadAsStringAsync()).Split('\n', StringSplitOptions.RemoveEmptyEntries).Select(l => Id(JsonDocument.Parse(l).RootElement)).ToList();
+    }
+
+    private static async Task<List<int>> Partitions(MagpieProcess indexer)
+    {
+        var status = await indexer.Http.GetFromJsonAsync<JsonElement>("indexes/Posts/ByTags");
+        return status.GetProperty("status").GetProperty("shards").EnumerateArray().Select(s => s.GetProperty("partition").GetInt32()).Order().ToList();
+    }
+
+    private static async Task<long> EntriesAsync(MagpieProcess indexer)
+    {
+        try { return (await indexer.Http.GetFromJsonAsync<JsonElement>("indexes/Synthetic")).GetProperty("status").GetProperty("entries").GetInt64(); }
+        catch (HttpRequestException) { return 0; }
+    }
+}
