@@ -6,6 +6,7 @@ using Magpie.Tests.Fixtures;
 
 // Usage: dotnet run -c Release --project bench/Magpie.Bench -- [--docs N] [--clients C] [--batch B] [--dir D]
 //        dotnet run -c Release --project bench/Magpie.Bench -- etl [--docs N] [--rabbitmq-url amqp://…]
+//        dotnet run -c Release --project bench/Magpie.Bench -- index [--docs N] [--kafka-docs M]
 var docs = Arg("--docs", 300_000);
 var clients = (int)Arg("--clients", 8);
 var batchSize = (int)Arg("--batch", 128);
@@ -15,6 +16,11 @@ var run = Path.Combine(baseDir, DateTime.UtcNow.ToString("yyyyMMddHHmmss"));
 if (args.FirstOrDefault() == "etl")
 {
     await RunEtlAsync();
+    return;
+}
+if (args.FirstOrDefault() == "index")
+{
+    await RunIndexAsync();
     return;
 }
 
@@ -84,14 +90,106 @@ async Task RunEtlAsync()
     }));
 }
 
+async Task RunIndexAsync()
+{
+    var n = (int)Arg("--docs", 1_000_000);
+    var kafkaDocs = (int)Arg("--kafka-docs", n);
+    Console.WriteLine($"generating {n:N0} synthetic posts…");
+    var posts = IngestBenchmark.Batches(n, 512, seed: 42);
+    var warmup = IngestBenchmark.Batches(50_000, 512, seed: 7);
+
+    await IndexBenchmark.RawLuceneAsync(Path.Combine(run, "raw-warmup"), warmup);
+    var raw = await IndexBenchmark.RawLuceneAsync(Path.Combine(run, "raw"), posts);
+    Console.WriteLine($"raw Lucene: {raw.DocsPerSecond:N0} docs/s ({raw.Elapsed.TotalSeconds:F1} s)");
+
+    // Embedded: one process. Warm-up writes go to another collection (not mapped), then the measured posts.
+    var port = 18000 + Random.Shared.Next(1000);
+    using var embedded = StartMagpie(Path.Combine(run, "embedded"), port);
+    await WaitHealthy(port);
+    using var http = new HttpClient { BaseAddress = new Uri($"http://127.0.0.1:{port}/"), Timeout = TimeSpan.FromMinutes(5) };
+    await IngestBenchmark.HttpBulkAsync(http.BaseAddress, warmup.Select(b => b.Select(w => w with { Id = "warmup/" + w.Id }).ToArray()).ToList(), 8);
+    await IndexBenchmark.DefineAsync(http);
+    var watch = Stopwatch.StartNew();
+    await IngestBenchmark.HttpBulkAsync(http.BaseAddress, posts, 8);
+    await IndexBenchmark.WaitIndexedAsync([http], n, TimeSpan.FromMinutes(30));
+    var embeddedRate = n / watch.Elapsed.TotalSeconds;
+    Console.WriteLine($"embedded pipeline: {embeddedRate:N0} docs/s ({watch.Elapsed.TotalSeconds:F1} s)");
+
+    var fresh = await IndexBenchmark.FreshnessAsync(http, http, embeddedRate / 2, probes: 200);
+    Console.WriteLine($"freshness at {embeddedRate / 2:N0} docs/s: p50 {IndexBenchmark.Percentile(fresh, 0.5):F1} ms, p99 {IndexBenchmark.Percentile(fresh, 0.99):F1} ms");
+
+    var latency = new Dictionary<string, List<double>>();
+    foreach (var (kind, rql) in new[]
+    {
+        ("term", $"from index '{IndexBenchmark.Name}' where Tags = 'docker'"),
+        ("range", $"from index '{IndexBenchmark.Name}' where Score between 10 and 50"),
+        ("full-text", $"from index '{IndexBenchmark.Name}' where search(Body, 'cache deploy')"),
+    })
+    {
+        latency[kind] = await IndexBenchmark.LatencyAsync(http, rql, 16, TimeSpan.FromSeconds(15));
+        Console.WriteLine($"{kind,-10} top-25, 16 clients: {latency[kind].Count / 15.0:N0} q/s, p50 {IndexBenchmark.Percentile(latency[kind], 0.5):F1} ms, p99 {IndexBenchmark.Percentile(latency[kind], 0.99):F1} ms");
+    }
+    var depth = Math.Min(1_000_000, n - 25);
+    var (page1, deep) = await IndexBenchmark.CursorDepthAsync(http, $"from index '{IndexBenchmark.Name}' order by Score desc", depth, 50);
+    var depthRatio = IndexBenchmark.Percentile(deep, 0.5) / IndexBenchmark.Percentile(page1, 0.5);
+    Console.WriteLine($"order by Score desc, 25 per page: page 1 p50 {IndexBenchmark.Percentile(page1, 0.5):F1} ms, cursor page at depth {depth:N0} p50 {IndexBenchmark.Percentile(deep, 0.5):F1} ms (ratio {depthRatio:F2})");
+    embedded.Kill();
+    embedded.WaitForExit();
+
+    // Kafka mode: an ingest process relaying to a broker, an indexer process consuming magpie.changes.
+    double? kafkaRate = null;
+    if (kafkaDocs > 0)
+    {
+        await using var broker = await KafkaBroker.StartOwnedAsync();
+        var ingestPort = 19000 + Random.Shared.Next(500);
+        var indexerPort = ingestPort + 500;
+        using var ingest = StartMagpie(Path.Combine(run, "kafka-ingest"), ingestPort, "--target", "ingest", "--kafka", broker.BootstrapServers);
+        using var indexer = StartMagpie(Path.Combine(run, "kafka-indexer"), indexerPort, "--target", "indexer", "--kafka", broker.BootstrapServers);
+        await WaitHealthy(ingestPort);
+        await WaitHealthy(indexerPort);
+        using var indexerHttp = new HttpClient { BaseAddress = new Uri($"http://127.0.0.1:{indexerPort}/"), Timeout = TimeSpan.FromMinutes(5) };
+        var ingestUri = new Uri($"http://127.0.0.1:{ingestPort}/");
+        await IngestBenchmark.HttpBulkAsync(ingestUri, warmup.Select(b => b.Select(w => w with { Id = "warmup/" + w.Id }).ToArray()).ToList(), 8);
+        await IndexBenchmark.DefineAsync(indexerHttp);
+        var kafkaPosts = posts.SelectMany(b => b).Take(kafkaDocs).Chunk(512).ToList();
+        watch.Restart();
+        await IngestBenchmark.HttpBulkAsync(ingestUri, kafkaPosts, 8);
+        await IndexBenchmark.WaitIndexedAsync([indexerHttp], kafkaDocs, TimeSpan.FromMinutes(30));
+        kafkaRate = kafkaDocs / watch.Elapsed.TotalSeconds;
+        Console.WriteLine($"kafka pipeline: {kafkaRate:N0} docs/s ({watch.Elapsed.TotalSeconds:F1} s, {kafkaDocs:N0} docs)");
+        ingest.Kill();
+        indexer.Kill();
+    }
+    try { Directory.Delete(run, recursive: true); } catch (IOException) { }
+
+    Console.WriteLine();
+    Console.WriteLine($"{"side",-40} {"docs/s",10} {"ratio to raw",13}");
+    Console.WriteLine($"{"raw Lucene IndexWriter (same fields)",-40} {raw.DocsPerSecond,10:N0} {1.0,13:F2}");
+    Console.WriteLine($"{"embedded pipeline (HTTP → index)",-40} {embeddedRate,10:N0} {embeddedRate / raw.DocsPerSecond,13:F2}");
+    if (kafkaRate is { } k) Console.WriteLine($"{"kafka pipeline (ingest → Kafka → indexer)",-40} {k,10:N0} {k / raw.DocsPerSecond,13:F2}");
+    Console.WriteLine(JsonSerializer.Serialize(new
+    {
+        benchmark = "index", docs = n, kafka_docs = kafkaDocs, cores = Environment.ProcessorCount,
+        raw_docs_per_s = Math.Round(raw.DocsPerSecond), embedded_docs_per_s = Math.Round(embeddedRate),
+        kafka_docs_per_s = kafkaRate is { } kr ? Math.Round(kr) : (double?)null,
+        ratio_embedded = Math.Round(embeddedRate / raw.DocsPerSecond, 3), ratio_kafka = kafkaRate is { } kk ? Math.Round(kk / raw.DocsPerSecond, 3) : (double?)null,
+        freshness_rate_docs_per_s = Math.Round(embeddedRate / 2), freshness_p50_ms = Math.Round(IndexBenchmark.Percentile(fresh, 0.5), 1),
+        freshness_p99_ms = Math.Round(IndexBenchmark.Percentile(fresh, 0.99), 1),
+        query = latency.ToDictionary(l => l.Key, l => new { p50_ms = Math.Round(IndexBenchmark.Percentile(l.Value, 0.5), 1), p99_ms = Math.Round(IndexBenchmark.Percentile(l.Value, 0.99), 1), qps = Math.Round(l.Value.Count / 15.0) }),
+        cursor_depth = depth, page1_p50_ms = Math.Round(IndexBenchmark.Percentile(page1, 0.5), 2), deep_p50_ms = Math.Round(IndexBenchmark.Percentile(deep, 0.5), 2),
+        cursor_ratio = Math.Round(depthRatio, 2),
+    }));
+}
+
 long Arg(string name, long fallback) => ArgText(name) is { } v ? long.Parse(v, CultureInfo.InvariantCulture) : fallback;
 string? ArgText(string name) => Array.IndexOf(args, name) is var i and >= 0 && i + 1 < args.Length ? args[i + 1] : null;
 
-static Process StartMagpie(string dataDir, int port)
+static Process StartMagpie(string dataDir, int port, params string[] extra)
 {
     var dll = Path.Combine(FindRoot(), "magpie", "bin", "Release", "net10.0", "magpie.dll");
     var psi = new ProcessStartInfo("dotnet") { RedirectStandardOutput = true, RedirectStandardError = true };
-    foreach (var a in new[] { dll, "run", "--data-dir", dataDir, "--http-port", port.ToString(CultureInfo.InvariantCulture) }) psi.ArgumentList.Add(a);
+    foreach (var a in new[] { dll, "run", "--data-dir", dataDir, "--http-port", port.ToString(CultureInfo.InvariantCulture) }.Concat(extra)) psi.ArgumentList.Add(a);
+    psi.Environment["MAGPIE__ADVERTISEDURL"] = $"http://127.0.0.1:{port}/";
     psi.Environment["Logging__LogLevel__Magpie.Requests"] = "Warning";   // the per-request log line is not what we measure
     var p = Process.Start(psi)!;
     p.OutputDataReceived += (_, _) => { };

@@ -1,0 +1,182 @@
+using System.Diagnostics;
+using System.Net.Http.Json;
+using System.Text;
+using System.Text.Json;
+using Magpie.Contracts.Indexes;
+using Magpie.Indexer.Lucene;
+using Magpie.Indexer.Maps;
+using Magpie.Producers;
+
+namespace Magpie.Bench;
+
+/// <summary>
+/// The index benchmark of issue 3. One full-text index over synthetic posts (Title, Body search; Tags exact;
+/// Score, CreationDate numeric/date). The pipeline side is everything a user runs: HTTP bulk writes, the
+/// store, the change feed (FasterLog tail, or Kafka), the JS map in Jint, Lucene writes and commits, until
+/// the index holds every document. The raw side is the limit: the same Lucene fields built in C# straight
+/// from the JSON (no store, no feed, no JS), written into the same Lucene IndexWriter in the same batches
+/// of 4,096 with a commit each.
+/// </summary>
+public static class IndexBenchmark
+{
+    public const string Name = "Bench/Posts";
+
+    public static readonly IndexDefinition Definition = new()
+    {
+        Maps = ["map('Posts', p => ({ Title: p.Title, Body: p.Body, Tags: p.Tags, Score: p.Score, CreationDate: p.CreationDate }))"],
+        Fields = new() { ["Title"] = new() { Indexing = IndexFieldOptions.Search }, ["Body"] = new() { Indexing = IndexFieldOptions.Search } },
+    };
+
+    public static async Task<(double DocsPerSecond, TimeSpan Elapsed)> RawLuceneAsync(string dir, IReadOnlyList<DocumentWrite[]> batches)
+    {
+        await using var host = LuceneHostProcess.Start(1024);
+        var index = await LuceneIndex.OpenAsync(host, dir);
+        var docs = batches.SelectMany(b => b).ToList();
+        var watch = Stopwatch.StartNew();
+        foreach (var chunk in docs.Chunk(4096))
+        {
+            var entries = chunk.Select(d => new IndexedDocument(d.Id, [EntryFields.From(Map(d.Body!), Definition)])).ToList();
+            await index.WriteAsync([], entries);
+            await index.CommitAsync(new Dictionary<string, string> { ["n"] = chunk[^1].Id });
+            await index.RefreshAsync();
+        }
+        watch.Stop();
+        var state = await index.StateAsync();
+        if (state.Entries != docs.Count) throw new InvalidOperationException($"raw index holds {state.Entries}, expected {docs.Count}");
+        return (docs.Count / watch.Elapsed.TotalSeconds, watch.Elapsed);
+    }
+
+    /// <summary>What the map returns for a synthetic post, built without JS.</summary>
+    private static MappedEntry Map(byte[] json)
+    {
+        using var d = JsonDocument.Parse(json);
+        var p = d.RootElement;
+        return new MappedEntry(
+        [
+            new("Title", p.GetProperty("Title").GetString()),
+            new("Body", p.GetProperty("Body").GetString()),
+            new("Tags", p.GetProperty("Tags").EnumerateArray().Select(t => (object?)t.GetString()).ToList()),
+            new("Score", p.GetProperty("Score").GetDouble()),
+            new("CreationDate", p.GetProperty("CreationDate").GetString()),
+        ]);
+    }
+
+    public static async Task DefineAsync(HttpClient http)
+    {
+        var put = await http.PutAsJsonAsync($"indexes/{Name}", Definition, JsonSerializerOptions.Web);
+        if (!put.IsSuccessStatusCode) throw new InvalidOperationException($"PUT index: {(int)put.StatusCode} {await put.Content.ReadAsStringAsync()}");
+    }
+
+    /// <summary>Polls the index status (on the process(es) running the indexer) until it holds <paramref name="entries"/> and is not stale.</summary>
+    public static async Task WaitIndexedAsync(IEnumerable<HttpClient> indexers, long entries, TimeSpan timeout)
+    {
+        var deadline = DateTime.UtcNow + timeout;
+        while (true)
+        {
+            long total = 0;
+            var stale = false;
+            foreach (var http in indexers)
+            {
+                var s = (await http.GetFromJsonAsync<JsonElement>($"indexes/{Name}")).GetProperty("status");
+                total += s.GetProperty("entries").GetInt64();
+                stale |= s.GetProperty("isStale").GetBoolean();
+            }
+            if (total == entries && !stale) return;
+            if (DateTime.UtcNow > deadline) throw new TimeoutException($"index holds {total} of {entries} after {timeout}");
+            await Task.Delay(10);
+        }
+    }
+
+    /// <summary>
+    /// Freshness at a given write rate: background writers keep <paramref name="docsPerSecond"/> flowing in
+    /// bulk batches; every 100 ms one probe document with a unique tag is written, and the time from its
+    /// acknowledgement to the first query that finds it is one sample.
+    /// </summary>
+    public static async Task<List<double>> FreshnessAsync(HttpClient ingest, HttpClient query, double docsPerSecond, int probes)
+    {
+        using var stop = new CancellationTokenSource();
+        var load = Task.Run(async () =>
+        {
+            var n = 0L;
+            var watch = Stopwatch.StartNew();
+            foreach (var batch in SyntheticPostsBatches(seed: 99))
+            {
+                if (stop.IsCancellationRequested) break;
+                var due = TimeSpan.FromSeconds(n / docsPerSecond);
+                if (due > watch.Elapsed) await Task.Delay(due - watch.Elapsed);
+                using var content = new ByteArrayContent(Producers.Sinks.HttpBulkSink.Serialize(batch));
+                content.Headers.ContentType = new("application/json");
+                (await ingest.PostAsync("bulk_docs", content)).EnsureSuccessStatusCode();
+                n += batch.Length;
+            }
+        });
+        var samples = new List<double>();
+        for (var i = 0; i < probes; i++)
+        {
+            var tag = $"probe-{Guid.NewGuid():N}";
+            var body = $$"""{"Title":"probe","Body":"probe","Tags":["{{tag}}"],"Score":0,"CreationDate":"2024-01-01T00:00:00Z"}""";
+            (await ingest.PutAsync($"docs/posts/{tag}", new StringContent(body, Encoding.UTF8, "application/json"))).EnsureSuccessStatusCode();
+            var acknowledged = Stopwatch.GetTimestamp();
+            while (true)
+            {
+                var r = await query.PostAsJsonAsync("queries", new { query = $"from index '{Name}' where Tags = '{tag}'", pageSize = 1 });
+                if ((await r.Content.ReadFromJsonAsync<JsonElement>()).GetProperty("totalResults").GetInt64() == 1) break;
+                if (Stopwatch.GetElapsedTime(acknowledged) > TimeSpan.FromSeconds(30)) throw new TimeoutException($"{tag} not visible after 30 s");
+            }
+            samples.Add(Stopwatch.GetElapsedTime(acknowledged).TotalMilliseconds);
+            await Task.Delay(100);
+        }
+        stop.Cancel();
+        await load;
+        return samples;
+    }
+
+    private static IEnumerable<DocumentWrite[]> SyntheticPostsBatches(int seed) =>
+        Producers.Sources.SyntheticPosts.Generate(long.MaxValue / 2, seed, firstId: 50_000_000).Chunk(64);
+
+    /// <summary><paramref name="clients"/> clients asking <paramref name="rql"/> (top 25) for <paramref name="duration"/>; latencies in ms.</summary>
+    public static async Task<List<double>> LatencyAsync(HttpClient query, string rql, int clients, TimeSpan duration)
+    {
+        var all = new List<double>();
+        var end = DateTime.UtcNow + duration;
+        await Task.WhenAll(Enumerable.Range(0, clients).Select(_ => Task.Run(async () =>
+        {
+            var mine = new List<double>();
+            while (DateTime.UtcNow < end)
+            {
+                var started = Stopwatch.GetTimestamp();
+                (await query.PostAsJsonAsync("queries", new { query = rql, pageSize = 25 })).EnsureSuccessStatusCode();
+                mine.Add(Stopwatch.GetElapsedTime(started).TotalMilliseconds);
+            }
+            lock (all) all.AddRange(mine);
+        })));
+        return all;
+    }
+
+    /// <summary>Page 1 vs a cursor page at depth <paramref name="depth"/> of the same sorted query, each asked <paramref name="times"/> times.</summary>
+    public static async Task<(List<double> First, List<double> Deep)> CursorDepthAsync(HttpClient query, string rql, int depth, int times)
+    {
+        // The cursor at that depth, fetched once (by offset: not what we time).
+        var at = await (await query.PostAsJsonAsync("queries", new { query = rql, pageSize = 1, start = depth - 1 })).Content.ReadFromJsonAsync<JsonElement>();
+        var cursor = at.GetProperty("nextCursor").GetString() ?? throw new InvalidOperationException($"no result at depth {depth}");
+        var first = new List<double>();
+        var deep = new List<double>();
+        for (var i = 0; i < times; i++)
+        {
+            var s = Stopwatch.GetTimestamp();
+            (await query.PostAsJsonAsync("queries", new { query = rql, pageSize = 25 })).EnsureSuccessStatusCode();
+            first.Add(Stopwatch.GetElapsedTime(s).TotalMilliseconds);
+            s = Stopwatch.GetTimestamp();
+            var r = await query.PostAsJsonAsync("queries", new { query = rql, pageSize = 25, cursor });
+            r.EnsureSuccessStatusCode();
+            deep.Add(Stopwatch.GetElapsedTime(s).TotalMilliseconds);
+        }
+        return (first, deep);
+    }
+
+    public static double Percentile(IReadOnlyList<double> values, double p)
+    {
+        var sorted = values.Order().ToList();
+        return sorted[Math.Clamp((int)Math.Ceiling(p * sorted.Count) - 1, 0, sorted.Count - 1)];
+    }
+}
