@@ -2,6 +2,7 @@ using System.Diagnostics;
 using System.Security.Cryptography;
 using System.Text;
 using System.Text.Json;
+using System.Threading.Channels;
 using Magpie.Contracts.Changes;
 using Magpie.Contracts.Indexes;
 using Magpie.Indexer.Lucene;
@@ -96,12 +97,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
                 var position = await ResumeAsync(Index, ct);
                 _position = position;
                 ReleaseWaiters(Status.IndexedEtag);
-                var waited = Stopwatch.GetTimestamp();
-                await foreach (var batch in feed.ReadAsync(position, batchSize, ct))
-                {
-                    await WriteBatchAsync(Index, maps, batch, Stopwatch.GetElapsedTime(waited), ct);
-                    waited = Stopwatch.GetTimestamp();
-                }
+                await IndexFromAsync(Index, maps, position, ct);
             }
             catch (OperationCanceledException) when (ct.IsCancellationRequested) { break; }
             catch (Exception e)
@@ -111,6 +107,39 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
                 try { await Task.Delay(delay, ct); } catch (OperationCanceledException) { break; }
                 delay = TimeSpan.FromSeconds(Math.Min(delay.TotalSeconds * 2, 30));
             }
+        }
+    }
+
+    /// <summary>
+    /// Two stages, so the JS maps (here) and Lucene (in the Java host) work at the same time: batch n+1 is
+    /// read and mapped while batch n is written and committed. One mapped batch waits at most.
+    /// </summary>
+    private async Task IndexFromAsync(LuceneIndex index, MapScript maps, ChangeFeedPosition position, CancellationToken ct)
+    {
+        using var attempt = CancellationTokenSource.CreateLinkedTokenSource(ct);
+        var mapped = Channel.CreateBounded<MappedBatch>(new BoundedChannelOptions(1) { SingleReader = true, SingleWriter = true });
+        var mapping = Task.Run(async () =>
+        {
+            try
+            {
+                var waited = Stopwatch.GetTimestamp();
+                await foreach (var batch in feed.ReadAsync(position, batchSize, attempt.Token))
+                {
+                    await mapped.Writer.WriteAsync(Map(maps, batch, Stopwatch.GetElapsedTime(waited)), attempt.Token);
+                    waited = Stopwatch.GetTimestamp();
+                }
+                mapped.Writer.Complete();
+            }
+            catch (Exception e) { mapped.Writer.Complete(e); }
+        }, attempt.Token);
+        try
+        {
+            await foreach (var batch in mapped.Reader.ReadAllAsync(attempt.Token)) await WriteAsync(index, batch, attempt.Token);
+        }
+        finally
+        {
+            attempt.Cancel();
+            await mapping.ContinueWith(_ => { }, TaskScheduler.Default);
         }
     }
 
@@ -131,7 +160,10 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
         return new ChangeFeedPosition(JsonSerializer.Deserialize<Dictionary<string, long>>(data[PositionKey])!);
     }
 
-    private async Task WriteBatchAsync(LuceneIndex index, MapScript maps, ChangeBatch batch, TimeSpan read, CancellationToken ct)
+    /// <summary>A batch after the maps: what to delete, what to write, and what it took so far.</summary>
+    private sealed record MappedBatch(ChangeBatch Source, List<string> Deletes, List<IndexedDocument> Documents, int Entries, double ReadMs, double MapMs);
+
+    private MappedBatch Map(MapScript maps, ChangeBatch batch, TimeSpan read)
     {
         var started = Stopwatch.GetTimestamp();
         // The last change of each document in the batch decides; earlier ones are superseded.
@@ -158,18 +190,21 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
                 documents.Add(new IndexedDocument(change.Id, []));
             }
         }
-        var mappedAt = Stopwatch.GetTimestamp();
-        if (deletes.Count > 0 || documents.Count > 0) await index.WriteAsync(deletes, documents, ct);
+        return new MappedBatch(batch, deletes, documents, entries, Ms(read), Ms(Stopwatch.GetElapsedTime(started)));
+    }
+
+    private async Task WriteAsync(LuceneIndex index, MappedBatch batch, CancellationToken ct)
+    {
+        var started = Stopwatch.GetTimestamp();
+        if (batch.Deletes.Count > 0 || batch.Documents.Count > 0) await index.WriteAsync(batch.Deletes, batch.Documents, ct);
         var writtenAt = Stopwatch.GetTimestamp();
-        var etag = batch.Changes.Max(c => c.Etag);
-        var lastEtag = Math.Max(Status.IndexedEtag, etag);
-        await index.CommitAsync(Commit(batch.After, lastEtag), ct);
+        var lastEtag = Math.Max(Status.IndexedEtag, batch.Source.Changes.Max(c => c.Etag));
+        await index.CommitAsync(Commit(batch.Source.After, lastEtag), ct);
         await index.RefreshAsync(ct);
-        _position = batch.After;
+        _position = batch.Source.After;
         var state = await index.StateAsync(ct);
-        Status.Batch(new IndexBatchStats(DateTimeOffset.UtcNow, batch.Changes.Count, documents.Count + deletes.Count, entries,
-            Ms(read), Ms(Stopwatch.GetElapsedTime(started, mappedAt)), Ms(Stopwatch.GetElapsedTime(mappedAt, writtenAt)),
-            Ms(Stopwatch.GetElapsedTime(writtenAt))), lastEtag, state.Entries);
+        Status.Batch(new IndexBatchStats(DateTimeOffset.UtcNow, batch.Source.Changes.Count, batch.Documents.Count + batch.Deletes.Count, batch.Entries,
+            batch.ReadMs, batch.MapMs, Ms(Stopwatch.GetElapsedTime(started, writtenAt)), Ms(Stopwatch.GetElapsedTime(writtenAt))), lastEtag, state.Entries);
         ReleaseWaiters(lastEtag);
     }
 
