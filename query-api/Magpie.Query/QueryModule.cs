@@ -27,7 +27,7 @@ public static class QueryModule
                 new HttpClient { Timeout = TimeSpan.FromMinutes(5) }));
         }
         else services.AddSingleton<IShardDirectory>(sp => new LocalShardDirectory(sp.GetRequiredService<LocalShardOwner>()));
-        return services.AddSingleton<QueryCoordinator>();
+        return services.AddSingleton<AutoIndexes>().AddSingleton<QueryCoordinator>();
     }
 
     public static IEndpointRouteBuilder MapQueries(this IEndpointRouteBuilder app) => app.MapQueryEndpoints();

@@ -20,14 +20,19 @@ public sealed class LocalShardOwner(IndexDefinitionStore definitions, IndexRegis
     public async Task<ShardPage> SearchAsync(ShardQuery request, CancellationToken ct)
     {
         var query = Parse(request.Query);
-        var name = query.From.Name;
-        if (!definitions.Current.TryGetValue(name, out var definition)) throw new QueryProblem(404, $"index '{name}' does not exist");
-        var workers = registry.Workers(name).Where(w => request.Partitions?.Contains(w.Shard) ?? true).ToList();
-        if (workers.Count == 0 || workers.Count < (request.Partitions?.Count ?? 0))
-            throw new QueryProblem(503, $"index '{name}' is not running here: {registry.HostFailure ?? "starting"}");
+        var name = request.Index;
+        // A definition just made (an automatic index; Kafka mode: still on its way through magpie.indexes) gets until the timeout to start here.
         var deadline = DateTime.UtcNow + TimeSpan.FromMilliseconds(Math.Clamp(request.TimeoutMs, 0, 300_000));
-        while (workers.Any(w => w.Index is null) && DateTime.UtcNow < deadline) await Task.Delay(20, ct);
-        if (workers.Any(w => w.Index is null)) throw new QueryProblem(503, $"index '{name}' is still opening");
+        List<IndexWorker> Workers() => registry.Workers(name).Where(w => request.Partitions?.Contains(w.Shard) ?? true).ToList();
+        bool Ready(List<IndexWorker> w) => w.Count > 0 && w.Count >= (request.Partitions?.Count ?? 0) && w.All(x => x.Index is not null);
+        var workers = Workers();
+        while (!Ready(workers) && registry.HostFailure is null && DateTime.UtcNow < deadline)
+        {
+            await Task.Delay(20, ct);
+            workers = Workers();
+        }
+        if (!definitions.Current.TryGetValue(name, out var definition)) throw new QueryProblem(404, $"index '{name}' does not exist");
+        if (!Ready(workers)) throw new QueryProblem(503, $"index '{name}' is not running here: {registry.HostFailure ?? "starting"}");
 
         var stale = await Task.WhenAll(workers.Select(w => IsStaleAsync(w, request, deadline, ct)));
         var indexes = workers.Select(w => w.Index!).ToList();

@@ -11,13 +11,12 @@ namespace Magpie.Query.Shards;
 /// up; a page is stale if any shard was, or if some partition had no owner. Owners that typed a sort field
 /// differently (numbers in one shard, none in another) are asked again with the field numeric everywhere.
 /// </summary>
-public sealed class QueryCoordinator(IShardDirectory directory, IndexDefinitionStore definitions)
+public sealed class QueryCoordinator(IShardDirectory directory, IndexDefinitionStore definitions, AutoIndexes autoIndexes)
 {
     public async Task<ShardPage> PageAsync(QueryRequest request, RqlQuery query, int take, int skip, string? after, bool wait, CancellationToken ct)
     {
-        if (!query.From.IsIndex)
-            throw new QueryProblem(400, $"'from {query.From.Name}' needs an index in this version: PUT /indexes/{{name}} with a map over {query.From.Name}, then 'from index '{{name}}''");
-        if (!definitions.Current.ContainsKey(query.From.Name)) throw new QueryProblem(404, $"index '{query.From.Name}' does not exist");
+        var index = query.From.IsIndex ? query.From.Name : await autoIndexes.IndexForAsync(query, ct);
+        if (!definitions.Current.ContainsKey(index)) throw new QueryProblem(404, $"index '{index}' does not exist");
         if (after is not null && SearchCursor.Parse(after) is null) throw new QueryProblem(400, "cursor is not one this server gave out");
         var layout = await directory.LayoutAsync(ct);
         // Indexers joining (or a rebalance): a query that waits for non-stale results also waits for every partition to have an owner.
@@ -27,12 +26,12 @@ public sealed class QueryCoordinator(IShardDirectory directory, IndexDefinitionS
             await Task.Delay(250, ct);
             layout = await directory.LayoutAsync(ct);
         }
-        if (layout.Owners.Count == 0) throw new QueryProblem(503, $"no indexer holds shards of '{query.From.Name}' yet");
+        if (layout.Owners.Count == 0) throw new QueryProblem(503, $"no indexer holds shards of '{index}' yet");
         var single = layout.Owners.Count == 1;
 
         ShardQuery Ask(IReadOnlyList<int>? partitions, IReadOnlyList<string>? numeric) => new()
         {
-            Query = request.Query, Parameters = request.Parameters, After = after,
+            Query = request.Query, Index = index, Parameters = request.Parameters, After = after,
             Take = single ? take : skip + take, Skip = single ? skip : 0,
             Partitions = partitions, Target = layout.Target, WaitForNonStale = wait, TimeoutMs = request.TimeoutMs, NumericSorts = numeric,
         };

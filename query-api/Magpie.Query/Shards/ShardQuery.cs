@@ -10,6 +10,9 @@ namespace Magpie.Query.Shards;
 public sealed record ShardQuery
 {
     public required string Query { get; init; }
+
+    /// <summary>The index to search: the query's <c>from index</c>, or the automatic index a <c>from Collection</c> query runs on.</summary>
+    public required string Index { get; init; }
     public Dictionary<string, JsonElement>? Parameters { get; init; }
     public int Take { get; init; }
 

@@ -71,6 +71,29 @@ public sealed class QueryApiTests(ImportedSampleFixture fx) : IClassFixture<Impo
     }
 
     [Fact]
+    public async Task From_collection_queries_run_on_an_automatic_index_that_later_queries_reuse()
+    {
+        var popular = await Query("from Posts where PostTypeId = 1 and Score >= 10 order by Score desc");
+        var expected = fx.Posts.Where(p => (string)p.Attribute("PostTypeId")! == "1" && (long)p.Attribute("Score")! >= 10)
+            .OrderByDescending(p => (long)p.Attribute("Score")!).ThenBy(p => "posts/" + (string)p.Attribute("Id")!, StringComparer.Ordinal)
+            .Select(p => "posts/" + (string)p.Attribute("Id")!).ToList();
+        Assert.NotEmpty(expected);
+        Assert.Equal(expected, Ids(popular));
+        Assert.False(popular.GetProperty("isStale").GetBoolean());
+
+        // Fewer fields (or none): the same automatic index serves it.
+        Assert.Equal(fx.Posts.Count(p => (long)p.Attribute("Score")! >= 10), (await Query("from Posts where Score >= 10")).GetProperty("totalResults").GetInt64());
+        Assert.Equal(fx.Posts.Count, (await Query("from Posts")).GetProperty("totalResults").GetInt64());
+        var searched = await Query("from Posts where search(Title, 'sources')");
+        Assert.All(searched.GetProperty("results").EnumerateArray(), d => Assert.Contains("source", d.GetProperty("Title").GetString()!, StringComparison.OrdinalIgnoreCase));
+        Assert.True(searched.GetProperty("totalResults").GetInt64() > 0);
+
+        var autos = (await Http.GetFromJsonAsync<JsonElement>("indexes")).EnumerateArray().Select(i => i.GetProperty("name").GetString()!)
+            .Where(n => n.StartsWith("Auto/Posts/", StringComparison.Ordinal)).Order(StringComparer.Ordinal).ToList();
+        Assert.Equal(["Auto/Posts/ByPostTypeIdAndScore", "Auto/Posts/ByTitle_search"], autos);
+    }
+
+    [Fact]
     public async Task Cursor_pages_walk_the_same_results_as_one_big_page_and_the_stream_has_them_all()
     {
         const string rql = "from index 'Posts/ByTags' where exists(Tags) order by CreationDate";
@@ -137,7 +160,7 @@ public sealed class QueryApiTests(ImportedSampleFixture fx) : IClassFixture<Impo
         await Problem(await Http.PostAsJsonAsync("queries", new { query = "from index 'Nope'" }), HttpStatusCode.NotFound);
         await Problem(await Http.PostAsJsonAsync("queries", new { query = "from index 'Posts/ByTags'", cursor = "!!" }), HttpStatusCode.BadRequest);
         await Problem(await Http.PostAsJsonAsync("queries", new { query = "from index 'Posts/ByTags' where Score = $nope" }), HttpStatusCode.BadRequest);
-        Assert.Contains("needs an index", (await Problem(await Http.PostAsJsonAsync("queries", new { query = "from Posts" }), HttpStatusCode.BadRequest)).GetProperty("detail").GetString());
+        Assert.Contains("can't be indexed automatically", (await Problem(await Http.PostAsJsonAsync("queries", new { query = "from Posts where Owner/Name = 1" }), HttpStatusCode.BadRequest)).GetProperty("detail").GetString());
         await Problem(await Http.GetAsync("indexes/Nope"), HttpStatusCode.NotFound);
     }
 }

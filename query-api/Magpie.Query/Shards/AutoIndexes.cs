@@ -1,0 +1,78 @@
+using System.Text.RegularExpressions;
+using Magpie.Contracts.Indexes;
+using Magpie.Indexer.Definitions;
+using Magpie.Query.Rql;
+using Magpie.Scripting;
+
+namespace Magpie.Query.Shards;
+
+/// <summary>
+/// <c>from Collection</c> queries, as RavenDB answers them: through an automatic index over the fields the
+/// query filters and sorts on, named <c>Auto/{Collection}/By{Field}And{Field}</c> (search fields end in
+/// <c>_search</c>). An existing auto index of the collection that covers the fields is reused; otherwise
+/// one is defined (durably, like any other) and the query runs on it — stale until it has caught up, so
+/// <c>waitForNonStaleResults</c> applies as usual.
+/// </summary>
+public sealed partial class AutoIndexes(IndexDefinitionStore definitions)
+{
+    public async Task<string> IndexForAsync(RqlQuery query, CancellationToken ct)
+    {
+        var collection = query.From.Name;
+        if (!CollectionPattern().IsMatch(collection)) throw new QueryProblem(400, $"'{collection}' is not a collection name this version can index automatically");
+        var exact = new SortedSet<string>(StringComparer.Ordinal);
+        var search = new SortedSet<string>(StringComparer.Ordinal);
+        Collect(query.Where, exact, search);
+        foreach (var o in query.OrderBy.Where(o => !o.IsScore)) if (!search.Contains(o.Field!)) exact.Add(o.Field!);
+        if (exact.Concat(search).FirstOrDefault(f => !FieldPattern().IsMatch(f)) is { } bad)
+            throw new QueryProblem(400, $"'{bad}' can't be indexed automatically: fields are letters, digits, '_' and '.' paths");
+
+        var prefix = $"Auto/{collection}/";
+        foreach (var (name, d) in definitions.Current.Where(d => d.Key.StartsWith(prefix, StringComparison.OrdinalIgnoreCase)))
+            if (Covers(d, exact, search)) return name;
+
+        var fields = exact.Select(f => (Field: f, Search: false)).Concat(search.Select(f => (Field: f, Search: true))).OrderBy(f => f.Field, StringComparer.Ordinal).ToList();
+        var indexName = prefix + (fields.Count == 0 ? "All" : "By" + string.Join("And", fields.Select(f => f.Search ? f.Field + "_search" : f.Field)));
+        var definition = new IndexDefinition
+        {
+            Maps = [Map(collection, fields.Select(f => f.Field))],
+            Fields = fields.Where(f => f.Search).ToDictionary(f => f.Field, _ => new IndexFieldOptions { Indexing = IndexFieldOptions.Search }),
+        };
+        try { await definitions.PutAsync(indexName, definition, ScriptLimits.Default, ct); }
+        catch (IndexDefinitionException e) { throw new QueryProblem(e.Status, $"the automatic index {indexName} was refused: {e.Message}"); }
+        return indexName;
+    }
+
+    /// <summary>Each field by its dotted path; a missing step gives null instead of a TypeError.</summary>
+    private static string Map(string collection, IEnumerable<string> fields) =>
+        $"map('{collection}', function (d) {{ function get(o, path) {{ var steps = path.split('.'); " +
+        "for (var i = 0; i < steps.length; i++) { if (o === null || o === undefined) return null; o = o[steps[i]]; } " +
+        "return o === undefined ? null : o; } " +
+        $"return {{ {string.Join(", ", fields.Select(f => $"'{f}': get(d, '{f}')"))} }}; }})";
+
+    private static bool Covers(IndexDefinition d, IReadOnlySet<string> exact, IReadOnlySet<string> search) =>
+        d.Maps.Count == 1 && exact.All(f => d.Maps[0].Contains($"'{f}': get(") && d.FieldOptions(f).Indexing == IndexFieldOptions.Exact)
+        && search.All(f => d.Maps[0].Contains($"'{f}': get(") && d.FieldOptions(f).Indexing == IndexFieldOptions.Search);
+
+    private static void Collect(RqlExpression? e, ISet<string> exact, ISet<string> search)
+    {
+        switch (e)
+        {
+            case RqlAnd a: Collect(a.Left, exact, search); Collect(a.Right, exact, search); break;
+            case RqlOr o: Collect(o.Left, exact, search); Collect(o.Right, exact, search); break;
+            case RqlNot n: Collect(n.Inner, exact, search); break;
+            case RqlSearch s: search.Add(s.Field); exact.Remove(s.Field); break;
+            case RqlCompare c: Add(c.Field); break;
+            case RqlBetween b: Add(b.Field); break;
+            case RqlIn i: Add(i.Field); break;
+            case RqlStartsWith s: Add(s.Field); break;
+            case RqlExists x: Add(x.Field); break;
+        }
+        void Add(string field) { if (!search.Contains(field)) exact.Add(field); }
+    }
+
+    [GeneratedRegex("^[A-Za-z0-9_][A-Za-z0-9_.-]{0,60}$")]
+    private static partial Regex CollectionPattern();
+
+    [GeneratedRegex("^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*$")]
+    private static partial Regex FieldPattern();
+}
