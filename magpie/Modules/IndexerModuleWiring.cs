@@ -39,7 +39,7 @@ public sealed class IndexerModuleWiring(bool ingestInProcess) : IMagpieModule
         DataDir = Path.GetFullPath(s.DataDir),
         Kafka = embedded || s.Embedded ? null : s.Kafka,
         IndexerGroup = s.IndexerGroup,
-        AdvertisedUrl = s.AdvertisedUrl ?? $"http://{Dns.GetHostName()}:{s.HttpPort}",
+        AdvertisedUrl = string.IsNullOrWhiteSpace(s.AdvertisedUrl) ? $"http://{Dns.GetHostName()}:{s.HttpPort}" : s.AdvertisedUrl,
         KafkaPartitions = s.KafkaPartitions,
         KafkaReplicationFactor = s.KafkaReplicationFactor,
     };
