@@ -1,6 +1,7 @@
 namespace Magpie.Indexer.Indexing;
 
 /// <summary>One writer batch: how many documents and entries, and where its time went (the seed's "index batch stats").</summary>
+/// <remarks><c>LuceneMs</c>: write and NRT refresh (searchable); <c>CommitMs</c>: the commit, 0 for batches that shared a later one.</remarks>
 public sealed record IndexBatchStats(DateTimeOffset At, int Changes, int Documents, int Entries, double ReadMs, double MapMs, double LuceneMs, double CommitMs);
 
 public sealed record IndexError(DateTimeOffset At, string DocumentId, string Message);
@@ -33,6 +34,21 @@ public sealed class IndexStatus
             _failure = null;
             Keep(_batches, stats);
         }
+    }
+
+    /// <summary>The last batch was also committed, which took <paramref name="ms"/> (batches between commits show 0).</summary>
+    public void Committed(double ms)
+    {
+        lock (_lock)
+            if (_batches.Count > 0) { var last = _batches.Last(); Replace(last, last with { CommitMs = ms }); }
+    }
+
+    private void Replace(IndexBatchStats old, IndexBatchStats updated)
+    {
+        var all = _batches.ToList();
+        all[all.LastIndexOf(old)] = updated;
+        _batches.Clear();
+        foreach (var b in all) _batches.Enqueue(b);
     }
 
     public void Error(string documentId, string message) { lock (_lock) { _errorCount++; Keep(_errors, new IndexError(DateTimeOffset.UtcNow, documentId, message)); } }
