@@ -25,11 +25,6 @@ public static class RunCommand
             if (parse.GetValue(httpPort) is { } p) settings.HttpPort = p;
             if (parse.GetValue(kafka) is { } k) settings.Kafka = k;
             var app = MagpieHost.Build(builder, settings);
-            if (app is null)
-            {
-                Console.WriteLine($"target '{settings.Target}' has no module built yet; nothing to run.");
-                return 0;
-            }
             await app.RunAsync(ct);
             return 0;
         });

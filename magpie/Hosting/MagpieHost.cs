@@ -19,19 +19,14 @@ public static class MagpieHost
     public static MagpieSettings ReadSettings(WebApplicationBuilder builder) =>
         builder.Configuration.GetSection("Magpie").Get<MagpieSettings>() ?? new MagpieSettings();
 
-    /// <summary>Null when the target has nothing built to run.</summary>
-    public static WebApplication? Build(WebApplicationBuilder builder, MagpieSettings settings)
+    public static WebApplication Build(WebApplicationBuilder builder, MagpieSettings settings)
     {
         var modules = Targets.ModulesOf(settings.Target);
         builder.Logging.ClearProviders();
         builder.Logging.AddSimpleConsole(o => { o.SingleLine = true; o.TimestampFormat = "HH:mm:ss "; });
         var startup = LoggerFactory.Create(l => l.AddSimpleConsole(o => o.SingleLine = true)).CreateLogger("Magpie");
-        foreach (var m in modules.Where(m => !m.Built))
-            startup.LogWarning("module '{Module}' is not built yet; target '{Target}' starts nothing for it", m.Name, settings.Target);
-        var running = modules.Where(m => m.Built).ToList();
-        foreach (var m in running)
+        foreach (var m in modules)
             if (m.Unmet(settings) is { } why) throw new InvalidOperationException($"module '{m.Name}' can't start: {why}");
-        if (running.Count == 0) return null;
 
         builder.WebHost.ConfigureKestrel(k =>
         {
@@ -52,14 +47,14 @@ public static class MagpieHost
                     .ExecuteAsync(ctx.HttpContext);
             };
         });
-        foreach (var m in running) m.AddServices(builder, settings);
+        foreach (var m in modules) m.AddServices(builder, settings);
 
         var app = builder.Build();
         app.UseRequestLog();
         app.UseExceptionHandler();
         app.UseRateLimiter();
-        app.MapGet("/health", () => Results.Ok(new { status = "ok", target = settings.Target, modules = running.Select(m => m.Name) }));
-        foreach (var m in running) m.Map(app, settings);
+        app.MapGet("/health", () => Results.Ok(new { status = "ok", target = settings.Target, modules = modules.Select(m => m.Name) }));
+        foreach (var m in modules) m.Map(app, settings);
         app.Lifetime.ApplicationStarted.Register(() => startup.LogInformation(
             "magpie target '{Target}' ({Mode}) listening on :{Port}, data in {DataDir}",
             settings.Target, settings.Embedded ? "embedded" : $"kafka {settings.Kafka}", settings.HttpPort, Path.GetFullPath(settings.DataDir)));

@@ -12,7 +12,6 @@ namespace Magpie.Modules;
 public sealed class EtlSinksModuleWiring(bool ingestInProcess) : IMagpieModule
 {
     public string Name => "sinks";
-    public bool Built => true;
 
     public string? Unmet(MagpieSettings settings) => !ingestInProcess && settings.Embedded
         ? "the sinks target alone reads magpie.changes from Kafka: set --kafka (or run --target all)"

@@ -16,7 +16,6 @@ namespace Magpie.Modules;
 public sealed class IndexerModuleWiring(bool ingestInProcess) : IMagpieModule
 {
     public string Name => "indexer";
-    public bool Built => true;
 
     public string? Unmet(MagpieSettings settings) => !ingestInProcess && settings.Embedded
         ? "the indexer target alone reads magpie.changes from Kafka: set --kafka (or run --target all)"
@@ -53,7 +52,6 @@ public sealed class IndexerModuleWiring(bool ingestInProcess) : IMagpieModule
 public sealed class QueryModuleWiring(bool indexerInProcess) : IMagpieModule
 {
     public string Name => "query";
-    public bool Built => true;
 
     public string? Unmet(MagpieSettings settings) => !indexerInProcess && settings.Embedded
         ? "the query target alone asks indexer processes found through Kafka: set --kafka (or run --target all)"

@@ -11,7 +11,6 @@ namespace Magpie.Modules;
 public sealed class IngestModuleWiring : IMagpieModule
 {
     public string Name => "ingest";
-    public bool Built => true;
 
     public void AddServices(WebApplicationBuilder builder, MagpieSettings settings) =>
         builder.Services.AddIngest(Options(settings));

@@ -8,9 +8,6 @@ public interface IMagpieModule
 {
     string Name { get; }
 
-    /// <summary>False for modules whose issue has not landed yet: they start nothing and say so.</summary>
-    bool Built { get; }
-
     /// <summary>Why this module can't run with these settings (e.g. needs Kafka in a split deployment), or null.</summary>
     string? Unmet(MagpieSettings settings) => null;
 
@@ -34,11 +31,4 @@ public static class Targets
         "sinks" => [new EtlSinksModuleWiring(ingestInProcess: false)],
         _ => throw new ArgumentException($"unknown target '{target}' (expected one of {string.Join(", ", Names)})"),
     };
-
-    private static IMagpieModule NotBuilt(string name) => new NotBuiltModule(name);
-
-    private sealed record NotBuiltModule(string Name) : IMagpieModule
-    {
-        public bool Built => false;
-    }
 }
