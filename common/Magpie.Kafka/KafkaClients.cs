@@ -43,11 +43,14 @@ public static class KafkaClients
         return builder.Build();
     }
 
-    public static IConsumer<TKey, TValue> BuildConsumer<TKey, TValue>(ConsumerConfig config, ILogger? logger = null)
+    /// <param name="configure">More for the builder, e.g. rebalance handlers.</param>
+    public static IConsumer<TKey, TValue> BuildConsumer<TKey, TValue>(ConsumerConfig config, ILogger? logger = null,
+        Action<ConsumerBuilder<TKey, TValue>>? configure = null)
     {
         KafkaNative.EnsureLoaded();
         var builder = new ConsumerBuilder<TKey, TValue>(config);
         if (logger is not null) builder.SetLogHandler((_, m) => Log(logger, m));
+        configure?.Invoke(builder);
         return builder.Build();
     }
 

@@ -14,8 +14,8 @@ public sealed class IndexStatus
 {
     private const int Kept = 20;
     private readonly Lock _lock = new();
-    private readonly Queue<IndexError> _errors = new();
-    private readonly Queue<IndexBatchStats> _batches = new();
+    private readonly List<IndexError> _errors = [];
+    private readonly List<IndexBatchStats> _batches = [];
     private long _indexedEtag, _entries, _batchCount, _documents, _errorCount;
     private string? _failure;
 
@@ -40,15 +40,7 @@ public sealed class IndexStatus
     public void Committed(double ms)
     {
         lock (_lock)
-            if (_batches.Count > 0) { var last = _batches.Last(); Replace(last, last with { CommitMs = ms }); }
-    }
-
-    private void Replace(IndexBatchStats old, IndexBatchStats updated)
-    {
-        var all = _batches.ToList();
-        all[all.LastIndexOf(old)] = updated;
-        _batches.Clear();
-        foreach (var b in all) _batches.Enqueue(b);
+            if (_batches.Count > 0) _batches[^1] = _batches[^1] with { CommitMs = ms };
     }
 
     public void Error(string documentId, string message) { lock (_lock) { _errorCount++; Keep(_errors, new IndexError(DateTimeOffset.UtcNow, documentId, message)); } }
@@ -61,9 +53,9 @@ public sealed class IndexStatus
         lock (_lock) return new(_indexedEtag, _entries, _batchCount, _documents, _errorCount, [.. _errors], [.. _batches], _failure);
     }
 
-    private static void Keep<T>(Queue<T> q, T item)
+    private static void Keep<T>(List<T> recent, T item)
     {
-        q.Enqueue(item);
-        while (q.Count > Kept) q.Dequeue();
+        recent.Add(item);
+        if (recent.Count > Kept) recent.RemoveAt(0);
     }
 }

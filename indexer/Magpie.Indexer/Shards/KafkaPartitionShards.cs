@@ -39,22 +39,19 @@ public sealed class KafkaPartitionShards(string bootstrapServers, string group, 
 
     private void Member()
     {
-        KafkaNative.EnsureLoaded();
         var config = KafkaClients.Consumer(bootstrapServers, group);
         config.ClientId = advertisedUrl;
         config.PartitionAssignmentStrategy = PartitionAssignmentStrategy.CooperativeSticky;
         config.EnableAutoCommit = false;
         config.SessionTimeoutMs = 10_000;   // a crashed indexer's partitions move within ~10 s
-        using var consumer = new ConsumerBuilder<Ignore, Ignore>(config)
-            .SetLogHandler((_, m) => { if (m.Level <= SyslogLevel.Warning) log.LogWarning("librdkafka {Facility}: {Message}", m.Facility, m.Message); })
+        using var consumer = KafkaClients.BuildConsumer<Ignore, Ignore>(config, log, b => b
             .SetPartitionsAssignedHandler((_, assigned) =>
             {
                 Update(assigned.Select(p => p.Partition.Value), gained: true);
                 return assigned.Select(p => new TopicPartitionOffset(p, Offset.End));
             })
             .SetPartitionsRevokedHandler((_, revoked) => Update(revoked.Select(p => p.Partition.Value), gained: false))
-            .SetPartitionsLostHandler((_, lost) => Update(lost.Select(p => p.Partition.Value), gained: false))
-            .Build();
+            .SetPartitionsLostHandler((_, lost) => Update(lost.Select(p => p.Partition.Value), gained: false)));
         consumer.Subscribe(Topics.Changes);
         while (!_stop.IsCancellationRequested)
         {

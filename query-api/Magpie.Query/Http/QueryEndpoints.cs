@@ -78,7 +78,8 @@ public static class QueryEndpoints
                 remaining -= page.Hits.Count;
                 if (remaining <= 0 || page.Hits.Count < StreamPage) break;
                 // Headers are gone: a shard failing now can only end the stream early (the client sees it cut short).
-                page = await coordinator.PageAsync(request, query, (int)Math.Min(StreamPage, remaining), 0, page.Hits[^1].Cursor, false, ctx.RequestAborted);
+                page = await coordinator.PageAsync(request, query, (int)Math.Min(StreamPage, remaining), 0, page.Hits[^1].Cursor, false, ctx.RequestAborted,
+                    page.NumericSorts);
             }
         });
         return app;

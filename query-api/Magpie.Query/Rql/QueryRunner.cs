@@ -22,7 +22,8 @@ public sealed record QueryPlan(LuceneQuery Where, IReadOnlyList<SortField> Sort,
 /// <summary>Plans a parsed query against an index's shards: where → Lucene query, order by → sort fields, select → stored fields.</summary>
 public static class QueryRunner
 {
-    /// <param name="numericSorts">Fields to sort numerically regardless of what the shards hold.</param>
+    /// <param name="numericSorts">Sort types already decided (by an earlier page, or the coordinator aligning shards):
+    /// these fields sort numerically, other fields as strings; null = probe the shards.</param>
     public static async Task<QueryPlan> PlanAsync(IReadOnlyList<LuceneIndex> shards, IndexDefinition definition, RqlQuery query,
         IReadOnlyDictionary<string, JsonElement>? parameters, IReadOnlyCollection<string>? numericSorts = null, CancellationToken ct = default)
     {
@@ -35,8 +36,8 @@ public static class QueryRunner
     }
 
     /// <summary>
-    /// <c>as long/double</c> sorts numerically, <c>as string</c> by term; otherwise numerically if any shard
-    /// holds numbers for the field (asked once per query, not per page).
+    /// <c>as long/double</c> sorts numerically, <c>as string</c> by term; otherwise as already decided, or
+    /// numerically if any shard holds numbers for the field (probed on a query's first page only).
     /// </summary>
     private static async Task<SortField> SortOfAsync(IReadOnlyList<LuceneIndex> shards, RqlOrder order, IReadOnlyCollection<string>? numericSorts, CancellationToken ct)
     {
@@ -45,7 +46,7 @@ public static class QueryRunner
         {
             "long" or "double" => true,
             "string" or "alphanumeric" => false,
-            _ when numericSorts?.Contains(order.Field!) == true => true,
+            _ when numericSorts is not null => numericSorts.Contains(order.Field!),
             _ => (await Task.WhenAll(shards.Select(s => s.SearchAsync(
                 new SearchRequest(new ExistsQuery(order.Field + EntryFields.Number), [], 1, StoredFields: []), ct)))).Any(p => p.TotalHits > 0),
         };

@@ -49,7 +49,8 @@ public sealed class LocalShardOwner(IndexDefinitionStore definitions, IndexRegis
             pages = indexes.Count == 1
                 ? [await plan.PageAsync(indexes[0], request.Take, skip, after, ct)]
                 : await Task.WhenAll(indexes.Select(i => plan.PageAsync(i, skip + request.Take, 0, after, ct)));
-            if (indexes.Count > 1) pages = [Merge(pages, query, skip, request.Take)];
+            if (indexes.Count > 1)
+                pages = [new SearchPage(pages.Sum(p => p.TotalHits), ShardMerge.Page(pages.SelectMany(p => p.Hits), h => h.Cursor, query, skip, request.Take))];
         }
         catch (RqlException e) { throw new QueryProblem(400, e.Message, e.Line, e.Column); }
         catch (LuceneException e) { throw new QueryProblem(400, $"the index refused the query: {e.Message}"); }
@@ -64,16 +65,6 @@ public sealed class LocalShardOwner(IndexDefinitionStore definitions, IndexRegis
     {
         try { return RqlParser.Parse(rql); }
         catch (RqlException e) { throw new QueryProblem(400, e.Message, e.Line, e.Column); }
-    }
-
-    /// <summary>The sort order of hits of <paramref name="query"/> across shards: the order-by directions, then the id.</summary>
-    public static IReadOnlyList<bool> Directions(RqlQuery query) => query.OrderBy.Select(o => o.Descending).ToList();
-
-    private static SearchPage Merge(SearchPage[] pages, RqlQuery query, int skip, int take)
-    {
-        var directions = Directions(query);
-        var merged = pages.SelectMany(p => p.Hits).Order(Comparer<SearchHit>.Create((a, b) => SearchCursor.Compare(a.Cursor, b.Cursor, directions)));
-        return new SearchPage(pages.Sum(p => p.TotalHits), merged.Skip(skip).Take(take).ToList());
     }
 
     /// <summary>

@@ -13,7 +13,9 @@ namespace Magpie.Query.Shards;
 /// </summary>
 public sealed class QueryCoordinator(IShardDirectory directory, IndexDefinitionStore definitions, AutoIndexes autoIndexes)
 {
-    public async Task<ShardPage> PageAsync(QueryRequest request, RqlQuery query, int take, int skip, string? after, bool wait, CancellationToken ct)
+    /// <param name="numericSorts">The sort types an earlier page of the same query settled (<see cref="ShardPage.NumericSorts"/>), so later pages don't probe again.</param>
+    public async Task<ShardPage> PageAsync(QueryRequest request, RqlQuery query, int take, int skip, string? after, bool wait, CancellationToken ct,
+        IReadOnlyList<string>? numericSorts = null)
     {
         var index = query.From.IsIndex ? query.From.Name : await autoIndexes.IndexForAsync(query, ct);
         if (!definitions.Current.ContainsKey(index)) throw new QueryProblem(404, $"index '{index}' does not exist");
@@ -35,20 +37,13 @@ public sealed class QueryCoordinator(IShardDirectory directory, IndexDefinitionS
             Take = single ? take : skip + take, Skip = single ? skip : 0,
             Partitions = partitions, Target = layout.Target, WaitForNonStale = wait, TimeoutMs = request.TimeoutMs, NumericSorts = numeric,
         };
-        var pages = await Task.WhenAll(layout.Owners.Select(o => o.Owner.SearchAsync(Ask(o.Partitions, null), ct)));
+        var pages = await Task.WhenAll(layout.Owners.Select(o => o.Owner.SearchAsync(Ask(o.Partitions, numericSorts), ct)));
         var numeric = pages.SelectMany(p => p.NumericSorts).Distinct().ToList();
         if (pages.Any(p => p.NumericSorts.Count != numeric.Count))
             pages = await Task.WhenAll(layout.Owners.Select(o => o.Owner.SearchAsync(Ask(o.Partitions, numeric), ct)));
 
-        var hits = single ? pages[0].Hits : Merge(pages, LocalShardOwner.Directions(query), skip, take);
+        var hits = single ? pages[0].Hits : ShardMerge.Page(pages.SelectMany(p => p.Hits), h => SearchCursor.Parse(h.Cursor)!, query, skip, take);
         return new ShardPage(pages.Sum(p => p.TotalResults), hits, !layout.Complete || pages.Any(p => p.IsStale),
             pages.Max(p => p.IndexEtag), numeric);
-    }
-
-    private static List<ShardHit> Merge(ShardPage[] pages, IReadOnlyList<bool> directions, int skip, int take)
-    {
-        var cursors = pages.SelectMany(p => p.Hits).Select(h => (Hit: h, Cursor: SearchCursor.Parse(h.Cursor)!)).ToList();
-        cursors.Sort((a, b) => SearchCursor.Compare(a.Cursor, b.Cursor, directions));
-        return cursors.Skip(skip).Take(take).Select(c => c.Hit).ToList();
     }
 }

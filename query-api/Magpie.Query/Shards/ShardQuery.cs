@@ -28,7 +28,10 @@ public sealed record ShardQuery
     public bool WaitForNonStale { get; init; }
     public int TimeoutMs { get; init; }
 
-    /// <summary>Fields to sort numerically whatever this owner's shards hold (owners that disagreed are asked again with this).</summary>
+    /// <summary>
+    /// Sort types already decided: these fields sort numerically, the others as strings (a stream's later pages,
+    /// owners that disagreed asked again); null = the owner probes its shards.
+    /// </summary>
     public IReadOnlyList<string>? NumericSorts { get; init; }
 }
 
