@@ -15,8 +15,8 @@ public static class QueryModule
 {
     /// <summary>The shards this process's indexer holds, searchable here (embedded queries, and indexers answering /shards/queries).</summary>
     public static IServiceCollection AddLocalShards(this IServiceCollection services) =>
-        services.AddSingleton(sp => new LocalShardOwner(sp.GetRequiredService<Indexer.Definitions.IndexDefinitionStore>(),
-            sp.GetRequiredService<Indexer.Indexing.IndexRegistry>(), sp.GetService<IDocumentLookup>()));
+        services.AddSingleton<SnapshotLeases>().AddSingleton(sp => new LocalShardOwner(sp.GetRequiredService<Indexer.Definitions.IndexDefinitionStore>(),
+            sp.GetRequiredService<Indexer.Indexing.IndexRegistry>(), sp.GetService<IDocumentLookup>(), sp.GetRequiredService<SnapshotLeases>()));
 
     public static IServiceCollection AddQueries(this IServiceCollection services, IndexerOptions options)
     {

@@ -80,6 +80,7 @@ public static class IndexEndpoints
             errorCount = shards.Sum(s => s.State.ErrorCount),
             errors = shards.SelectMany(s => s.State.Errors).OrderByDescending(e => e.At).Take(20).ToList(),
             failure,
+            heldSnapshots = shards.Sum(s => s.Worker.HeldSnapshots),
             shards = embedded ? null : shards.Select(s => new
             {
                 partition = s.Worker.Shard,

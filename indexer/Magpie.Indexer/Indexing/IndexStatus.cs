@@ -23,7 +23,8 @@ public sealed class IndexStatus
 
     public void Resumed(long etag, long entries) { lock (_lock) { _indexedEtag = etag; _entries = entries; } }
 
-    public void Batch(IndexBatchStats stats, long indexedEtag, long entries)
+    /// <summary>Records a searchable batch; returns its number, for <see cref="Committed"/>.</summary>
+    public long Batch(IndexBatchStats stats, long indexedEtag, long entries)
     {
         lock (_lock)
         {
@@ -33,14 +34,18 @@ public sealed class IndexStatus
             _documents += stats.Documents;
             _failure = null;
             Keep(_batches, stats);
+            return _batchCount;
         }
     }
 
-    /// <summary>The last batch was also committed, which took <paramref name="ms"/> (batches between commits show 0).</summary>
-    public void Committed(double ms)
+    /// <summary>Batch number <paramref name="batch"/> was committed, which took <paramref name="ms"/> (batches between commits show 0).</summary>
+    public void Committed(long batch, double ms)
     {
         lock (_lock)
-            if (_batches.Count > 0) _batches[^1] = _batches[^1] with { CommitMs = ms };
+        {
+            var i = _batches.Count - 1 - (int)(_batchCount - batch);
+            if (i >= 0 && i < _batches.Count) _batches[i] = _batches[i] with { CommitMs = ms };
+        }
     }
 
     public void Error(string documentId, string message) { lock (_lock) { _errorCount++; Keep(_errors, new IndexError(DateTimeOffset.UtcNow, documentId, message)); } }

@@ -15,7 +15,7 @@ namespace Magpie.Indexer.Indexing;
 /// <summary>
 /// Keeps one map index current: reads the change feed from the position in the index's last commit, runs
 /// the maps, writes the batch to Lucene (a document's entries replace its old ones; deletes remove them),
-/// commits with the new position in the commit's user data, then refreshes the NRT searcher. After a crash
+/// refreshes the NRT searcher, and commits now and then with the new position in the commit's user data. After a crash
 /// it resumes from the last commit and re-applies what followed, which replaces the same entries again —
 /// so the index equals a fresh rebuild. A commit made by another definition (a changed index) is wiped and
 /// rebuilt from the beginning of the feed.
@@ -34,6 +34,10 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
     private Task _loop = Task.CompletedTask;
     private ChangeFeedPosition _position = ChangeFeedPosition.Beginning;
     private long _lastCommit = Stopwatch.GetTimestamp();
+    private readonly Lock _commitLock = new();
+    private Task _committing = Task.CompletedTask;
+    private (long Batch, Dictionary<string, string> Data)? _nextCommit;
+    private Exception? _commitFailure;
 
     /// <summary>The longest a searchable batch stays uncommitted while more batches keep coming.</summary>
     public static readonly TimeSpan CommitInterval = TimeSpan.FromSeconds(1);
@@ -60,6 +64,14 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
 
     public static bool Reached(ChangeFeedPosition position, IReadOnlyDictionary<string, long> target) =>
         target.All(t => t.Value <= 0 || position.Next.TryGetValue(t.Key, out var next) && next >= t.Value);
+
+    /// <summary>Snapshots of this index held by streams right now (each keeps its segment files open).</summary>
+    public int HeldSnapshots => Volatile.Read(ref _heldSnapshots);
+
+    /// <summary>A stream took (+1) or let go of (-1) a snapshot of this index.</summary>
+    public void SnapshotHeld(int delta) => Interlocked.Add(ref _heldSnapshots, delta);
+
+    private int _heldSnapshots;
 
     /// <summary>The open Lucene index, for queries (null until the worker opened it).</summary>
     public LuceneIndex? Index { get; private set; }
@@ -121,6 +133,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
     private async Task IndexFromAsync(LuceneIndex index, MapScript maps, ChangeFeedPosition position, CancellationToken ct)
     {
         using var attempt = CancellationTokenSource.CreateLinkedTokenSource(ct);
+        lock (_commitLock) _commitFailure = null;
         var mapped = Channel.CreateBounded<MappedBatch>(new BoundedChannelOptions(1) { SingleReader = true, SingleWriter = true });
         var mapping = Task.Run(async () =>
         {
@@ -144,6 +157,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
         {
             attempt.Cancel();
             await mapping.ContinueWith(_ => { }, TaskScheduler.Default);
+            await _committing; // never failing: its failure is kept for the next write
         }
     }
 
@@ -201,25 +215,52 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
     /// Writes a mapped batch and refreshes the near-real-time reader: searchable now. Commits (durable, with the
     /// position in the user data) when nothing more is waiting, else at least every <see cref="CommitInterval"/>:
     /// batches still share commits (the seed's "index merging"), but no batch waits for an fsync before its
-    /// writes are visible. After a crash the index resumes from its last commit and re-applies what followed.
+    /// writes are visible. The commit runs while the next batch is written (one commit at a time): entries of
+    /// that batch may land in it too, which is harmless, since after a crash the index resumes from the
+    /// position in the commit and re-applies what followed, replacing the same entries again.
     /// </summary>
     private async Task WriteAsync(LuceneIndex index, MappedBatch batch, bool moreWaiting, CancellationToken ct)
     {
         var started = Stopwatch.GetTimestamp();
         if (batch.Deletes.Count > 0 || batch.Documents.Count > 0) await index.WriteAsync(batch.Deletes, batch.Documents, ct);
         await index.RefreshAsync(ct);
-        var searchableAt = Stopwatch.GetTimestamp();
+        var searchable = Stopwatch.GetElapsedTime(started);
         var lastEtag = Math.Max(Status.IndexedEtag, batch.Source.Changes.Max(c => c.Etag));
         _position = batch.Source.After;
         var state = await index.StateAsync(ct);
-        var committed = !moreWaiting || Stopwatch.GetElapsedTime(_lastCommit) >= CommitInterval;
-        Status.Batch(new IndexBatchStats(DateTimeOffset.UtcNow, batch.Source.Changes.Count, batch.Documents.Count + batch.Deletes.Count, batch.Entries,
-            batch.ReadMs, batch.MapMs, Ms(Stopwatch.GetElapsedTime(started, searchableAt)), 0), lastEtag, state.Entries);
+        var number = Status.Batch(new IndexBatchStats(DateTimeOffset.UtcNow, batch.Source.Changes.Count, batch.Documents.Count + batch.Deletes.Count, batch.Entries,
+            batch.ReadMs, batch.MapMs, Ms(searchable), 0), lastEtag, state.Entries);
         ReleaseWaiters(lastEtag);
-        if (!committed) return;
-        await index.CommitAsync(Commit(batch.Source.After, lastEtag), ct);
+        if (moreWaiting && Stopwatch.GetElapsedTime(_lastCommit) < CommitInterval) return;
         _lastCommit = Stopwatch.GetTimestamp();
-        Status.Committed(Ms(Stopwatch.GetElapsedTime(searchableAt)));
+        lock (_commitLock)
+        {
+            if (_commitFailure is { } failed) { _commitFailure = null; throw new LuceneException($"commit failed: {failed.Message}"); }
+            _nextCommit = (number, Commit(batch.Source.After, lastEtag));
+            if (_committing.IsCompleted) _committing = Task.Run(() => CommitLoopAsync(index, ct), CancellationToken.None);
+        }
+    }
+
+    /// <summary>Commits the newest requested position until none is waiting: one commit in flight, the latest request next.</summary>
+    private async Task CommitLoopAsync(LuceneIndex index, CancellationToken ct)
+    {
+        while (true)
+        {
+            (long Batch, Dictionary<string, string> Data) next;
+            lock (_commitLock)
+            {
+                if (_nextCommit is not { } n) return;
+                (next, _nextCommit) = (n, null);
+            }
+            var started = Stopwatch.GetTimestamp();
+            try { await index.CommitAsync(next.Data, ct); }
+            catch (Exception e)
+            {
+                lock (_commitLock) { _commitFailure = e; _nextCommit = null; }
+                return;
+            }
+            Status.Committed(next.Batch, Ms(Stopwatch.GetElapsedTime(started)));
+        }
     }
 
     private static List<IndexEntry> WithSource(List<IndexEntry> entries, ChangeEvent change)

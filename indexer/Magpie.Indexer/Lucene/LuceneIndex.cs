@@ -1,9 +1,12 @@
 
 namespace Magpie.Indexer.Lucene;
 
-/// <summary>What a query asks of one index. <see cref="After"/> (a cursor from a previous page) replaces <see cref="Skip"/>; <see cref="StoredFields"/> null = all stored fields.</summary>
+/// <summary>
+/// What a query asks of one index. <see cref="After"/> (a cursor from a previous page) replaces <see cref="Skip"/>; <see cref="StoredFields"/>
+/// null = all stored fields; <see cref="Snapshot"/> (from <see cref="LuceneIndex.AcquireSnapshotAsync"/>) searches that point in time, 0 = now.
+/// </summary>
 public sealed record SearchRequest(LuceneQuery Query, IReadOnlyList<SortField> Sort, int PageSize, int Skip = 0, SearchCursor? After = null,
-    IReadOnlyList<string>? StoredFields = null);
+    IReadOnlyList<string>? StoredFields = null, long Snapshot = 0);
 
 public sealed record SearchHit(string Id, float Score, IReadOnlyDictionary<string, IReadOnlyList<object>> Stored, SearchCursor Cursor);
 
@@ -74,13 +77,22 @@ public sealed class LuceneIndex
     public async Task<LuceneIndexState> StateAsync(CancellationToken ct = default) =>
         ReadState(await _host.CallAsync(LuceneProtocol.Stats, w => w.Int(_handle), ct));
 
+    /// <summary>
+    /// Holds the current searcher (a point in time) until <see cref="ReleaseSnapshotAsync"/>: searches with its id see
+    /// exactly what it saw, while writes, refreshes and merges go on. Each held snapshot keeps its segment files open.
+    /// </summary>
+    public async Task<long> AcquireSnapshotAsync(CancellationToken ct = default) =>
+        (await _host.CallAsync(LuceneProtocol.Snapshot, w => w.Int(_handle), ct)).Long();
+
+    public async Task ReleaseSnapshotAsync(long snapshot) => await _host.CallAsync(LuceneProtocol.Release, w => w.Long(snapshot));
+
     public async Task CloseAsync() => await _host.CallAsync(LuceneProtocol.Close, w => w.Int(_handle));
 
     public async Task<SearchPage> SearchAsync(SearchRequest request, CancellationToken ct = default)
     {
         var r = await _host.CallAsync(LuceneProtocol.Search, w =>
         {
-            w.Int(_handle);
+            w.Int(_handle).Long(request.Snapshot);
             request.Query.Write(w);
             w.Int(request.Sort.Count);
             foreach (var s in request.Sort) w.Byte((byte)s.Kind).String(s.Field).Bool(s.Descending);

@@ -14,7 +14,7 @@ namespace Magpie.Query.Http;
 
 /// <summary>
 /// POST /queries: one page of an RQL query over an index; POST /streams/queries: all results as NDJSON,
-/// page after page by cursor, flushed as they go. Both run through the <see cref="QueryCoordinator"/>
+/// page after page by cursor from one snapshot of the index, flushed as they go. Both run through the <see cref="QueryCoordinator"/>
 /// (embedded: the indexer in this process; Kafka mode: the indexer processes holding the shards).
 /// </summary>
 public static class QueryEndpoints
@@ -50,23 +50,23 @@ public static class QueryEndpoints
 
         app.MapPost("/streams/queries", async (HttpContext ctx, QueryCoordinator coordinator) =>
         {
-            QueryRequest request;
-            RqlQuery query;
-            ShardPage page;
-            var remaining = long.MaxValue;
+            QueryStream stream;
+            long remaining;
             try
             {
-                (request, query) = await ReadAsync(ctx);
+                var (request, query) = await ReadAsync(ctx);
                 remaining = query.Limit ?? long.MaxValue;
-                page = await coordinator.PageAsync(request, query, (int)Math.Min(StreamPage, remaining), query.Offset ?? request.Start, request.Cursor,
-                    request.WaitForNonStaleResults, ctx.RequestAborted);
+                stream = await coordinator.StreamAsync(request, query, (int)Math.Min(StreamPage, remaining), ctx.RequestAborted);
             }
             catch (QueryProblem e) { await Problem(e).ExecuteAsync(ctx); return; }
+            // The snapshots go when the stream ends, fails, or its client goes away (the aborted write throws).
+            await using var _ = stream;
             // A slow reader that keeps reading is not an error: no minimum send rate for this response.
             if (ctx.Features.Get<IHttpMinResponseDataRateFeature>() is { } rate) rate.MinDataRate = null;
             ctx.Response.ContentType = "application/x-ndjson";
             // The same JSON settings as POST /queries, so a streamed result reads exactly like a paged one.
             var json = ctx.RequestServices.GetRequiredService<IOptions<JsonOptions>>().Value.SerializerOptions;
+            var page = stream.First;
             while (!ctx.RequestAborted.IsCancellationRequested)
             {
                 foreach (var hit in page.Hits)
@@ -78,8 +78,7 @@ public static class QueryEndpoints
                 remaining -= page.Hits.Count;
                 if (remaining <= 0 || page.Hits.Count < StreamPage) break;
                 // Headers are gone: a shard failing now can only end the stream early (the client sees it cut short).
-                page = await coordinator.PageAsync(request, query, (int)Math.Min(StreamPage, remaining), 0, page.Hits[^1].Cursor, false, ctx.RequestAborted,
-                    page.NumericSorts);
+                page = await stream.NextAsync(page.Hits[^1].Cursor, (int)Math.Min(StreamPage, remaining), ctx.RequestAborted);
             }
         });
         return app;
@@ -92,6 +91,12 @@ public static class QueryEndpoints
         {
             try { return Results.Json(await owner.SearchAsync(request, ct), JsonSerializerOptions.Web); }
             catch (QueryProblem e) { return Problem(e); }
+        });
+        // The query target ending a stream: the snapshot it held here goes now rather than at the keep-alive.
+        app.MapDelete("/shards/snapshots/{id}", async (string id, LocalShardOwner owner) =>
+        {
+            await owner.ReleaseAsync(id);
+            return Results.NoContent();
         });
         return app;
     }
@@ -106,6 +111,6 @@ public static class QueryEndpoints
     }
 
     private static IResult Problem(QueryProblem e) =>
-        Results.Problem(detail: e.Message, statusCode: e.Status, title: e.Status switch { 404 => "Not found", 503 => "Unavailable", 400 => "Bad request", _ => "Query failed" },
+        Results.Problem(detail: e.Message, statusCode: e.Status, title: e.Status switch { 404 => "Not found", 410 => "Gone", 503 => "Unavailable", 400 => "Bad request", _ => "Query failed" },
             extensions: e.Line is null ? null : new Dictionary<string, object?> { ["line"] = e.Line, ["column"] = e.Column });
 }

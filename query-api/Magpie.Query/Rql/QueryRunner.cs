@@ -15,8 +15,9 @@ public sealed record QueryPlan(LuceneQuery Where, IReadOnlyList<SortField> Sort,
     /// <summary>Fields this plan sorts numerically (an owner reports them so the coordinator can align owners).</summary>
     public IReadOnlyList<string> NumericSorts => Sort.Where(s => s.Kind == SortKind.Double).Select(s => s.Field[..^EntryFields.Number.Length]).ToList();
 
-    public Task<SearchPage> PageAsync(LuceneIndex index, int pageSize, int skip, SearchCursor? after, CancellationToken ct = default) =>
-        index.SearchAsync(new SearchRequest(Where, Sort, pageSize, skip, after, StoredFields), ct);
+    /// <param name="snapshot">A point in time held on <paramref name="index"/> (a stream's), or 0 for now.</param>
+    public Task<SearchPage> PageAsync(LuceneIndex index, int pageSize, int skip, SearchCursor? after, CancellationToken ct = default, long snapshot = 0) =>
+        index.SearchAsync(new SearchRequest(Where, Sort, pageSize, skip, after, StoredFields, snapshot), ct);
 }
 
 /// <summary>Plans a parsed query against an index's shards: where → Lucene query, order by → sort fields, select → stored fields.</summary>

@@ -1,5 +1,6 @@
 using System.Text.Json;
 using Magpie.Contracts.Documents;
+using Magpie.Contracts.Indexes;
 using Magpie.Indexer.Definitions;
 using Magpie.Indexer.Indexing;
 using Magpie.Indexer.Lucene;
@@ -13,14 +14,25 @@ namespace Magpie.Query.Shards;
 /// them with one plan, merges their hits by cursor, and resolves the hits into results — the document
 /// (from the store beside it, or the source the index keeps in Kafka mode) or the projection.
 /// </summary>
-public sealed class LocalShardOwner(IndexDefinitionStore definitions, IndexRegistry registry, IDocumentLookup? documents) : IShardOwner
+public sealed class LocalShardOwner(IndexDefinitionStore definitions, IndexRegistry registry, IDocumentLookup? documents, SnapshotLeases leases)
+    : IShardOwner
 {
     public string Name => "local";
+
+    public Task ReleaseAsync(string snapshot) => leases.ReleaseAsync(snapshot);
 
     public async Task<ShardPage> SearchAsync(ShardQuery request, CancellationToken ct)
     {
         var query = Parse(request.Query);
         var name = request.Index;
+        IndexDefinition? definition;
+        if (request.Snapshot is { } lease)
+        {
+            if (!definitions.Current.TryGetValue(name, out definition)) throw new QueryProblem(404, $"index '{name}' does not exist");
+            var held = leases.Use(lease) ?? throw new QueryProblem(410, $"snapshot {lease} was released (a stream idle for over {SnapshotLeases.KeepAlive.TotalSeconds:N0} s)");
+            return await SearchAsync(request, query, definition, held, stale: false, lease: lease, ct);
+        }
+
         // A definition just made (an automatic index; Kafka mode: still on its way through magpie.indexes) gets until the timeout to start here.
         var deadline = DateTime.UtcNow + TimeSpan.FromMilliseconds(Math.Clamp(request.TimeoutMs, 0, 300_000));
         List<IndexWorker> Workers() => registry.Workers(name).Where(w => request.Partitions?.Contains(w.Shard) ?? true).ToList();
@@ -31,11 +43,26 @@ public sealed class LocalShardOwner(IndexDefinitionStore definitions, IndexRegis
             await Task.Delay(20, ct);
             workers = Workers();
         }
-        if (!definitions.Current.TryGetValue(name, out var definition)) throw new QueryProblem(404, $"index '{name}' does not exist");
+        if (!definitions.Current.TryGetValue(name, out definition)) throw new QueryProblem(404, $"index '{name}' does not exist");
         if (!Ready(workers)) throw new QueryProblem(503, $"index '{name}' is not running here: {registry.HostFailure ?? "starting"}");
 
-        var stale = await Task.WhenAll(workers.Select(w => IsStaleAsync(w, request, deadline, ct)));
-        var indexes = workers.Select(w => w.Index!).ToList();
+        var stale = (await Task.WhenAll(workers.Select(w => IsStaleAsync(w, request, deadline, ct)))).Any(s => s);
+        if (!request.HoldSnapshot)
+            return await SearchAsync(request, query, definition, workers.Select(w => new HeldShard(w, w.Index!, 0)).ToList(), stale, lease: null, ct);
+        var (id, snapshots) = await leases.AcquireAsync(workers, ct);
+        try { return await SearchAsync(request, query, definition, snapshots, stale, id, ct); }
+        catch
+        {
+            await leases.ReleaseAsync(id);
+            throw;
+        }
+    }
+
+    /// <summary>One page over <paramref name="shards"/> (each at its held snapshot, or now).</summary>
+    private async Task<ShardPage> SearchAsync(ShardQuery request, RqlQuery query, IndexDefinition definition, IReadOnlyList<HeldShard> shards,
+        bool stale, string? lease, CancellationToken ct)
+    {
+        var indexes = shards.Select(s => s.Index).ToList();
         SearchCursor? after = null;
         if (request.After is { } a && (after = SearchCursor.Parse(a)) is null) throw new QueryProblem(400, "cursor is not one this server gave out");
 
@@ -46,9 +73,9 @@ public sealed class LocalShardOwner(IndexDefinitionStore definitions, IndexRegis
             plan = await QueryRunner.PlanAsync(indexes, definition, query, request.Parameters, request.NumericSorts, ct);
             // One shard pages in Lucene; several each return skip + take, merged here, then skipped.
             var skip = after is null ? request.Skip : 0;
-            pages = indexes.Count == 1
-                ? [await plan.PageAsync(indexes[0], request.Take, skip, after, ct)]
-                : await Task.WhenAll(indexes.Select(i => plan.PageAsync(i, skip + request.Take, 0, after, ct)));
+            pages = shards.Count == 1
+                ? [await plan.PageAsync(indexes[0], request.Take, skip, after, ct, shards[0].Snapshot)]
+                : await Task.WhenAll(shards.Select(s => plan.PageAsync(s.Index, skip + request.Take, 0, after, ct, s.Snapshot)));
             if (indexes.Count > 1)
                 pages = [new SearchPage(pages.Sum(p => p.TotalHits), ShardMerge.Page(pages.SelectMany(p => p.Hits), h => h.Cursor, query, skip, request.Take))];
         }
@@ -58,7 +85,7 @@ public sealed class LocalShardOwner(IndexDefinitionStore definitions, IndexRegis
         var hits = new List<ShardHit>(pages[0].Hits.Count);
         foreach (var hit in pages[0].Hits)
             if (await ResultOf(hit, query, ct) is { } r) hits.Add(new ShardHit(r, hit.Cursor.ToString()));
-        return new ShardPage(pages.Sum(p => p.TotalHits), hits, stale.Any(s => s), workers.Max(w => w.Status.IndexedEtag), plan.NumericSorts);
+        return new ShardPage(pages.Sum(p => p.TotalHits), hits, stale, shards.Max(s => s.Worker.Status.IndexedEtag), plan.NumericSorts, lease);
     }
 
     public static RqlQuery Parse(string rql)

@@ -13,9 +13,28 @@ namespace Magpie.Query.Shards;
 /// </summary>
 public sealed class QueryCoordinator(IShardDirectory directory, IndexDefinitionStore definitions, AutoIndexes autoIndexes)
 {
-    /// <param name="numericSorts">The sort types an earlier page of the same query settled (<see cref="ShardPage.NumericSorts"/>), so later pages don't probe again.</param>
-    public async Task<ShardPage> PageAsync(QueryRequest request, RqlQuery query, int take, int skip, string? after, bool wait, CancellationToken ct,
-        IReadOnlyList<string>? numericSorts = null)
+    /// <summary>One page, from the shards as they are now.</summary>
+    public async Task<ShardPage> PageAsync(QueryRequest request, RqlQuery query, int take, int skip, string? after, bool wait, CancellationToken ct)
+    {
+        var (index, layout) = await LayoutForAsync(request, query, after, wait, ct);
+        return (await AskAsync(Asked(layout), Base(request, index, layout, wait), query, take, skip, after, hold: false, layout.Complete, ct)).Page;
+    }
+
+    /// <summary>
+    /// The first page of a stream: each owner holds a snapshot of its shards, so every later page
+    /// (<see cref="QueryStream.NextAsync"/>) reads the same point in time. Dispose the stream to let them go.
+    /// </summary>
+    public async Task<QueryStream> StreamAsync(QueryRequest request, RqlQuery query, int take, CancellationToken ct)
+    {
+        var after = request.Cursor;
+        var (index, layout) = await LayoutForAsync(request, query, after, request.WaitForNonStaleResults, ct);
+        var owners = Asked(layout);
+        var baseQuery = Base(request, index, layout, request.WaitForNonStaleResults);
+        var (first, held) = await AskAsync(owners, baseQuery, query, take, query.Offset ?? request.Start, after, hold: true, layout.Complete, ct);
+        return new QueryStream(this, held, baseQuery with { WaitForNonStale = false, Target = null, NumericSorts = first.NumericSorts }, query, first);
+    }
+
+    private async Task<(string Index, ShardLayout Layout)> LayoutForAsync(QueryRequest request, RqlQuery query, string? after, bool wait, CancellationToken ct)
     {
         var index = query.From.IsIndex ? query.From.Name : await autoIndexes.IndexForAsync(query, ct);
         if (!definitions.Current.ContainsKey(index)) throw new QueryProblem(404, $"index '{index}' does not exist");
@@ -29,21 +48,74 @@ public sealed class QueryCoordinator(IShardDirectory directory, IndexDefinitionS
             layout = await directory.LayoutAsync(ct);
         }
         if (layout.Owners.Count == 0) throw new QueryProblem(503, $"no indexer holds shards of '{index}' yet");
-        var single = layout.Owners.Count == 1;
+        return (index, layout);
+    }
 
-        ShardQuery Ask(IReadOnlyList<int>? partitions, IReadOnlyList<string>? numeric) => new()
+    private static List<HeldOwner> Asked(ShardLayout layout) => layout.Owners.Select(o => new HeldOwner(o.Owner, o.Partitions, null)).ToList();
+
+    private static ShardQuery Base(QueryRequest request, string index, ShardLayout layout, bool wait) => new()
+    {
+        Query = request.Query, Index = index, Parameters = request.Parameters, Target = layout.Target, WaitForNonStale = wait, TimeoutMs = request.TimeoutMs,
+    };
+
+    /// <summary>Asks every owner (at its snapshot, if it holds one) and merges; with <paramref name="hold"/>, each owner holds a snapshot and says which.</summary>
+    internal async Task<(ShardPage Page, List<HeldOwner> Owners)> AskAsync(List<HeldOwner> owners, ShardQuery baseQuery, RqlQuery query,
+        int take, int skip, string? after, bool hold, bool complete, CancellationToken ct)
+    {
+        var single = owners.Count == 1;
+        ShardQuery Ask(HeldOwner o, IReadOnlyList<string>? numeric, bool holdNow) => baseQuery with
         {
-            Query = request.Query, Index = index, Parameters = request.Parameters, After = after,
-            Take = single ? take : skip + take, Skip = single ? skip : 0,
-            Partitions = partitions, Target = layout.Target, WaitForNonStale = wait, TimeoutMs = request.TimeoutMs, NumericSorts = numeric,
+            After = after, Take = single ? take : skip + take, Skip = single ? skip : 0, Partitions = o.Partitions, NumericSorts = numeric,
+            HoldSnapshot = holdNow && o.Snapshot is null, Snapshot = o.Snapshot,
         };
-        var pages = await Task.WhenAll(layout.Owners.Select(o => o.Owner.SearchAsync(Ask(o.Partitions, numericSorts), ct)));
+        var pages = await AskAllAsync(owners, o => Ask(o, baseQuery.NumericSorts, hold), ct);
+        if (hold) owners = owners.Zip(pages, (o, p) => o with { Snapshot = p.Snapshot }).ToList();
         var numeric = pages.SelectMany(p => p.NumericSorts).Distinct().ToList();
         if (pages.Any(p => p.NumericSorts.Count != numeric.Count))
-            pages = await Task.WhenAll(layout.Owners.Select(o => o.Owner.SearchAsync(Ask(o.Partitions, numeric), ct)));
+        {
+            try { pages = await AskAllAsync(owners, o => Ask(o, numeric, false), ct); }
+            catch when (hold)
+            {
+                await ReleaseAsync(owners);
+                throw;
+            }
+        }
 
         var hits = single ? pages[0].Hits : ShardMerge.Page(pages.SelectMany(p => p.Hits), h => SearchCursor.Parse(h.Cursor)!, query, skip, take);
-        return new ShardPage(pages.Sum(p => p.TotalResults), hits, !layout.Complete || pages.Any(p => p.IsStale),
-            pages.Max(p => p.IndexEtag), numeric);
+        return (new ShardPage(pages.Sum(p => p.TotalResults), hits, !complete || pages.Any(p => p.IsStale), pages.Max(p => p.IndexEtag), numeric), owners);
     }
+
+    internal static async Task ReleaseAsync(IEnumerable<HeldOwner> owners) =>
+        await Task.WhenAll(owners.Where(o => o.Snapshot is not null).Select(o => o.Owner.ReleaseAsync(o.Snapshot!)));
+
+    /// <summary>Every owner's page; if one fails, the snapshots the others just took are let go before the failure surfaces.</summary>
+    private static async Task<ShardPage[]> AskAllAsync(List<HeldOwner> owners, Func<HeldOwner, ShardQuery> ask, CancellationToken ct)
+    {
+        var tasks = owners.Select(o => o.Owner.SearchAsync(ask(o), ct)).ToList();
+        try { return await Task.WhenAll(tasks); }
+        catch
+        {
+            foreach (var (o, t) in owners.Zip(tasks))
+                if (o.Snapshot is null && t.IsCompletedSuccessfully && t.Result.Snapshot is { } taken) await o.Owner.ReleaseAsync(taken);
+            throw;
+        }
+    }
+}
+
+/// <summary>An owner a query asked: the partitions it held then, and the snapshot it holds for a stream.</summary>
+public sealed record HeldOwner(IShardOwner Owner, IReadOnlyList<int>? Partitions, string? Snapshot);
+
+/// <summary>
+/// A query streamed page after page from the snapshots its owners hold (one point in time, whatever is written
+/// meanwhile). Disposing it — the stream ended, or its client went away — releases them at once.
+/// </summary>
+public sealed class QueryStream(QueryCoordinator coordinator, List<HeldOwner> owners, ShardQuery baseQuery, RqlQuery query, ShardPage first)
+    : IAsyncDisposable
+{
+    public ShardPage First { get; } = first;
+
+    public async Task<ShardPage> NextAsync(string after, int take, CancellationToken ct) =>
+        (await coordinator.AskAsync(owners, baseQuery, query, take, 0, after, hold: false, complete: true, ct)).Page;
+
+    public async ValueTask DisposeAsync() => await QueryCoordinator.ReleaseAsync(owners);
 }

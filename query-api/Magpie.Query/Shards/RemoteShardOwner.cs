@@ -8,6 +8,14 @@ public sealed class RemoteShardOwner(HttpClient http, string baseUrl) : IShardOw
 {
     public string Name => baseUrl;
 
+    public async Task ReleaseAsync(string snapshot)
+    {
+        // Best effort: an unreachable owner's lease expires by itself (SnapshotLeases.KeepAlive).
+        using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(5));
+        try { (await http.DeleteAsync(new Uri(new Uri(baseUrl), $"shards/snapshots/{Uri.EscapeDataString(snapshot)}"), cts.Token)).Dispose(); }
+        catch (Exception e) when (e is HttpRequestException or OperationCanceledException) { }
+    }
+
     public async Task<ShardPage> SearchAsync(ShardQuery query, CancellationToken ct)
     {
         HttpResponseMessage response;

@@ -33,12 +33,19 @@ public sealed record ShardQuery
     /// owners that disagreed asked again); null = the owner probes its shards.
     /// </summary>
     public IReadOnlyList<string>? NumericSorts { get; init; }
+
+    /// <summary>A stream's first page: hold the shards' searchers (a point in time) and say which lease in <see cref="ShardPage.Snapshot"/>.</summary>
+    public bool HoldSnapshot { get; init; }
+
+    /// <summary>A stream's later page: search the point in time this owner's lease holds (no staleness wait, no new shards).</summary>
+    public string? Snapshot { get; init; }
 }
 
 public sealed record ShardHit(JsonElement Result, string Cursor);
 
-/// <summary>An owner's answer: its total, its top hits, whether any of its shards was stale, how sort fields were typed.</summary>
-public sealed record ShardPage(long TotalResults, IReadOnlyList<ShardHit> Hits, bool IsStale, long IndexEtag, IReadOnlyList<string> NumericSorts);
+/// <summary>An owner's answer: its total, its top hits, whether any of its shards was stale, how sort fields were typed, the snapshot lease it holds.</summary>
+public sealed record ShardPage(long TotalResults, IReadOnlyList<ShardHit> Hits, bool IsStale, long IndexEtag, IReadOnlyList<string> NumericSorts,
+    string? Snapshot = null);
 
 /// <summary>A query that can't run, as the HTTP problem it becomes (RQL errors carry line and column).</summary>
 public sealed class QueryProblem(int status, string detail, int? line = null, int? column = null) : Exception(detail)
@@ -54,6 +61,9 @@ public interface IShardOwner
     string Name { get; }
 
     Task<ShardPage> SearchAsync(ShardQuery query, CancellationToken ct);
+
+    /// <summary>Lets go of a snapshot a stream held (<see cref="ShardQuery.HoldSnapshot"/>); never throws.</summary>
+    Task ReleaseAsync(string snapshot);
 }
 
 /// <summary>Who holds the shards right now, whether together they hold all of them, and (Kafka) the feed's end offsets.</summary>

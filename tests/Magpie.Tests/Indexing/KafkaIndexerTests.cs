@@ -77,6 +77,9 @@ public sealed class KafkaIndexerTests(ITestOutputHelper output)
             Assert.Equal(one, pair);
             Assert.Equal(pair, await StreamAsync(pairQuery, rql));
         }
+        // Each stream held a snapshot on both indexers of the pair and let it go when it ended.
+        foreach (var indexer in new[] { pairA, pairB, solo })
+            Assert.Equal(0, (await indexer.Http.GetFromJsonAsync<JsonElement>("indexes/Posts/ByTags")).GetProperty("status").GetProperty("heldSnapshots").GetInt32());
         var top = await QueryAsync(pairQuery, queries[1] + " limit 5");
         var expected = posts.Where(p => (string)p.Attribute("PostTypeId")! == "1" && string.CompareOrdinal((string)p.Attribute("CreationDate")!, "2012-01-01") >= 0)
             .OrderByDescending(p => (long)p.Attribute("Score")!).ThenBy(p => "posts/" + (string)p.Attribute("Id")!, StringComparer.Ordinal).Take(5).ToList();

@@ -24,7 +24,7 @@ import org.apache.lucene.util.NumericUtils;
  * The process exits when stdin closes, so it never outlives the magpie process that started it.
  */
 public final class LuceneHost {
-    static final byte OPEN = 1, WRITE = 2, COMMIT = 3, REFRESH = 4, SEARCH = 5, STATS = 6, CLOSE = 7, DELETE_ALL = 8;
+    static final byte OPEN = 1, WRITE = 2, COMMIT = 3, REFRESH = 4, SEARCH = 5, STATS = 6, CLOSE = 7, DELETE_ALL = 8, SNAPSHOT = 9, RELEASE = 10;
     static final byte OK = 0, ERROR = 1;
     static final byte F_TEXT = 1, F_KEYWORD = 2, F_LONG = 4, F_DOUBLE = 5, F_STORED = 6;
     static final byte Q_ALL = 0, Q_TERM = 1, Q_LONG_RANGE = 2, Q_DOUBLE_RANGE = 3, Q_PREFIX = 4, Q_FULLTEXT = 5, Q_EXISTS = 6, Q_BOOL = 7, Q_TERMS = 8, Q_TERM_RANGE = 9;
@@ -38,7 +38,12 @@ public final class LuceneHost {
     }
 
     final Analyzer analyzer = new StandardAnalyzer();
+    /** A searcher held for a stream (point in time): its files stay readable whatever the writer does, until released. */
+    record Snapshot(Index index, IndexSearcher searcher) { }
+
     final Map<Integer, Index> indexes = new ConcurrentHashMap<>();
+    final Map<Long, Snapshot> snapshots = new ConcurrentHashMap<>();
+    final java.util.concurrent.atomic.AtomicLong nextSnapshot = new java.util.concurrent.atomic.AtomicLong();
     final Map<String, Integer> handles = new HashMap<>();
     int nextHandle = 1;
     final DataOutputStream out;
@@ -80,6 +85,8 @@ public final class LuceneHost {
                 case STATS -> stats(index(in.readInt()), w);
                 case CLOSE -> close(in.readInt());
                 case DELETE_ALL -> { var index = index(in.readInt()); index.writer.deleteAll(); index.searchers.maybeRefreshBlocking(); }
+                case SNAPSHOT -> snapshot(index(in.readInt()), w);
+                case RELEASE -> release(in.readLong());
                 default -> throw new IllegalArgumentException("unknown op " + op);
             }
             reply(id, OK, response.toByteArray());
@@ -146,6 +153,17 @@ public final class LuceneHost {
         for (var i = 0; i < n; i++) data.put(readString(in), readString(in));
         index.writer.setLiveCommitData(data.entrySet());
         index.writer.commit();
+    }
+
+    void snapshot(Index index, DataOutputStream w) throws IOException {
+        var id = nextSnapshot.incrementAndGet();
+        snapshots.put(id, new Snapshot(index, index.searchers.acquire()));
+        w.writeLong(id);
+    }
+
+    void release(long id) throws IOException {
+        var snapshot = snapshots.remove(id);
+        if (snapshot != null) snapshot.index.searchers.release(snapshot.searcher);
     }
 
     void close(int handle) throws IOException {
@@ -219,6 +237,7 @@ public final class LuceneHost {
 
     void search(DataInputStream in, DataOutputStream w) throws IOException {
         var index = index(in.readInt());
+        var snapshotId = in.readLong(); // 0: the current searcher
         var query = readQuery(in);
         var sortCount = in.readInt();
         var fields = new ArrayList<SortField>();
@@ -237,7 +256,9 @@ public final class LuceneHost {
             stored.add(ID);
         }
 
-        var searcher = index.searchers.acquire();
+        var snapshot = snapshotId == 0 ? null : snapshots.get(snapshotId);
+        if (snapshotId != 0 && snapshot == null) throw new IllegalArgumentException("snapshot " + snapshotId + " was released");
+        var searcher = snapshot != null ? snapshot.searcher : index.searchers.acquire();
         try {
             // Counting every hit (not Lucene's default of "at least 1,000") so totalResults is exact.
             var collector = TopFieldCollector.create(sort, Math.max(1, after != null ? pageSize : skip + pageSize), after, Integer.MAX_VALUE);
@@ -265,7 +286,7 @@ public final class LuceneHost {
                 writeCursor(w, hit);
             }
         } finally {
-            index.searchers.release(searcher);
+            if (snapshot == null) index.searchers.release(searcher);
         }
     }
 
