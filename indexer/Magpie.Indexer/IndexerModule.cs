@@ -39,5 +39,11 @@ public static class IndexerModule
         return services;
     }
 
-    public static IEndpointRouteBuilder MapIndexer(this IEndpointRouteBuilder app, IndexerOptions options) => app.MapIndexEndpoints(options);
+    public static IEndpointRouteBuilder MapIndexer(this IEndpointRouteBuilder app, IndexerOptions options)
+    {
+        app.MapIndexEndpoints(options);
+        // Kafka mode: ingest processes ask here after a write with ?waitForIndexes=true.
+        if (options.Kafka is not null) app.MapShardWait();
+        return app;
+    }
 }

@@ -36,6 +36,9 @@ public static class IngestModule
             KafkaNative.EnsureLoaded();
             services.AddSingleton<DocumentTopicConsumer>().AddHostedService(sp => sp.GetRequiredService<DocumentTopicConsumer>());
             services.AddSingleton<ChangeRelay>().AddHostedService(sp => sp.GetRequiredService<ChangeRelay>());
+            if (options.IndexerGroup is { } group)
+                services.AddSingleton<Magpie.Contracts.Indexes.IIndexWaiter>(sp => new KafkaIndexWaiter(sp.GetRequiredService<ChangeRelay>(),
+                    new IndexerGroup(options.KafkaBootstrapServers, group), new HttpClient { Timeout = TimeSpan.FromMinutes(6) }));
         }
         return services;
     }

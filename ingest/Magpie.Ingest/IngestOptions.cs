@@ -12,6 +12,12 @@ public sealed class IngestOptions
     public short KafkaReplicationFactor { get; init; } = 1;
     public string ConsumerGroup { get; init; } = "magpie-ingest";
 
+    /// <summary>
+    /// The indexer consumer group to ask after a write with <c>?waitForIndexes=true</c> when the indexers run in
+    /// other processes (Kafka mode); null when the indexer runs in this process (it answers itself).
+    /// </summary>
+    public string? IndexerGroup { get; init; }
+
     /// <summary>Most input-topic messages applied in one store batch (and one offset commit).</summary>
     public int InputBatchSize { get; init; } = 512;
 

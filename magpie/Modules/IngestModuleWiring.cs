@@ -6,9 +6,10 @@ namespace Magpie.Modules;
 
 /// <summary>
 /// ingest: the document store on FASTER and the write API; with Kafka, also the input-topic consumer
-/// and the relay to <c>magpie.changes</c>. Needs: a data directory; Kafka optional.
+/// and the relay to <c>magpie.changes</c>. Needs: a data directory; Kafka optional. Without the indexer in
+/// the same process, writes with <c>?waitForIndexes=true</c> ask the indexer consumer group's processes.
 /// </summary>
-public sealed class IngestModuleWiring : IMagpieModule
+public sealed class IngestModuleWiring(bool indexerInProcess) : IMagpieModule
 {
     public string Name => "ingest";
 
@@ -17,8 +18,9 @@ public sealed class IngestModuleWiring : IMagpieModule
 
     public void Map(WebApplication app, MagpieSettings settings) => app.MapIngest(Options(settings));
 
-    private static IngestOptions Options(MagpieSettings s) => new()
+    private IngestOptions Options(MagpieSettings s) => new()
     {
+        IndexerGroup = indexerInProcess ? null : s.IndexerGroup,
         DataDir = Path.GetFullPath(s.DataDir),
         KafkaBootstrapServers = s.Embedded ? null : s.Kafka,
         KafkaPartitions = s.KafkaPartitions,

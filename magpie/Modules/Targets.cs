@@ -23,9 +23,9 @@ public static class Targets
 
     public static IReadOnlyList<IMagpieModule> ModulesOf(string target) => target switch
     {
-        "all" => [new IngestModuleWiring(), new IndexerModuleWiring(ingestInProcess: true), new QueryModuleWiring(indexerInProcess: true),
+        "all" => [new IngestModuleWiring(indexerInProcess: true), new IndexerModuleWiring(ingestInProcess: true), new QueryModuleWiring(indexerInProcess: true),
             new EtlSinksModuleWiring(ingestInProcess: true)],
-        "ingest" => [new IngestModuleWiring()],
+        "ingest" => [new IngestModuleWiring(indexerInProcess: false)],
         "indexer" => [new IndexerModuleWiring(ingestInProcess: false)],
         "query" => [new QueryModuleWiring(indexerInProcess: false)],
         "sinks" => [new EtlSinksModuleWiring(ingestInProcess: false)],

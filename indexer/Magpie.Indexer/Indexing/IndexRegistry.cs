@@ -50,6 +50,22 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
         return results.All(r => r);
     }
 
+    /// <summary>
+    /// Kafka mode, read-your-writes for another process's write: true once every index has consumed each partition
+    /// of <paramref name="target"/> (partition → next offset) up to its offset; false on timeout, or when this
+    /// process doesn't hold one of those partitions (anymore) or hasn't started an index on it yet.
+    /// </summary>
+    public async Task<bool> WaitForPositionsAsync(IReadOnlyDictionary<int, long> target, TimeSpan timeout, CancellationToken ct = default)
+    {
+        if (target.Keys.Any(p => !shards.Owned.Contains(p))) return false;
+        List<IndexWorker> workers;
+        lock (_workers) workers = _workers.Values.Select(w => w.Worker).Where(w => target.ContainsKey(w.Shard)).ToList();
+        if (workers.Count != definitions.Current.Count * target.Count) return false;
+        var results = await Task.WhenAll(workers.Select(w =>
+            w.WaitForPositionAsync(new Dictionary<string, long> { [w.Shard.ToString()] = target[w.Shard] }, timeout, ct)));
+        return results.All(r => r);
+    }
+
     /// <summary>Why no index can run (Java or the Lucene jars missing), or null.</summary>
     public string? HostFailure => _hostFailure;
 

@@ -21,6 +21,23 @@ public sealed class ChangeRelay(ChangeLogTail tail, IngestOptions options, ILogg
     private readonly RelayPosition _position = new(Path.Combine(options.DataDir, "relay"));
     private long _published;
     private long _confirmedEtag = -1;
+    private readonly System.Collections.Concurrent.ConcurrentDictionary<int, long> _confirmedEnds = new();
+
+    /// <summary>
+    /// Waits until Kafka confirmed every change up to <paramref name="etag"/>; returns, per partition of
+    /// <c>magpie.changes</c>, the offset after the last change confirmed by then (what an index must reach to
+    /// include that write), or null on timeout. Ends are known for what this process published since it started.
+    /// </summary>
+    public async Task<IReadOnlyDictionary<int, long>?> PublishedAsync(long etag, TimeSpan timeout, CancellationToken ct)
+    {
+        var deadline = DateTime.UtcNow + timeout;
+        while (Interlocked.Read(ref _confirmedEtag) < etag)
+        {
+            if (DateTime.UtcNow >= deadline) return null;
+            await Task.Delay(5, ct);
+        }
+        return new Dictionary<int, long>(_confirmedEnds);
+    }
 
     /// <summary>What the relay has done, for <c>GET /stats/pipeline</c>.</summary>
     public object Status()
@@ -86,6 +103,7 @@ public sealed class ChangeRelay(ChangeLogTail tail, IngestOptions options, ILogg
             }
             // Awaited, not flushed: a blocking Flush would pin a thread-pool thread for as long as Kafka is away.
             await delivered.Completion.WaitAsync(ct);
+            foreach (var (partition, end) in delivered.Ends) _confirmedEnds.AddOrUpdate(partition, end, (_, known) => Math.Max(known, end));
             var lastEtag = batch[^1].Decode().Etag;
             _position.Save(batch[^1].NextAddress, lastEtag);
             Interlocked.Exchange(ref _confirmedEtag, lastEtag);
@@ -93,18 +111,23 @@ public sealed class ChangeRelay(ChangeLogTail tail, IngestOptions options, ILogg
         }
     }
 
-    /// <summary>Completes when Kafka has acknowledged every message of a batch; fails on the first delivery error.</summary>
+    /// <summary>Completes when Kafka has acknowledged every message of a batch; fails on the first delivery error. Tracks where each partition ends.</summary>
     private sealed class BatchDelivery(int count)
     {
         private int _pending = count;
         private readonly TaskCompletionSource _done = new(TaskCreationOptions.RunContinuationsAsynchronously);
+        private readonly Dictionary<int, long> _ends = [];
 
         public Task Completion => _done.Task;
 
+        /// <summary>Per partition, the offset after the last acknowledged message (read after <see cref="Completion"/>).</summary>
+        public IReadOnlyDictionary<int, long> Ends => _ends;
+
         public void Report(DeliveryReport<string, byte[]> report)
         {
-            if (report.Error.IsError) _done.TrySetException(new KafkaException(report.Error));
-            else if (Interlocked.Decrement(ref _pending) == 0) _done.TrySetResult();
+            if (report.Error.IsError) { _done.TrySetException(new KafkaException(report.Error)); return; }
+            lock (_ends) _ends[report.Partition.Value] = Math.Max(_ends.GetValueOrDefault(report.Partition.Value), report.Offset.Value + 1);
+            if (Interlocked.Decrement(ref _pending) == 0) _done.TrySetResult();
         }
     }
 }

@@ -19,50 +19,39 @@ public sealed class LocalShardDirectory(LocalShardOwner local) : IShardDirectory
 public sealed class KafkaShardDirectory(string bootstrapServers, string indexerGroup, HttpClient http) : IShardDirectory, IDisposable
 {
     private readonly SemaphoreSlim _refresh = new(1, 1);
-    private IAdminClient? _admin;
-    private IConsumer<byte[], byte[]>? _offsets;
-    private (DateTime At, List<(IShardOwner, IReadOnlyList<int>?)> Owners, List<int> Partitions)? _cached;
+    private readonly IndexerGroup _group = new(bootstrapServers, indexerGroup);
+    private readonly Lazy<IConsumer<byte[], byte[]>> _offsets =
+        new(() => KafkaClients.BuildConsumer<byte[], byte[]>(KafkaClients.Consumer(bootstrapServers, $"magpie-query-{Guid.NewGuid():N}")));
+    private (DateTime At, IndexerLayout Layout)? _cached;
 
     public async Task<ShardLayout> LayoutAsync(CancellationToken ct)
     {
-        var (owners, partitions) = await OwnersAsync(ct);
-        var held = owners.SelectMany(o => o.Item2 ?? []).ToHashSet();
-        var target = await Task.Run(() => partitions.ToDictionary(p => p.ToString(),
-            p => _offsets!.QueryWatermarkOffsets(new TopicPartition(Topics.Changes, p), TimeSpan.FromSeconds(5)).High.Value), ct);
-        return new ShardLayout(owners, partitions.All(held.Contains), target);
+        var layout = await DescribeAsync(ct);
+        var owners = layout.Members.Select(m => ((IShardOwner)new RemoteShardOwner(http, m.Url), (IReadOnlyList<int>?)m.Partitions)).ToList();
+        var target = await Task.Run(() => layout.Partitions.ToDictionary(p => p.ToString(),
+            p => _offsets.Value.QueryWatermarkOffsets(new TopicPartition(Topics.Changes, p), TimeSpan.FromSeconds(5)).High.Value), ct);
+        return new ShardLayout(owners, layout.Complete, target);
     }
 
-    private async Task<(List<(IShardOwner, IReadOnlyList<int>?)>, List<int>)> OwnersAsync(CancellationToken ct)
+    private async Task<IndexerLayout> DescribeAsync(CancellationToken ct)
     {
-        if (_cached is { } c && DateTime.UtcNow - c.At < TimeSpan.FromSeconds(1)) return (c.Owners, c.Partitions);
+        if (_cached is { } c && DateTime.UtcNow - c.At < TimeSpan.FromSeconds(1)) return c.Layout;
         await _refresh.WaitAsync(ct);
         try
         {
-            if (_cached is { } again && DateTime.UtcNow - again.At < TimeSpan.FromSeconds(1)) return (again.Owners, again.Partitions);
-            KafkaNative.EnsureLoaded();
-            _admin ??= new AdminClientBuilder(new AdminClientConfig { BootstrapServers = bootstrapServers }).Build();
-            _offsets ??= KafkaClients.BuildConsumer<byte[], byte[]>(KafkaClients.Consumer(bootstrapServers, $"magpie-query-{Guid.NewGuid():N}"));
-            List<(IShardOwner, IReadOnlyList<int>?)> owners;
-            try
-            {
-                var described = await _admin.DescribeConsumerGroupsAsync([indexerGroup], new() { RequestTimeout = TimeSpan.FromSeconds(5) });
-                owners = described.ConsumerGroupDescriptions.SelectMany(g => g.Members)
-                    .Select(m => ((IShardOwner)new RemoteShardOwner(http, m.ClientId),
-                        (IReadOnlyList<int>?)m.Assignment.TopicPartitions.Where(tp => tp.Topic == Topics.Changes).Select(tp => tp.Partition.Value).Order().ToList()))
-                    .Where(o => o.Item2!.Count > 0).ToList();
-            }
+            if (_cached is { } again && DateTime.UtcNow - again.At < TimeSpan.FromSeconds(1)) return again.Layout;
+            IndexerLayout layout;
+            try { layout = await _group.DescribeAsync(); }
             catch (KafkaException e) { throw new QueryProblem(503, $"can't find the indexers (consumer group {indexerGroup}): {e.Error.Reason}"); }
-            var partitions = _admin.GetMetadata(Topics.Changes, TimeSpan.FromSeconds(5)).Topics
-                .SelectMany(t => t.Partitions).Select(p => p.PartitionId).Order().ToList();
-            _cached = (DateTime.UtcNow, owners, partitions);
-            return (owners, partitions);
+            _cached = (DateTime.UtcNow, layout);
+            return layout;
         }
         finally { _refresh.Release(); }
     }
 
     public void Dispose()
     {
-        _admin?.Dispose();
-        _offsets?.Dispose();
+        _group.Dispose();
+        if (_offsets.IsValueCreated) _offsets.Value.Dispose();
     }
 }

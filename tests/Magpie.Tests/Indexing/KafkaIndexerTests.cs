@@ -28,7 +28,8 @@ public sealed class KafkaIndexerTests(ITestOutputHelper output)
     {
         await using var broker = await KafkaBroker.StartOwnedAsync();
         var kafka = broker.BootstrapServers;
-        await using var ingest = await MagpieProcess.StartAsync(kafka, target: "ingest", environment: FourPartitions);
+        // Ingest waits (?waitForIndexes) for the pair's group; the solo group is a second, independent deployment.
+        await using var ingest = await MagpieProcess.StartAsync(kafka, target: "ingest", environment: Group("pair"));
         var (exit, imported) = await MagpieCli.RunAsync(TimeSpan.FromMinutes(5), "produce", "stackexchange", "--dir", RepoPaths.StackExchangeSample, "--url", ingest.BaseUrl.ToString());
         Assert.True(exit == 0, imported);
 
@@ -95,6 +96,16 @@ public sealed class KafkaIndexerTests(ITestOutputHelper output)
             var after = await QueryAsync(q, all + " where Tags = 'discussion'");
             Assert.Equal(discussion.Skip(3), Ids(after).Order(StringComparer.Ordinal));
             Assert.Equal([first[2]], Ids(await QueryAsync(q, all + " where Tags = 'moved'")));
+        }
+
+        // Read-your-writes across processes: ingest answers once the pair's indexer holding the write's partition has it.
+        for (var i = 0; i < 5; i++)
+        {
+            var written = await ingest.Http.PutAsync($"docs/posts/ryw-{i}?waitForIndexes=true", HttpJson.Json($$"""{"Title":"ryw","Tags":"<ryw-{{i}}>","PostTypeId":1}"""));
+            Assert.Equal(HttpStatusCode.Created, written.StatusCode);
+            Assert.Equal("current", written.Headers.GetValues("Magpie-Indexes").Single());
+            var found = await pairQuery.Http.PostAsJsonAsync("queries", new { query = all + $" where Tags = 'ryw-{i}'" });
+            Assert.Equal([$"posts/ryw-{i}"], Ids(await found.JsonAsync()));
         }
     }
 

@@ -1,0 +1,55 @@
+using System.Net.Http.Json;
+using Confluent.Kafka;
+using Magpie.Contracts.Indexes;
+using Magpie.Kafka;
+
+namespace Magpie.Ingest.Kafka;
+
+/// <summary>
+/// Read-your-writes when the indexers run in other processes (<c>--target ingest</c>): waits for the relay to
+/// have the write confirmed on <c>magpie.changes</c> (which gives the offsets it ends at), then asks the
+/// indexer processes holding those partitions (found through their consumer group) to answer once every
+/// index got there. A partition without an owner (indexers starting, a rebalance) is asked again until the
+/// timeout; no indexer running means the answer is "stale" when the timeout ends.
+/// </summary>
+public sealed class KafkaIndexWaiter(ChangeRelay relay, IndexerGroup group, HttpClient http) : IIndexWaiter
+{
+    public async Task<bool> WaitForEtagAsync(long etag, TimeSpan timeout, CancellationToken ct = default)
+    {
+        var deadline = DateTime.UtcNow + timeout;
+        if (await relay.PublishedAsync(etag, timeout, ct) is not { } ends) return false;
+        var target = ends.Where(e => e.Value > 0).ToDictionary();
+        while (true)
+        {
+            if (await AskOwnersAsync(target, deadline - DateTime.UtcNow, ct)) return true;
+            if (DateTime.UtcNow >= deadline) return false;
+            await Task.Delay(100, ct);
+        }
+    }
+
+    private async Task<bool> AskOwnersAsync(Dictionary<int, long> target, TimeSpan left, CancellationToken ct)
+    {
+        IndexerLayout layout;
+        try { layout = await group.DescribeAsync(); }
+        catch (KafkaException) { return false; }
+        var owners = layout.Members.Select(m => (m.Url, Target: target.Where(t => m.Partitions.Contains(t.Key)).ToDictionary()))
+            .Where(o => o.Target.Count > 0).ToList();
+        if (owners.Sum(o => o.Target.Count) < target.Count) return false;
+        var answers = await Task.WhenAll(owners.Select(o => AskAsync(o.Url, o.Target, left, ct)));
+        return answers.All(a => a);
+    }
+
+    private async Task<bool> AskAsync(string url, Dictionary<int, long> target, TimeSpan left, CancellationToken ct)
+    {
+        try
+        {
+            var timeoutMs = (int)Math.Max(0, left.TotalMilliseconds);
+            using var response = await http.PostAsJsonAsync(new Uri(new Uri(url), "shards/wait"), new { target, timeoutMs }, ct);
+            if (!response.IsSuccessStatusCode) return false;
+            return (await response.Content.ReadFromJsonAsync<Reached>(ct))?.reached == true;
+        }
+        catch (HttpRequestException) { return false; }
+    }
+
+    private sealed record Reached(bool reached);
+}
