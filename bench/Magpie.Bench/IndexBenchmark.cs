@@ -131,6 +131,34 @@ public static class IndexBenchmark
         return samples;
     }
 
+    public sealed record BatchSeen(string At, int Documents, double MapMs, double LuceneMs, double CommitMs);
+
+    /// <summary><see cref="FreshnessAsync"/>, while the index's recent batch stats are polled (every batch seen once).</summary>
+    public static async Task<(List<double> Samples, List<BatchSeen> Batches)> FreshnessWithBatchesAsync(HttpClient http, double docsPerSecond, int probes)
+    {
+        var seen = new Dictionary<string, BatchSeen>();
+        using var stop = new CancellationTokenSource();
+        var poll = Task.Run(async () =>
+        {
+            while (!stop.IsCancellationRequested)
+            {
+                var stats = await http.GetFromJsonAsync<JsonElement>($"indexes/{Name}/stats");
+                foreach (var b in stats.GetProperty("recentBatches").EnumerateArray())
+                {
+                    var at = b.GetProperty("at").GetString()!;
+                    // Kept until its commit time is known (a batch's commit is filled in after it is listed).
+                    seen[at] = new BatchSeen(at, b.GetProperty("documents").GetInt32(), b.GetProperty("mapMs").GetDouble(),
+                        b.GetProperty("luceneMs").GetDouble(), b.GetProperty("commitMs").GetDouble());
+                }
+                await Task.Delay(100);
+            }
+        });
+        var samples = await FreshnessAsync(http, http, docsPerSecond, probes);
+        stop.Cancel();
+        await poll;
+        return (samples, seen.Values.ToList());
+    }
+
     private static IEnumerable<DocumentWrite[]> SyntheticPostsBatches(int seed) =>
         Producers.Sources.SyntheticPosts.Generate(long.MaxValue / 2, seed, firstId: 50_000_000).Chunk(64);
 

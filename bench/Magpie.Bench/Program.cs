@@ -23,6 +23,11 @@ if (args.FirstOrDefault() == "index")
     await RunIndexAsync();
     return;
 }
+if (args.FirstOrDefault() == "freshness")
+{
+    await RunFreshnessAsync();
+    return;
+}
 
 Console.WriteLine($"generating {docs:N0} synthetic posts in batches of {batchSize}…");
 var batches = IngestBenchmark.Batches(docs, batchSize, seed: 42);
@@ -179,6 +184,36 @@ async Task RunIndexAsync()
         cursor_depth = depth, page1_p50_ms = Math.Round(IndexBenchmark.Percentile(page1, 0.5), 2), deep_p50_ms = Math.Round(IndexBenchmark.Percentile(deep, 0.5), 2),
         cursor_ratio = Math.Round(depthRatio, 2),
     }));
+}
+
+// Freshness alone, with what the index worker did meanwhile (its recent batch stats, polled): for profiling the tail.
+async Task RunFreshnessAsync()
+{
+    var n = (int)Arg("--docs", 300_000);
+    var rate = Arg("--rate", 5_000);
+    var probes = (int)Arg("--probes", 300);
+    var port = 18000 + Random.Shared.Next(1000);
+    using var magpie = StartMagpie(Path.Combine(run, "freshness"), port);
+    await WaitHealthy(port);
+    using var http = new HttpClient { BaseAddress = new Uri($"http://127.0.0.1:{port}/"), Timeout = TimeSpan.FromMinutes(5) };
+    await IndexBenchmark.DefineAsync(http);
+    await IngestBenchmark.HttpBulkAsync(http.BaseAddress, IngestBenchmark.Batches(n, 512, seed: 42), 8);
+    await IndexBenchmark.WaitIndexedAsync([http], n, TimeSpan.FromMinutes(30));
+    Console.WriteLine($"{n:N0} posts indexed; writing {rate:N0} docs/s with {probes} probes…");
+    var (samples, batches) = await IndexBenchmark.FreshnessWithBatchesAsync(http, rate, probes);
+    magpie.Kill();
+    magpie.WaitForExit();
+    try { Directory.Delete(run, recursive: true); } catch (IOException) { }
+    double P(IEnumerable<double> v, double q) => IndexBenchmark.Percentile(v.ToList(), q);
+    Console.WriteLine($"freshness at {rate:N0} docs/s over {n:N0}: p50 {P(samples, 0.5):F1} ms, p99 {P(samples, 0.99):F1} ms, max {samples.Max():F1} ms");
+    Console.WriteLine($"{"batches: " + batches.Count,-16} {"p50",8} {"p99",8} {"max",8}");
+    foreach (var (name, values) in new (string, IEnumerable<double>)[]
+    {
+        ("documents", batches.Select(b => (double)b.Documents)), ("map ms", batches.Select(b => b.MapMs)),
+        ("lucene ms", batches.Select(b => b.LuceneMs)), ("commit ms", batches.Where(b => b.CommitMs > 0).Select(b => b.CommitMs)),
+    })
+        if (values.Any()) Console.WriteLine($"{name,-16} {P(values, 0.5),8:F1} {P(values, 0.99),8:F1} {values.Max(),8:F1}");
+    Console.WriteLine(JsonSerializer.Serialize(new { benchmark = "freshness", docs = n, rate, probes, p50_ms = Math.Round(P(samples, 0.5), 1), p99_ms = Math.Round(P(samples, 0.99), 1), max_ms = Math.Round(samples.Max(), 1) }));
 }
 
 long Arg(string name, long fallback) => ArgText(name) is { } v ? long.Parse(v, CultureInfo.InvariantCulture) : fallback;

@@ -54,7 +54,11 @@ public sealed class LuceneHostProcess : IAsyncDisposable
             RedirectStandardError = true,
             UseShellExecute = false,
         };
-        foreach (var a in new[] { $"-Xmx{heapMegabytes}m", "-XX:+UseParallelGC", "-cp", string.Join(':', [HostJar(), .. jars]), "magpie.lucene.LuceneHost" })
+        // MAGPIE_JAVA_OPTS replaces the JVM options (heap, collector); the class path and main class stay.
+        var jvm = Environment.GetEnvironmentVariable("MAGPIE_JAVA_OPTS") is { Length: > 0 } opts
+            ? opts.Split(' ', StringSplitOptions.RemoveEmptyEntries)
+            : [$"-Xmx{heapMegabytes}m", "-XX:+UseParallelGC"];
+        foreach (var a in jvm.Concat(["-cp", string.Join(':', [HostJar(), .. jars]), "magpie.lucene.LuceneHost"]))
             psi.ArgumentList.Add(a);
         Process process;
         try { process = Process.Start(psi)!; }
