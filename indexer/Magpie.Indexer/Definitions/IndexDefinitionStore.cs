@@ -1,6 +1,7 @@
 using System.Text.Json;
 using System.Text.RegularExpressions;
 using Magpie.Contracts.Indexes;
+using Magpie.Indexer.MapReduce;
 using Magpie.Indexer.Maps;
 using Magpie.Scripting;
 using Microsoft.Extensions.Hosting;
@@ -16,7 +17,7 @@ public sealed class IndexDefinitionException(int status, string message, ScriptS
 
 /// <summary>
 /// Index definitions by name, validated before they are kept (maps compile, arrow functions included;
-/// field options known; no reduce yet) and kept in an <see cref="IIndexDefinitionLog"/>: a file when
+/// field options known; a reduce compiles and returns every map field) and kept in an <see cref="IIndexDefinitionLog"/>: a file when
 /// embedded, the compacted <c>magpie.indexes</c> topic in Kafka mode. Starts (reads the log) before the
 /// index registry, which is registered after it.
 /// </summary>
@@ -39,12 +40,20 @@ public sealed partial class IndexDefinitionStore(IIndexDefinitionLog log) : IHos
     {
         if (!NamePattern().IsMatch(name))
             throw new IndexDefinitionException(400, $"'{name}' is not a valid index name: 1-100 letters, digits, '/', '.', '_' or '-', starting with a letter or digit, not ending in /stats or /reset");
-        if (definition.Reduce is not null)
-            throw new IndexDefinitionException(400, "\"reduce\" is not supported yet (map/reduce indexes arrive with the map/reduce work); define a map index");
+        if (definition.Reduce is not null && log is KafkaDefinitionLog)
+            throw new IndexDefinitionException(400, "map/reduce indexes run embedded only for now (Kafka mode needs map output repartitioned by reduce key, not built yet)");
         foreach (var (field, options) in definition.Fields)
             if (options.Indexing is not (IndexFieldOptions.Search or IndexFieldOptions.Exact or IndexFieldOptions.No))
                 throw new IndexDefinitionException(400, $"fields.{field}.indexing must be \"search\", \"exact\" or \"no\", got '{options.Indexing}'");
-        try { MapScript.Compile(definition.Maps, limits).Dispose(); }
+        try
+        {
+            MapScript.Compile(definition.Maps, limits).Dispose();
+            if (definition.Reduce is { } reduce)
+            {
+                ReduceScript.Compile(reduce, limits).Dispose();
+                ReduceShape.Check(definition.Maps, reduce);
+            }
+        }
         catch (ScriptSyntaxException e) { throw new IndexDefinitionException(400, e.Message, e); }
         await log.WriteAsync(name, definition, ct);
     }

@@ -6,6 +6,7 @@ using System.Threading.Channels;
 using Magpie.Contracts.Changes;
 using Magpie.Contracts.Indexes;
 using Magpie.Indexer.Lucene;
+using Magpie.Indexer.MapReduce;
 using Magpie.Indexer.Maps;
 using Magpie.Scripting;
 using Microsoft.Extensions.Logging;
@@ -104,6 +105,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
     private async Task RunAsync(CancellationToken ct)
     {
         using var maps = MapScript.Compile(definition.Maps, limits);
+        using var reduce = definition.Reduce is { } r ? ReduceScript.Compile(r, limits) : null;
         var delay = TimeSpan.FromSeconds(1);
         while (!ct.IsCancellationRequested)
         {
@@ -113,7 +115,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
                 var position = await ResumeAsync(Index, ct);
                 _position = position;
                 ReleaseWaiters(Status.IndexedEtag);
-                await IndexFromAsync(Index, maps, position, ct);
+                await IndexFromAsync(Index, maps, reduce, position, ct);
             }
             catch (OperationCanceledException) when (ct.IsCancellationRequested) { break; }
             catch (Exception e)
@@ -130,8 +132,10 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
     /// Two stages, so the JS maps (here) and Lucene (in the Java host) work at the same time: batch n+1 is
     /// read and mapped while batch n is written and committed. One mapped batch waits at most.
     /// </summary>
-    private async Task IndexFromAsync(LuceneIndex index, MapScript maps, ChangeFeedPosition position, CancellationToken ct)
+    private async Task IndexFromAsync(LuceneIndex index, MapScript maps, ReduceScript? reduce, ChangeFeedPosition position, CancellationToken ct)
     {
+        // Map/reduce: the map results per key live in memory, built from the feed's beginning (ResumeAsync rebuilt the index).
+        var reduceState = reduce is null ? null : new ReduceState(reduce);
         using var attempt = CancellationTokenSource.CreateLinkedTokenSource(ct);
         lock (_commitLock) _commitFailure = null;
         var mapped = Channel.CreateBounded<MappedBatch>(new BoundedChannelOptions(1) { SingleReader = true, SingleWriter = true });
@@ -142,7 +146,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
                 var waited = Stopwatch.GetTimestamp();
                 await foreach (var batch in feed.ReadAsync(position, batchSize, attempt.Token))
                 {
-                    await mapped.Writer.WriteAsync(Map(maps, batch, Stopwatch.GetElapsedTime(waited)), attempt.Token);
+                    await mapped.Writer.WriteAsync(Map(maps, reduceState, batch, Stopwatch.GetElapsedTime(waited)), attempt.Token);
                     waited = Stopwatch.GetTimestamp();
                 }
                 mapped.Writer.Complete();
@@ -166,9 +170,10 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
     {
         var state = await index.StateAsync(ct);
         var data = state.CommitData;
-        if (data.GetValueOrDefault(DefinitionKey) != _fingerprint)
+        if (data.GetValueOrDefault(DefinitionKey) != _fingerprint || definition.Reduce is not null)
         {
-            if (data.Count > 0) log.LogInformation("index {Index}: definition changed, rebuilding from the beginning", name);
+            if (definition.Reduce is not null) log.LogInformation("index {Index}: map/reduce, building its reduce state from the beginning of the feed", name);
+            else if (data.Count > 0) log.LogInformation("index {Index}: definition changed, rebuilding from the beginning", name);
             await index.DeleteAllAsync(ct);
             await index.CommitAsync(Commit(ChangeFeedPosition.Beginning, 0), ct);
             Status.Resumed(0, 0);
@@ -181,13 +186,14 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
     /// <summary>A batch after the maps: what to delete, what to write, and what it took so far.</summary>
     private sealed record MappedBatch(ChangeBatch Source, List<string> Deletes, List<IndexedDocument> Documents, int Entries, double ReadMs, double MapMs);
 
-    private MappedBatch Map(MapScript maps, ChangeBatch batch, TimeSpan read)
+    private MappedBatch Map(MapScript maps, ReduceState? reduce, ChangeBatch batch, TimeSpan read)
     {
         var started = Stopwatch.GetTimestamp();
         // The last change of each document in the batch decides; earlier ones are superseded.
         var latest = new Dictionary<string, ChangeEvent>(StringComparer.Ordinal);
         foreach (var change in batch.Changes)
             if (maps.Collections.Contains(change.Collection)) latest[change.Id] = change;
+        if (reduce is not null) return MapReduce(maps, reduce, batch, latest.Values, read, started);
         var deletes = new List<string>();
         var documents = new List<IndexedDocument>();
         var entries = 0;
@@ -261,6 +267,30 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
             }
             Status.Committed(next.Batch, Ms(Stopwatch.GetElapsedTime(started)));
         }
+    }
+
+    /// <summary>
+    /// A map/reduce batch: each document's map results replace what it contributed before, then only the keys
+    /// the batch touched are re-reduced (their reduce trees); results replace their key's entry, a key left
+    /// without entries is deleted. A document whose map or key throws is recorded and contributes nothing.
+    /// </summary>
+    private MappedBatch MapReduce(MapScript maps, ReduceState reduce, ChangeBatch batch, IEnumerable<ChangeEvent> changes, TimeSpan read, long started)
+    {
+        foreach (var change in changes)
+        {
+            if (change.Op == ChangeOp.Delete) { reduce.Delete(change.Id); continue; }
+            try { reduce.Put(change.Id, maps.RunJson(change)); }
+            catch (ScriptRunException e)
+            {
+                Status.Error(change.Id, e.Message);
+                reduce.Delete(change.Id);
+            }
+        }
+        var (results, gone, failed) = reduce.Flush();
+        foreach (var (key, message) in failed) Status.Error($"reduce key {key}", message);
+        var documents = results.Select(r => new IndexedDocument(r.Key,
+            [new IndexEntry([.. EntryFields.From(ReduceState.EntryOf(r.Result), definition).Fields, new StoredField(SourceField, r.Result)])])).ToList();
+        return new MappedBatch(batch, gone, documents, documents.Count, Ms(read), Ms(Stopwatch.GetElapsedTime(started)));
     }
 
     private static List<IndexEntry> WithSource(List<IndexEntry> entries, ChangeEvent change)

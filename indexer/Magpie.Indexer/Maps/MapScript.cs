@@ -80,7 +80,27 @@ public sealed class MapScript : IDisposable
     public IReadOnlyList<MappedEntry> Run(ChangeEvent change)
     {
         var entries = new List<MappedEntry>();
-        if (change.Document is not { } document) return entries;
+        foreach (var value in Results(change)) Add(entries, value);
+        return entries;
+    }
+
+    /// <summary>The entries of one document as JSON text (map/reduce: what the reduce reads). Throws <see cref="ScriptRunException"/>.</summary>
+    public IReadOnlyList<string> RunJson(ChangeEvent change)
+    {
+        var entries = new List<string>();
+        foreach (var value in Results(change))
+        {
+            if (value.IsNull() || value.IsUndefined()) continue;
+            if (!value.IsObject() || value.IsArray()) throw new ScriptRunException("a map must return an object, an array of objects, or null");
+            entries.Add(JsValueJson.Serialize(value));
+        }
+        return entries;
+    }
+
+    /// <summary>What the maps of the document's collection returned, arrays flattened.</summary>
+    private IEnumerable<JsValue> Results(ChangeEvent change)
+    {
+        if (change.Document is not { } document) yield break;
         foreach (var (collection, map) in _maps)
         {
             if (!string.Equals(collection, change.Collection, StringComparison.OrdinalIgnoreCase)) continue;
@@ -94,11 +114,10 @@ public sealed class MapScript : IDisposable
             {
                 var array = result.AsArray();
                 var length = (uint)array.Get("length").AsNumber();
-                for (uint i = 0; i < length; i++) Add(entries, array.Get(i.ToString()));
+                for (uint i = 0; i < length; i++) yield return array.Get(i.ToString());
             }
-            else Add(entries, result);
+            else yield return result;
         }
-        return entries;
     }
 
     private static void Add(List<MappedEntry> entries, JsValue value)
