@@ -7,6 +7,8 @@ using Magpie.Tests.Fixtures;
 // Usage: dotnet run -c Release --project bench/Magpie.Bench -- [--docs N] [--clients C] [--batch B] [--dir D]
 //        dotnet run -c Release --project bench/Magpie.Bench -- etl [--docs N] [--rabbitmq-url amqp://…]
 //        dotnet run -c Release --project bench/Magpie.Bench -- index [--docs N] [--kafka-docs M]
+//        dotnet run -c Release --project bench/Magpie.Bench -- freshness [--docs N] [--rate R] [--probes P]
+//        dotnet run -c Release --project bench/Magpie.Bench -- reduce-tree [--updates U]
 var docs = Arg("--docs", 300_000);
 var clients = (int)Arg("--clients", 8);
 var batchSize = (int)Arg("--batch", 128);
@@ -21,6 +23,17 @@ if (args.FirstOrDefault() == "etl")
 if (args.FirstOrDefault() == "index")
 {
     await RunIndexAsync();
+    return;
+}
+if (args.FirstOrDefault() == "reduce-tree")
+{
+    var sizes = new[] { 1_000, 100_000, 1_000_000 };
+    var rows = ReduceTreeBenchmark.Run(sizes, (int)Arg("--updates", 50));
+    Console.WriteLine($"{"group size",12} {"tree update ms",15} {"values read",12} {"depth",6} {"naive re-reduce ms",19}");
+    foreach (var r in rows) Console.WriteLine($"{r.GroupSize,12:N0} {r.TreeUpdateMs,15:F2} {r.TreeReads,12:N0} {r.Depth,6} {r.NaiveMs,19:F1}");
+    var ratio = rows[^1].TreeUpdateMs / rows[0].TreeUpdateMs;
+    Console.WriteLine($"tree update at {sizes[^1]:N0} / at {sizes[0]:N0}: {ratio:F2} (target ≤ 5)");
+    Console.WriteLine(JsonSerializer.Serialize(new { benchmark = "reduce-tree", rows, ratio_1m_to_1k = Math.Round(ratio, 2) }));
     return;
 }
 if (args.FirstOrDefault() == "freshness")

@@ -91,6 +91,8 @@ public sealed class KafkaIndexerTests(ITestOutputHelper output)
         foreach (var id in first.Take(2)) Assert.True((await ingest.Http.DeleteAsync(id, null)).IsSuccessStatusCode);
         var patched = await ingest.Http.PatchAsync(first[2], """[{"op":"replace","path":"/Tags","value":"<moved>"}]""");
         Assert.True(patched.IsSuccessStatusCode, await patched.Content.ReadAsStringAsync());
+        // waitForNonStaleResults covers what is on magpie.changes: first the relay publishes the writes.
+        await RelayCaughtUpAsync(ingest);
         foreach (var q in new[] { pairQuery, soloQuery })
         {
             var after = await QueryAsync(q, all + " where Tags = 'discussion'");
@@ -197,6 +199,16 @@ public sealed class KafkaIndexerTests(ITestOutputHelper output)
         var response = await q.Http.PostAsJsonAsync("streams/queries", new { query = rql });
         Assert.True(response.IsSuccessStatusCode, await response.Content.ReadAsStringAsync());
         return (await response.Content.ReadAsStringAsync()).Split('\n', StringSplitOptions.RemoveEmptyEntries).Select(l => Id(JsonDocument.Parse(l).RootElement)).ToList();
+    }
+
+    private static async Task RelayCaughtUpAsync(MagpieProcess ingest)
+    {
+        var deadline = DateTime.UtcNow + TimeSpan.FromSeconds(30);
+        while ((await ingest.Http.GetFromJsonAsync<JsonElement>("stats/pipeline")).GetProperty("relay").GetProperty("lagEtags").GetInt64() > 0)
+        {
+            Assert.True(DateTime.UtcNow < deadline, "the relay did not publish the writes within 30 s");
+            await Task.Delay(20);
+        }
     }
 
     private static async Task<List<int>> Partitions(MagpieProcess indexer)
