@@ -29,8 +29,6 @@ public sealed class ReduceTree(string key, Func<string, IReadOnlyList<string>, s
     private Node? _root;
     private bool _broken;
 
-    public string Key => key;
-
     /// <summary>Map entries in the tree.</summary>
     public long Count { get; private set; }
 
@@ -124,28 +122,28 @@ public sealed class ReduceTree(string key, Func<string, IReadOnlyList<string>, s
     {
         // The rightmost node one level above the new one, if the tree is that tall.
         var parent = Rightmost(Depth - 2 - level);
-        if (parent is not null && parent.Children.Count < fanOut)
-        {
-            parent.Children.Add(node);
-            node.Parent = parent;
-            return;
-        }
         if (parent is null)
         {
             // The root is at this node's level: a new root above both.
             var root = new Node();
-            root.Children.Add(_root!);
-            _root!.Parent = root;
-            root.Children.Add(node);
-            node.Parent = root;
+            Adopt(root, _root!);
+            Adopt(root, node);
             _root = root;
             Depth++;
-            return;
         }
-        var sibling = new Node();
-        sibling.Children.Add(node);
-        node.Parent = sibling;
-        Attach(sibling, level + 1);
+        else if (parent.Children.Count < fanOut) Adopt(parent, node);
+        else
+        {
+            var sibling = new Node();
+            Adopt(sibling, node);
+            Attach(sibling, level + 1);
+        }
+    }
+
+    private static void Adopt(Node parent, Node child)
+    {
+        parent.Children.Add(child);
+        child.Parent = parent;
     }
 
     /// <summary>The rightmost node at <paramref name="levelsBelowRoot"/> below the root (0 = the root); null if below zero.</summary>

@@ -1,4 +1,5 @@
 using System.Buffers;
+using System.Collections.Concurrent;
 using System.Text;
 using Confluent.Kafka;
 using Magpie.Contracts;
@@ -21,7 +22,7 @@ public sealed class ChangeRelay(ChangeLogTail tail, IngestOptions options, ILogg
     private readonly RelayPosition _position = new(Path.Combine(options.DataDir, "relay"));
     private long _published;
     private long _confirmedEtag = -1;
-    private readonly System.Collections.Concurrent.ConcurrentDictionary<int, long> _confirmedEnds = new();
+    private readonly ConcurrentDictionary<int, long> _confirmedEnds = new();
 
     /// <summary>
     /// Waits until Kafka confirmed every change up to <paramref name="etag"/>; returns, per partition of
