@@ -161,7 +161,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
         {
             attempt.Cancel();
             await mapping.ContinueWith(_ => { }, TaskScheduler.Default);
-            await _committing; // never failing: its failure is kept for the next write
+            await _committing; // lets the commit asked for finish; never failing: its failure is kept for the next write
         }
     }
 
@@ -243,12 +243,13 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
         {
             if (_commitFailure is { } failed) { _commitFailure = null; throw new LuceneException($"commit failed: {failed.Message}"); }
             _nextCommit = (number, Commit(batch.Source.After, lastEtag));
-            if (_committing.IsCompleted) _committing = Task.Run(() => CommitLoopAsync(index, ct), CancellationToken.None);
+            // Not cancelled with the worker: a stop waits for the commit asked for (short), so a restart does not redo that work.
+            if (_committing.IsCompleted) _committing = Task.Run(() => CommitLoopAsync(index), CancellationToken.None);
         }
     }
 
     /// <summary>Commits the newest requested position until none is waiting: one commit in flight, the latest request next.</summary>
-    private async Task CommitLoopAsync(LuceneIndex index, CancellationToken ct)
+    private async Task CommitLoopAsync(LuceneIndex index)
     {
         while (true)
         {
@@ -259,7 +260,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
                 (next, _nextCommit) = (n, null);
             }
             var started = Stopwatch.GetTimestamp();
-            try { await index.CommitAsync(next.Data, ct); }
+            try { await index.CommitAsync(next.Data); }
             catch (Exception e)
             {
                 lock (_commitLock) { _commitFailure = e; _nextCommit = null; }
