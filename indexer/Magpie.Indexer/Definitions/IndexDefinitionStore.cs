@@ -40,8 +40,6 @@ public sealed partial class IndexDefinitionStore(IIndexDefinitionLog log) : IHos
     {
         if (!NamePattern().IsMatch(name))
             throw new IndexDefinitionException(400, $"'{name}' is not a valid index name: 1-100 letters, digits, '/', '.', '_' or '-', starting with a letter or digit, not ending in /stats or /reset");
-        if (definition.Reduce is not null && log is KafkaDefinitionLog)
-            throw new IndexDefinitionException(400, "map/reduce indexes run embedded only for now (Kafka mode needs map output repartitioned by reduce key, not built yet)");
         foreach (var (field, options) in definition.Fields)
             if (options.Indexing is not (IndexFieldOptions.Search or IndexFieldOptions.Exact or IndexFieldOptions.No))
                 throw new IndexDefinitionException(400, $"fields.{field}.indexing must be \"search\", \"exact\" or \"no\", got '{options.Indexing}'");

@@ -1,8 +1,11 @@
 using System.Security.Cryptography;
 using System.Text;
 using Magpie.Contracts.Indexes;
+using Magpie.Contracts.Changes;
 using Magpie.Indexer.Definitions;
+using Magpie.Indexer.Indexing.Stages;
 using Magpie.Indexer.Lucene;
+using Magpie.Indexer.MapReduce;
 using Magpie.Indexer.Shards;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
@@ -20,7 +23,13 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
     : IHostedService, IAsyncDisposable, IIndexWaiter
 {
     private readonly SemaphoreSlim _gate = new(1, 1);
-    private readonly Dictionary<(string Name, int Shard), (IndexDefinition Definition, IndexWorker Worker)> _workers = [];
+    private readonly Dictionary<WorkerKey, (IndexDefinition Definition, IndexWorker Worker)> _workers = [];
+
+    /// <summary>
+    /// A worker of one index on one shard. <see cref="MapSide"/>: Kafka mode's map stage of a map/reduce index (publishes to the
+    /// mapped topic); the other worker of that shard (reduce side) holds the results. Every other index has just the one.
+    /// </summary>
+    private readonly record struct WorkerKey(string Name, int Shard, bool MapSide = false);
     private readonly ILogger _log = logs.CreateLogger("Magpie.Indexes");
     private LuceneHostProcess? _host;
     private string? _hostFailure;
@@ -36,10 +45,10 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
 
     public async Task StopAsync(CancellationToken cancellationToken) => await DisposeAsync();
 
-    /// <summary>The running workers of an index, one per owned shard, by shard number (empty if none run here).</summary>
+    /// <summary>The running workers holding an index's results, one per owned shard, by shard number (empty if none run here).</summary>
     public IReadOnlyList<IndexWorker> Workers(string name)
     {
-        lock (_workers) return _workers.Where(w => w.Key.Name == name).OrderBy(w => w.Key.Shard).Select(w => w.Value.Worker).ToList();
+        lock (_workers) return _workers.Where(w => w.Key.Name == name && !w.Key.MapSide).OrderBy(w => w.Key.Shard).Select(w => w.Value.Worker).ToList();
     }
 
     public async Task<bool> WaitForEtagAsync(long etag, TimeSpan timeout, CancellationToken ct = default)
@@ -51,18 +60,24 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
     }
 
     /// <summary>
-    /// Kafka mode, read-your-writes for another process's write: true once every index has consumed each partition
-    /// of <paramref name="target"/> (partition → next offset) up to its offset; false on timeout, or when this
-    /// process doesn't hold one of those partitions (anymore) or hasn't started an index on it yet.
+    /// Kafka mode, read-your-writes for another process's write: true once every index here has seen each partition of
+    /// <paramref name="target"/> (partition → next offset) up to its offset — map indexes on the shards of those
+    /// partitions, the reduce side of map/reduce indexes on every shard here (any map stage may feed it); false on
+    /// timeout, or when this process doesn't hold one of those partitions (anymore) or hasn't started an index on it yet.
+    /// The caller asks every indexer of the group and makes sure each partition of the target is owned by one of them.
     /// </summary>
     public async Task<bool> WaitForPositionsAsync(IReadOnlyDictionary<int, long> target, TimeSpan timeout, CancellationToken ct = default)
     {
-        if (target.Keys.Any(p => !shards.Owned.Contains(p))) return false;
-        List<IndexWorker> workers;
-        lock (_workers) workers = _workers.Values.Select(w => w.Worker).Where(w => target.ContainsKey(w.Shard)).ToList();
-        if (workers.Count != definitions.Current.Count * target.Count) return false;
-        var results = await Task.WhenAll(workers.Select(w =>
-            w.WaitForPositionAsync(new Dictionary<string, long> { [w.Shard.ToString()] = target[w.Shard] }, timeout, ct)));
+        var owned = shards.Owned;
+        var all = target.ToDictionary(t => t.Key.ToString(), t => t.Value);
+        List<(WorkerKey Key, IndexWorker Worker)> workers;
+        lock (_workers) workers = _workers.Select(w => (w.Key, w.Value.Worker)).ToList();
+        foreach (var (name, definition) in definitions.Current)
+        foreach (var shard in owned)
+            if (!workers.Any(w => w.Key.Name == name && w.Key.Shard == shard)) return false;   // not started here yet
+        var results = await Task.WhenAll(workers.Select(w => w.Worker.Covers(all) is { Count: > 0 } asked
+            ? w.Worker.WaitForPositionAsync(asked, timeout, ct)
+            : Task.FromResult(true)));
         return results.All(r => r);
     }
 
@@ -95,7 +110,7 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
             if (_disposed) return;   // a shard revoked while shutting down must not start anything
             var current = definitions.Current;
             var owned = shards.Owned;
-            List<(string Name, int Shard)> running;
+            List<WorkerKey> running;
             lock (_workers) running = [.. _workers.Keys];
             foreach (var key in running)
             {
@@ -107,15 +122,40 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
             foreach (var (name, definition) in current)
             foreach (var shard in owned)
             {
-                if (_workers.ContainsKey((name, shard))) continue;
+                if (_workers.Keys.Any(k => k.Name == name && k.Shard == shard)) continue;
                 if (HostOrNull() is not { } host) continue;
-                var worker = new IndexWorker(name, definition, shards.FeedOf(shard), host, DirectoryOf(name, shard), options.ScriptLimits, _log,
-                    options.BatchSize, storeSource: options.StoreSource) { Shard = shard };
-                lock (_workers) _workers[(name, shard)] = (definition, worker);
-                worker.Start();
+                foreach (var (key, worker) in await WorkersForAsync(name, definition, shard, host))
+                {
+                    lock (_workers) _workers[key] = (definition, worker);
+                    worker.Start();
+                }
             }
         }
         finally { _gate.Release(); }
+    }
+
+    /// <summary>
+    /// The workers of one index on one shard: a map index, or an embedded map/reduce index, is one worker on the shard's
+    /// feed. Kafka mode splits a map/reduce index in two: the map side reads the changes and publishes to the mapped
+    /// topic, the reduce side reads the same partition number of the mapped topic and holds the results.
+    /// </summary>
+    private async Task<List<(WorkerKey, IndexWorker)>> WorkersForAsync(string name, IndexDefinition definition, int shard, LuceneHostProcess host)
+    {
+        IndexWorker Worker(IChangeFeed feed, string directory, Func<IndexStatus, IIndexStage> stage) =>
+            new(name, definition, feed, host, directory, stage, _log, options.BatchSize) { Shard = shard };
+        var limits = options.ScriptLimits;
+        if (definition.Reduce is null)
+            return [(new WorkerKey(name, shard), Worker(shards.FeedOf(shard), DirectoryOf(name, shard), s => new MapStage(definition, limits, s, options.StoreSource)))];
+        if (shards.Mapped is not { } mapped)
+            return [(new WorkerKey(name, shard), Worker(shards.FeedOf(shard), DirectoryOf(name, shard), s => new LocalMapReduceStage(definition, limits, s)))];
+        var topic = MappedTopics.TopicOf(name, definition);
+        await mapped.EnsureAsync(topic, CancellationToken.None);
+        return
+        [
+            (new WorkerKey(name, shard, MapSide: true),
+                Worker(shards.FeedOf(shard), DirectoryOf(name, shard) + "-map", s => new MappedTopicStage(definition, limits, s, mapped, topic, shard))),
+            (new WorkerKey(name, shard), Worker(mapped.FeedOf(topic, shard), DirectoryOf(name, shard), s => new TopicReduceStage(definition, limits, s))),
+        ];
     }
 
     private LuceneHostProcess? HostOrNull()
@@ -134,12 +174,12 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
         return _host;
     }
 
-    private List<(string, int)> KeysOf(string name)
+    private List<WorkerKey> KeysOf(string name)
     {
         lock (_workers) return _workers.Keys.Where(k => k.Name == name).ToList();
     }
 
-    private async Task StopWorkerAsync((string Name, int Shard) key)
+    private async Task StopWorkerAsync(WorkerKey key)
     {
         (IndexDefinition, IndexWorker) entry;
         lock (_workers)
@@ -168,7 +208,7 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
         try
         {
             _disposed = true;
-            List<(string, int)> keys;
+            List<WorkerKey> keys;
             lock (_workers) keys = [.. _workers.Keys];
             foreach (var key in keys) await StopWorkerAsync(key);
             await shards.DisposeAsync();

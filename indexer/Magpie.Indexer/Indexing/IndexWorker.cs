@@ -1,32 +1,27 @@
 using System.Diagnostics;
 using System.Security.Cryptography;
-using System.Text;
 using System.Text.Json;
 using System.Threading.Channels;
 using Magpie.Contracts.Changes;
 using Magpie.Contracts.Indexes;
+using Magpie.Indexer.Indexing.Stages;
 using Magpie.Indexer.Lucene;
-using Magpie.Indexer.MapReduce;
-using Magpie.Indexer.Maps;
-using Magpie.Scripting;
 using Microsoft.Extensions.Logging;
 
 namespace Magpie.Indexer.Indexing;
 
 /// <summary>
-/// Keeps one map index current: reads the change feed from the position in the index's last commit, runs
-/// the maps, writes the batch to Lucene (a document's entries replace its old ones; deletes remove them),
-/// refreshes the NRT searcher, and commits now and then with the new position in the commit's user data. After a crash
-/// it resumes from the last commit and re-applies what followed, which replaces the same entries again —
-/// so the index equals a fresh rebuild. A commit made by another definition (a changed index) is wiped and
-/// rebuilt from the beginning of the feed.
+/// Keeps one index current: reads the change feed from the position in the index's last commit, passes each batch
+/// through its stage (<see cref="IIndexStage"/>: the maps, or map/reduce), writes the result to Lucene, refreshes the
+/// NRT searcher, and commits now and then with the new position in the commit's user data. After a crash it resumes
+/// from the last commit (the stage reloads the state it keeps beside the entries) and re-applies what followed, which
+/// replaces the same entries again — so the index equals a fresh rebuild. A commit made by another definition (a
+/// changed index) is wiped and rebuilt from the beginning of the feed.
 /// </summary>
-/// <param name="storeSource">Keep each document (with its metadata) in its entries as <see cref="SourceField"/>:
-/// Kafka-mode indexers have no document store beside them, so query results come from the index.</param>
 public sealed class IndexWorker(string name, IndexDefinition definition, IChangeFeed feed, LuceneHostProcess host, string directory,
-    ScriptLimits limits, ILogger log, int batchSize = 4096, bool storeSource = false) : IAsyncDisposable
+    Func<IndexStatus, IIndexStage> stages, ILogger log, int batchSize = 4096) : IAsyncDisposable
 {
-    public const string PositionKey = "magpie.position", EtagKey = "magpie.etag", DefinitionKey = "magpie.definition";
+    public const string PositionKey = "magpie.position", EtagKey = "magpie.etag", DefinitionKey = "magpie.definition", SourceKey = "magpie.source";
     public const string SourceField = "@source";
 
     private readonly CancellationTokenSource _stop = new();
@@ -34,6 +29,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
     private readonly List<(long Etag, TaskCompletionSource Done)> _waiters = [];
     private Task _loop = Task.CompletedTask;
     private ChangeFeedPosition _position = ChangeFeedPosition.Beginning;
+    private ChangeFeedPosition? _sourcePosition;
     private long _lastCommit = Stopwatch.GetTimestamp();
     private readonly Lock _commitLock = new();
     private Task _committing = Task.CompletedTask;
@@ -51,11 +47,21 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
     /// <summary>How far the index has consumed its feed (committed and searchable).</summary>
     public ChangeFeedPosition Position => Volatile.Read(ref _position);
 
-    /// <summary>Completes when the index has consumed its feed up to <paramref name="target"/> (per source partition); false on timeout.</summary>
+    /// <summary>
+    /// How far the index has seen the source partitions: its feed position, or for a worker fed by every partition (the
+    /// reduce side of Kafka mode) the map stages' watermarks that reached it. What staleness is measured against.
+    /// </summary>
+    public ChangeFeedPosition SourcePosition => Volatile.Read(ref _sourcePosition) ?? Position;
+
+    /// <summary>The part of a target (source partition → offset) this worker answers for: its own shard, or all of it when fed by every partition.</summary>
+    public Dictionary<string, long> Covers(IReadOnlyDictionary<string, long> target) =>
+        _sourcePosition is not null || Shard == Shards.IIndexShards.All ? new(target) : target.Where(t => t.Key == Shard.ToString()).ToDictionary();
+
+    /// <summary>Completes when the index has seen its source up to <paramref name="target"/> (per source partition); false on timeout.</summary>
     public async Task<bool> WaitForPositionAsync(IReadOnlyDictionary<string, long> target, TimeSpan timeout, CancellationToken ct = default)
     {
         var deadline = DateTime.UtcNow + timeout;
-        while (!Reached(Position, target))
+        while (!Reached(SourcePosition, target))
         {
             if (DateTime.UtcNow >= deadline) return false;
             await Task.Delay(5, ct);
@@ -104,18 +110,17 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
 
     private async Task RunAsync(CancellationToken ct)
     {
-        using var maps = MapScript.Compile(definition.Maps, limits);
-        using var reduce = definition.Reduce is { } r ? ReduceScript.Compile(r, limits) : null;
         var delay = TimeSpan.FromSeconds(1);
         while (!ct.IsCancellationRequested)
         {
             try
             {
+                using var stage = stages(Status);
                 Index ??= await LuceneIndex.OpenAsync(host, directory, ct);
-                var position = await ResumeAsync(Index, ct);
+                var position = await ResumeAsync(Index, stage, ct);
                 _position = position;
                 ReleaseWaiters(Status.IndexedEtag);
-                await IndexFromAsync(Index, maps, reduce, position, ct);
+                await IndexFromAsync(Index, stage, position, ct);
             }
             catch (OperationCanceledException) when (ct.IsCancellationRequested) { break; }
             catch (Exception e)
@@ -129,16 +134,14 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
     }
 
     /// <summary>
-    /// Two stages, so the JS maps (here) and Lucene (in the Java host) work at the same time: batch n+1 is
-    /// read and mapped while batch n is written and committed. One mapped batch waits at most.
+    /// Two loops, so the JS maps (here) and Lucene (in the Java host) work at the same time: batch n+1 is read and
+    /// mapped while batch n is applied (reduced), written and committed. At most <see cref="IIndexStage.MapAhead"/> mapped batches wait.
     /// </summary>
-    private async Task IndexFromAsync(LuceneIndex index, MapScript maps, ReduceScript? reduce, ChangeFeedPosition position, CancellationToken ct)
+    private async Task IndexFromAsync(LuceneIndex index, IIndexStage stage, ChangeFeedPosition position, CancellationToken ct)
     {
-        // Map/reduce: the map results per key live in memory, built from the feed's beginning (ResumeAsync rebuilt the index).
-        var reduceState = reduce is null ? null : new ReduceState(reduce);
         using var attempt = CancellationTokenSource.CreateLinkedTokenSource(ct);
         lock (_commitLock) _commitFailure = null;
-        var mapped = Channel.CreateBounded<MappedBatch>(new BoundedChannelOptions(1) { SingleReader = true, SingleWriter = true });
+        var mapped = Channel.CreateBounded<MappedBatch>(new BoundedChannelOptions(stage.MapAhead) { SingleReader = true, SingleWriter = true });
         var mapping = Task.Run(async () =>
         {
             try
@@ -146,7 +149,10 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
                 var waited = Stopwatch.GetTimestamp();
                 await foreach (var batch in feed.ReadAsync(position, batchSize, attempt.Token))
                 {
-                    await mapped.Writer.WriteAsync(Map(maps, reduceState, batch, Stopwatch.GetElapsedTime(waited)), attempt.Token);
+                    var read = Ms(Stopwatch.GetElapsedTime(waited));
+                    var started = Stopwatch.GetTimestamp();
+                    var result = stage.Map(batch);
+                    await mapped.Writer.WriteAsync(result with { ReadMs = read, MapMs = Ms(Stopwatch.GetElapsedTime(started)) }, attempt.Token);
                     waited = Stopwatch.GetTimestamp();
                 }
                 mapped.Writer.Complete();
@@ -155,7 +161,8 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
         }, attempt.Token);
         try
         {
-            await foreach (var batch in mapped.Reader.ReadAllAsync(attempt.Token)) await WriteAsync(index, batch, moreWaiting: mapped.Reader.Count > 0, attempt.Token);
+            await foreach (var batch in mapped.Reader.ReadAllAsync(attempt.Token))
+                await WriteAsync(index, await stage.ApplyAsync(batch, attempt.Token), moreWaiting: mapped.Reader.Count > 0, attempt.Token);
         }
         finally
         {
@@ -165,56 +172,28 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
         }
     }
 
-    /// <summary>Where the last commit says this index got to; a commit of another definition is wiped first.</summary>
-    private async Task<ChangeFeedPosition> ResumeAsync(LuceneIndex index, CancellationToken ct)
+    /// <summary>
+    /// Where the last commit says this index got to, with the stage's state reloaded; a commit of another definition
+    /// is wiped first and the index starts from the beginning of its feed.
+    /// </summary>
+    private async Task<ChangeFeedPosition> ResumeAsync(LuceneIndex index, IIndexStage stage, CancellationToken ct)
     {
         var state = await index.StateAsync(ct);
         var data = state.CommitData;
-        if (data.GetValueOrDefault(DefinitionKey) != _fingerprint || definition.Reduce is not null)
+        _sourcePosition = stage.FedByAllPartitions ? ChangeFeedPosition.Beginning : null;
+        if (data.GetValueOrDefault(DefinitionKey) != _fingerprint)
         {
-            if (definition.Reduce is not null) log.LogInformation("index {Index}: map/reduce, building its reduce state from the beginning of the feed", name);
-            else if (data.Count > 0) log.LogInformation("index {Index}: definition changed, rebuilding from the beginning", name);
+            if (data.Count > 0) log.LogInformation("index {Index}: definition changed, rebuilding from the beginning", name);
             await index.DeleteAllAsync(ct);
             await index.CommitAsync(Commit(ChangeFeedPosition.Beginning, 0), ct);
             Status.Resumed(0, 0);
             return ChangeFeedPosition.Beginning;
         }
+        await stage.LoadAsync(index, ct);
+        if (stage.FedByAllPartitions && data.TryGetValue(SourceKey, out var source))
+            _sourcePosition = new ChangeFeedPosition(JsonSerializer.Deserialize<Dictionary<string, long>>(source)!);
         Status.Resumed(long.Parse(data[EtagKey]), state.Entries);
         return new ChangeFeedPosition(JsonSerializer.Deserialize<Dictionary<string, long>>(data[PositionKey])!);
-    }
-
-    /// <summary>A batch after the maps: what to delete, what to write, and what it took so far.</summary>
-    private sealed record MappedBatch(ChangeBatch Source, List<string> Deletes, List<IndexedDocument> Documents, int Entries, double ReadMs, double MapMs);
-
-    private MappedBatch Map(MapScript maps, ReduceState? reduce, ChangeBatch batch, TimeSpan read)
-    {
-        var started = Stopwatch.GetTimestamp();
-        // The last change of each document in the batch decides; earlier ones are superseded.
-        var latest = new Dictionary<string, ChangeEvent>(StringComparer.Ordinal);
-        foreach (var change in batch.Changes)
-            if (maps.Collections.Contains(change.Collection)) latest[change.Id] = change;
-        if (reduce is not null) return MapReduce(maps, reduce, batch, latest.Values, read, started);
-        var deletes = new List<string>();
-        var documents = new List<IndexedDocument>();
-        var entries = 0;
-        foreach (var change in latest.Values)
-        {
-            if (change.Op == ChangeOp.Delete) { deletes.Add(change.Id); continue; }
-            try
-            {
-                var mapped = maps.Run(change).Select(e => EntryFields.From(e, definition)).ToList();
-                if (storeSource) mapped = WithSource(mapped, change);
-                entries += mapped.Count;
-                documents.Add(new IndexedDocument(change.Id, mapped));
-            }
-            catch (ScriptRunException e)
-            {
-                // Recorded and skipped; its old entries go, so the index never shows a version the map can't produce.
-                Status.Error(change.Id, e.Message);
-                documents.Add(new IndexedDocument(change.Id, []));
-            }
-        }
-        return new MappedBatch(batch, deletes, documents, entries, Ms(read), Ms(Stopwatch.GetElapsedTime(started)));
     }
 
     /// <summary>
@@ -233,6 +212,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
         var searchable = Stopwatch.GetElapsedTime(started);
         var lastEtag = Math.Max(Status.IndexedEtag, batch.Source.Changes.Max(c => c.Etag));
         _position = batch.Source.After;
+        if (batch.Watermarks is { } marks) _sourcePosition = Advanced(SourcePosition, marks);
         var state = await index.StateAsync(ct);
         var number = Status.Batch(new IndexBatchStats(DateTimeOffset.UtcNow, batch.Source.Changes.Count, batch.Documents.Count + batch.Deletes.Count, batch.Entries,
             batch.ReadMs, batch.MapMs, Ms(searchable), 0), lastEtag, state.Entries);
@@ -270,45 +250,24 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
         }
     }
 
-    /// <summary>
-    /// A map/reduce batch: each document's map results replace what it contributed before, then only the keys
-    /// the batch touched are re-reduced (their reduce trees); results replace their key's entry, a key left
-    /// without entries is deleted. A document whose map or key throws is recorded and contributes nothing.
-    /// </summary>
-    private MappedBatch MapReduce(MapScript maps, ReduceState reduce, ChangeBatch batch, IEnumerable<ChangeEvent> changes, TimeSpan read, long started)
+    private Dictionary<string, string> Commit(ChangeFeedPosition position, long etag)
     {
-        foreach (var change in changes)
+        var data = new Dictionary<string, string>
         {
-            if (change.Op == ChangeOp.Delete) { reduce.Delete(change.Id); continue; }
-            try { reduce.Put(change.Id, maps.RunJson(change)); }
-            catch (ScriptRunException e)
-            {
-                Status.Error(change.Id, e.Message);
-                reduce.Delete(change.Id);
-            }
-        }
-        var (results, gone, failed) = reduce.Flush();
-        foreach (var (key, message) in failed) Status.Error($"reduce key {key}", message);
-        var documents = results.Select(r => new IndexedDocument(r.Key,
-            [new IndexEntry([.. EntryFields.From(ReduceState.EntryOf(r.Result), definition).Fields, new StoredField(SourceField, r.Result)])])).ToList();
-        return new MappedBatch(batch, gone, documents, documents.Count, Ms(read), Ms(Stopwatch.GetElapsedTime(started)));
+            [PositionKey] = JsonSerializer.Serialize(position.Next),
+            [EtagKey] = etag.ToString(),
+            [DefinitionKey] = _fingerprint,
+        };
+        if (_sourcePosition is { } source) data[SourceKey] = JsonSerializer.Serialize(source.Next);
+        return data;
     }
 
-    private static List<IndexEntry> WithSource(List<IndexEntry> entries, ChangeEvent change)
+    private static ChangeFeedPosition Advanced(ChangeFeedPosition position, IReadOnlyDictionary<string, long> marks)
     {
-        var buffer = new System.Buffers.ArrayBufferWriter<byte>();
-        using (var w = new Utf8JsonWriter(buffer))
-            Contracts.Documents.DocumentMetadata.WriteWithMetadata(w, change.Document!.Value, change.Id, change.Collection, change.Etag, change.LastModified);
-        var source = new StoredField(SourceField, Encoding.UTF8.GetString(buffer.WrittenSpan));
-        return entries.Select(e => new IndexEntry([.. e.Fields, source])).ToList();
+        var next = new Dictionary<string, long>(position.Next);
+        foreach (var (partition, offset) in marks) next[partition] = Math.Max(offset, next.GetValueOrDefault(partition));
+        return new ChangeFeedPosition(next);
     }
-
-    private Dictionary<string, string> Commit(ChangeFeedPosition position, long etag) => new()
-    {
-        [PositionKey] = JsonSerializer.Serialize(position.Next),
-        [EtagKey] = etag.ToString(),
-        [DefinitionKey] = _fingerprint,
-    };
 
     private void ReleaseWaiters(long etag)
     {

@@ -40,3 +40,23 @@ public sealed record IndexEntry(IReadOnlyList<IndexField> Fields);
 
 /// <summary>A source document's entries: writing it replaces whatever entries the id had.</summary>
 public sealed record IndexedDocument(string Id, IReadOnlyList<IndexEntry> Entries);
+
+/// <summary>
+/// An index's own state kept beside its results (one map result of a map/reduce index: reduce key, source document,
+/// the values as a JSON array, or null where only the key is kept). Written as an entry searches never match
+/// (LuceneHost's <c>@state</c>), so it commits atomically with the results and the position.
+/// </summary>
+public sealed record StateEntry(string Key, string Source, string? Values)
+{
+    /// <summary>The entry's Lucene id: one per (key, source); control characters never occur in keys or document ids.</summary>
+    public string Id => IdOf(Key, Source);
+
+    public static string IdOf(string key, string source) => $"\u0001{key}\u0001{source}";
+
+    public IndexedDocument ToDocument()
+    {
+        List<IndexField> fields = [new KeywordField("@state", "1"), new StoredField("@state.key", Key), new StoredField("@state.source", Source)];
+        if (Values is not null) fields.Add(new StoredField("@state.values", Values));
+        return new IndexedDocument(Id, [new IndexEntry(fields)]);
+    }
+}

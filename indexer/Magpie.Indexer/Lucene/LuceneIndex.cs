@@ -86,6 +86,27 @@ public sealed class LuceneIndex
 
     public async Task ReleaseSnapshotAsync(long snapshot) => await _host.CallAsync(LuceneProtocol.Release, w => w.Long(snapshot));
 
+    /// <summary>
+    /// Every state entry (<see cref="StateEntry"/>) as of now, a page at a time from one snapshot: what a map/reduce
+    /// index reloads when it starts, instead of replaying its feed.
+    /// </summary>
+    public async IAsyncEnumerable<StateEntry> ScanStateAsync([System.Runtime.CompilerServices.EnumeratorCancellation] CancellationToken ct = default)
+    {
+        var snapshot = await AcquireSnapshotAsync(ct);
+        try
+        {
+            for (var from = 0; from >= 0;)
+            {
+                var r = await _host.CallAsync(LuceneProtocol.ScanState, w => w.Long(snapshot).Int(from).Int(8192), ct);
+                from = r.Int();
+                var page = new StateEntry[r.Int()];
+                for (var i = 0; i < page.Length; i++) page[i] = new StateEntry(r.String()!, r.String()!, r.String());
+                foreach (var e in page) yield return e;
+            }
+        }
+        finally { await ReleaseSnapshotAsync(snapshot); }
+    }
+
     public async Task CloseAsync() => await _host.CallAsync(LuceneProtocol.Close, w => w.Int(_handle));
 
     public async Task<SearchPage> SearchAsync(SearchRequest request, CancellationToken ct = default)

@@ -1,42 +1,62 @@
 using System.Text.Json;
+using Magpie.Indexer.Lucene;
 using Magpie.Indexer.Maps;
 
 namespace Magpie.Indexer.MapReduce;
 
 /// <summary>
-/// The map results of a map/reduce index, per reduce key and source document, in one <see cref="ReduceTree"/>
-/// per key. A document's change replaces what it contributed (to the keys it maps to now, and removes it from
-/// keys it no longer maps to); <see cref="Flush"/> re-reduces only the keys a batch touched and says which
-/// results changed and which keys are gone. Held in memory: a map/reduce index rebuilds it from the change
-/// feed when it starts.
+/// The reduce side of a map/reduce index: the map results per reduce key and source document, one
+/// <see cref="ReduceTree"/> per key. <see cref="Apply"/> replaces what a document contributes to a key;
+/// <see cref="Flush"/> re-reduces only the keys touched since the last flush and returns the new results, the keys
+/// that are gone, and the state entries to write beside them (so the state commits with the results and the
+/// position, and a restart reloads it with <see cref="Load"/> instead of replaying the feed).
 /// </summary>
 public sealed class ReduceState(ReduceScript reduce, int pageSize = 1024, int fanOut = 256)
 {
     private readonly Dictionary<string, ReduceTree> _trees = new(StringComparer.Ordinal);
-    private readonly Dictionary<string, HashSet<string>> _keysOf = new(StringComparer.Ordinal);
     private readonly HashSet<string> _touched = new(StringComparer.Ordinal);
+    private readonly Dictionary<string, StateEntry?> _stateWrites = new(StringComparer.Ordinal);
 
     public int Keys => _trees.Count;
 
-    /// <summary>Document <paramref name="documentId"/> now maps to <paramref name="entries"/> (JSON; none = it contributes nothing). Throws <see cref="Scripting.ScriptRunException"/> for a key the reduce can't compute.</summary>
-    public void Put(string documentId, IReadOnlyList<string> entries)
+    /// <summary>A committed state entry, read back when the index opens (results are already in the index).</summary>
+    public void Load(StateEntry entry)
     {
-        // Keys first: a throwing key function leaves the document's old contribution as it was.
-        var byKey = entries.GroupBy(reduce.KeyOf, StringComparer.Ordinal).ToDictionary(g => g.Key, g => (IReadOnlyList<string>)g.ToList(), StringComparer.Ordinal);
-        var before = _keysOf.GetValueOrDefault(documentId) ?? [];
-        foreach (var gone in before.Where(k => !byKey.ContainsKey(k))) Tree(gone).Remove(documentId);
-        foreach (var (key, values) in byKey) Tree(key).Put(documentId, values);
-        if (byKey.Count == 0) _keysOf.Remove(documentId);
-        else _keysOf[documentId] = byKey.Keys.ToHashSet(StringComparer.Ordinal);
+        var tree = Tree(entry.Key);
+        tree.Put(entry.Source, MappedChange.ParseValues(entry.Values));
+        _touched.Remove(entry.Key);
     }
 
-    public void Delete(string documentId) => Put(documentId, []);
+    /// <summary>After loading: reduces every key once, so later updates re-reduce only their path (results are not returned: the index has them).</summary>
+    public void Loaded()
+    {
+        foreach (var tree in _trees.Values)
+            try { tree.Reduce(); }
+            catch (Scripting.ScriptRunException) { }   // the key's failure was recorded when it happened; its next change retries
+    }
+
+    public void Apply(MappedChange change)
+    {
+        var id = StateEntry.IdOf(change.Key, change.Source);
+        if (change.Removes)
+        {
+            if (!_trees.ContainsKey(change.Key)) return;
+            Tree(change.Key).Remove(change.Source);
+            _stateWrites[id] = null;
+        }
+        else
+        {
+            Tree(change.Key).Put(change.Source, change.Values);
+            _stateWrites[id] = new StateEntry(change.Key, change.Source, change.ValuesJson);
+        }
+    }
 
     /// <summary>
     /// Re-reduces the keys touched since the last flush: the new results (key, JSON), the keys left without entries,
-    /// and keys whose aggregate threw (no result until a later change reduces them again).
+    /// keys whose aggregate threw (no result until a later change reduces them again), and the state entries to
+    /// write (null: delete that entry id).
     /// </summary>
-    public (List<(string Key, string Result)> Results, List<string> Gone, List<(string Key, string Error)> Failed) Flush()
+    public ReduceFlush Flush()
     {
         var results = new List<(string, string)>();
         var gone = new List<string>();
@@ -60,7 +80,9 @@ public sealed class ReduceState(ReduceScript reduce, int pageSize = 1024, int fa
             }
         }
         _touched.Clear();
-        return (results, gone, failed);
+        var state = _stateWrites.ToList();
+        _stateWrites.Clear();
+        return new ReduceFlush(results, gone, failed, state);
     }
 
     private ReduceTree Tree(string key)
@@ -88,3 +110,7 @@ public sealed class ReduceState(ReduceScript reduce, int pageSize = 1024, int fa
         _ => null,
     };
 }
+
+/// <summary>What a <see cref="ReduceState.Flush"/> produced: results to write, keys gone, keys that failed, state entries (id → entry, null = delete).</summary>
+public sealed record ReduceFlush(List<(string Key, string Result)> Results, List<string> Gone, List<(string Key, string Error)> Failed,
+    List<KeyValuePair<string, StateEntry?>> State);

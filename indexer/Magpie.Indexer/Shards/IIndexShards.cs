@@ -22,6 +22,9 @@ public interface IIndexShards : IAsyncDisposable
     IChangeFeed FeedOf(int shard);
 
     Task StartAsync(CancellationToken ct);
+
+    /// <summary>Kafka mode: the topics that carry map output to the reduce keys' owners; null when embedded (map and reduce share a worker).</summary>
+    MapReduce.MappedTopics? Mapped => null;
 }
 
 /// <summary>Embedded mode: the whole change feed is one shard.</summary>

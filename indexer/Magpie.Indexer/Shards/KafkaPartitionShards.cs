@@ -28,6 +28,8 @@ public sealed class KafkaPartitionShards(string bootstrapServers, string group, 
 
     public event Action? Changed;
 
+    public MapReduce.MappedTopics Mapped { get; } = new(bootstrapServers, partitions, replicationFactor, log);
+
     public IChangeFeed FeedOf(int shard) => new KafkaChangeFeed(bootstrapServers, Topics.Changes, shard);
 
     public async Task StartAsync(CancellationToken ct)
@@ -85,6 +87,7 @@ public sealed class KafkaPartitionShards(string bootstrapServers, string group, 
     {
         _stop.Cancel();
         _member?.Join(TimeSpan.FromSeconds(15));
+        Mapped.Dispose();
         return ValueTask.CompletedTask;
     }
 }

@@ -95,16 +95,17 @@ public sealed class LocalShardOwner(IndexDefinitionStore definitions, IndexRegis
     }
 
     /// <summary>
-    /// Kafka mode: stale if the shard has not consumed its partition up to the offsets the coordinator saw
-    /// at the start (and, when asked, waits until it has). Embedded: by the change feed's backlog, waiting
+    /// Kafka mode: stale if the shard has not seen its partition (the reduce side of a map/reduce index: every
+    /// partition, through the map stages' watermarks) up to the offsets the coordinator saw at the start (and, when
+    /// asked, waits until it has). Embedded: by the change feed's backlog, waiting
     /// for the last document etag.
     /// </summary>
     private static async Task<bool> IsStaleAsync(IndexWorker worker, ShardQuery request, DateTime deadline, CancellationToken ct)
     {
         if (request.Target is { } target)
         {
-            var mine = target.Where(t => t.Key == worker.Shard.ToString()).ToDictionary();
-            if (IndexWorker.Reached(worker.Position, mine)) return false;
+            var mine = worker.Covers(target);
+            if (IndexWorker.Reached(worker.SourcePosition, mine)) return false;
             return !request.WaitForNonStale || !await worker.WaitForPositionAsync(mine, deadline - DateTime.UtcNow, ct);
         }
         if (worker.Backlog() is 0) return false;

@@ -2,6 +2,7 @@ using System.Text;
 using System.Text.Json;
 using Magpie.Contracts.Indexes;
 using Magpie.Indexer.Indexing;
+using Magpie.Indexer.Indexing.Stages;
 using Magpie.Indexer.Lucene;
 using Magpie.Ingest.Changes;
 using Magpie.Ingest.Documents;
@@ -48,7 +49,8 @@ public sealed class IndexWorkerTests : IAsyncLifetime
     }
 
     private IndexWorker Worker(IndexDefinition definition, string name = "Posts/ByTags") =>
-        new(name, definition, new EmbeddedChangeFeed(new ChangeLogTail(_store)), _host, Path.Combine(_dir, "indexes", name), ScriptLimits.Default, NullLogger.Instance);
+        new(name, definition, new EmbeddedChangeFeed(new ChangeLogTail(_store)), _host, Path.Combine(_dir, "indexes", name),
+            status => new MapStage(definition, ScriptLimits.Default, status, storeSource: false), NullLogger.Instance);
 
     private static async Task<long> Count(IndexWorker worker, LuceneQuery q) => (await worker.Index!.SearchAsync(new SearchRequest(q, [], 1))).TotalHits;
 
@@ -81,6 +83,68 @@ public sealed class IndexWorkerTests : IAsyncLifetime
         await Task.Delay(300);
         Assert.Equal(0, resumed.Status.Snapshot().Batches);
         Assert.Equal(1, await Count(resumed, new TermQuery("Tags", "moved")));
+    }
+
+    private static readonly IndexDefinition ByYear = new()
+    {
+        Maps = ["map('Posts', p => ({ Year: p.Created.substring(0, 4), Count: 1, Score: p.Score }))"],
+        Reduce = "groupBy(x => x.Year).aggregate(g => ({ Year: g.key, Count: g.values.reduce((n, v) => n + v.Count, 0), Score: g.values.reduce((s, v) => s + v.Score, 0) }))",
+    };
+
+    private IndexWorker ReduceWorker(string name = "Posts/ByYear") =>
+        new(name, ByYear, new EmbeddedChangeFeed(new ChangeLogTail(_store)), _host, Path.Combine(_dir, "indexes", name),
+            status => new Magpie.Indexer.MapReduce.LocalMapReduceStage(ByYear, ScriptLimits.Default, status), NullLogger.Instance);
+
+    private static async Task<Dictionary<string, (long Count, long Score)>> Results(IndexWorker worker)
+    {
+        var page = await worker.Index!.SearchAsync(new SearchRequest(LuceneQuery.All, [], 1000));
+        return page.Hits.Select(h => JsonDocument.Parse((string)h.Stored[IndexWorker.SourceField][0]).RootElement)
+            .ToDictionary(r => r.GetProperty("Year").GetString()!, r => (r.GetProperty("Count").GetInt64(), r.GetProperty("Score").GetInt64()));
+    }
+
+    private static Dictionary<string, (long Count, long Score)> Expected(IEnumerable<(string Year, long Score)> posts) =>
+        posts.GroupBy(p => p.Year).ToDictionary(g => g.Key, g => ((long)g.Count(), g.Sum(p => p.Score)));
+
+    [Fact]
+    public async Task A_map_reduce_index_restarts_from_its_committed_state_without_replaying_the_feed()
+    {
+        var model = _posts.ToDictionary(p => p.Id, p => (Year: p.Created.ToString("yyyy"), p.Score));
+        await using (var worker = ReduceWorker())
+        {
+            worker.Start();
+            Assert.True(await worker.WaitForEtagAsync(_lastEtag, TimeSpan.FromSeconds(60)), JsonSerializer.Serialize(worker.Status.Snapshot()));
+            Assert.Equal(Expected(model.Values), await Results(worker));
+            Assert.Equal(model.Values.Select(v => v.Year).Distinct().Count(), worker.Status.Snapshot().Entries);   // results only, not the state beside them
+
+            var gone = _posts[0];
+            var moved = _posts[1];
+            await _store.WriteAsync([WriteCommand.Delete(gone.Id)], atomic: true);
+            var last = (await _store.WriteAsync([WriteCommand.Put(moved.Id, Encoding.UTF8.GetBytes("""{"Created":"1999-01-01","Score":7}"""))], atomic: true))[0].Etag!.Value;
+            model.Remove(gone.Id);
+            model[moved.Id] = ("1999", 7);
+            Assert.True(await worker.WaitForEtagAsync(last, TimeSpan.FromSeconds(30)));
+            Assert.Equal(Expected(model.Values), await Results(worker));
+            _lastEtag = last;
+        }
+
+        // Restarted on the same directory: the reduce state comes back from the commit, nothing is replayed ...
+        await using var resumed = ReduceWorker();
+        resumed.Start();
+        Assert.True(await resumed.WaitForEtagAsync(_lastEtag, TimeSpan.FromSeconds(30)));
+        await Task.Delay(300);
+        Assert.Equal(0, resumed.Status.Snapshot().Batches);
+        Assert.Equal(Expected(model.Values), await Results(resumed));
+
+        // ... and it is the whole state: one more change of a large group re-reduces it correctly, and emptying a group removes it.
+        var year = model.Values.GroupBy(v => v.Year).OrderByDescending(g => g.Count()).First().Key;
+        var member = model.First(m => m.Value.Year == year).Key;
+        var etag = (await _store.WriteAsync([WriteCommand.Put(member, Encoding.UTF8.GetBytes($$"""{"Created":"{{year}}-06-01","Score":1000}"""))], atomic: true))[0].Etag!.Value;
+        model[member] = (year, 1000);
+        etag = (await _store.WriteAsync([WriteCommand.Delete(_posts[1].Id)], atomic: true))[0].Etag!.Value;
+        model.Remove(_posts[1].Id);
+        Assert.True(await resumed.WaitForEtagAsync(etag, TimeSpan.FromSeconds(30)));
+        Assert.Equal(Expected(model.Values), await Results(resumed));
+        Assert.DoesNotContain("1999", (await Results(resumed)).Keys);
     }
 
     [Fact]

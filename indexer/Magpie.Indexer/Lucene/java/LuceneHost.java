@@ -24,12 +24,18 @@ import org.apache.lucene.util.NumericUtils;
  * The process exits when stdin closes, so it never outlives the magpie process that started it.
  */
 public final class LuceneHost {
-    static final byte OPEN = 1, WRITE = 2, COMMIT = 3, REFRESH = 4, SEARCH = 5, STATS = 6, CLOSE = 7, DELETE_ALL = 8, SNAPSHOT = 9, RELEASE = 10;
+    static final byte OPEN = 1, WRITE = 2, COMMIT = 3, REFRESH = 4, SEARCH = 5, STATS = 6, CLOSE = 7, DELETE_ALL = 8, SNAPSHOT = 9, RELEASE = 10, SCAN_STATE = 11;
     static final byte OK = 0, ERROR = 1;
     static final byte F_TEXT = 1, F_KEYWORD = 2, F_LONG = 4, F_DOUBLE = 5, F_STORED = 6;
     static final byte Q_ALL = 0, Q_TERM = 1, Q_LONG_RANGE = 2, Q_DOUBLE_RANGE = 3, Q_PREFIX = 4, Q_FULLTEXT = 5, Q_EXISTS = 6, Q_BOOL = 7, Q_TERMS = 8, Q_TERM_RANGE = 9;
     static final byte S_SCORE = 0, S_STRING = 1, S_LONG = 2, S_DOUBLE = 3;
     static final String ID = "@id", EXISTS = "@exists";
+    /**
+     * Entries that are an index's own state, not results (a map/reduce index keeps each (reduce key, source document)
+     * map result beside its results, so both commit together): never matched by searches, not counted, read back by SCAN_STATE.
+     */
+    static final String STATE = "@state", STATE_KEY = "@state.key", STATE_SOURCE = "@state.source", STATE_VALUES = "@state.values";
+    static final Term STATE_TERM = new Term(STATE, "1");
 
     static final class Index {
         final IndexWriter writer;
@@ -87,6 +93,7 @@ public final class LuceneHost {
                 case DELETE_ALL -> { var index = index(in.readInt()); index.writer.deleteAll(); index.searchers.maybeRefreshBlocking(); }
                 case SNAPSHOT -> snapshot(index(in.readInt()), w);
                 case RELEASE -> release(in.readLong());
+                case SCAN_STATE -> scanState(in, w);
                 default -> throw new IllegalArgumentException("unknown op " + op);
             }
             reply(id, OK, response.toByteArray());
@@ -143,7 +150,43 @@ public final class LuceneHost {
         w.writeInt(data.size());
         for (var e : data.entrySet()) { writeString(w, e.getKey()); writeString(w, e.getValue()); }
         var searcher = index.searchers.acquire();
-        try { w.writeLong(searcher.getIndexReader().numDocs()); } finally { index.searchers.release(searcher); }
+        try {
+            var reader = searcher.getIndexReader();
+            w.writeLong(reader.numDocs() - (reader.docFreq(STATE_TERM) > 0 ? searcher.count(new TermQuery(STATE_TERM)) : 0));
+        } finally { index.searchers.release(searcher); }
+    }
+
+    /** Searches never see state entries; the clause costs nothing on an index that has none. */
+    static Query WithoutState(IndexSearcher searcher, Query query) throws IOException {
+        if (searcher.getIndexReader().docFreq(STATE_TERM) == 0) return query;
+        return new BooleanQuery.Builder().add(query, BooleanClause.Occur.MUST).add(new TermQuery(STATE_TERM), BooleanClause.Occur.MUST_NOT).build();
+    }
+
+    // ---- SCAN_STATE: the state entries of a held snapshot, in doc order, a page at a time ----
+
+    void scanState(DataInputStream in, DataOutputStream w) throws IOException {
+        var snapshot = snapshots.get(in.readLong());
+        if (snapshot == null) throw new IllegalArgumentException("snapshot was released");
+        var from = in.readInt();
+        var max = in.readInt();
+        var fields = Set.of(STATE_KEY, STATE_SOURCE, STATE_VALUES);
+        var found = new ArrayList<Document>();
+        var next = -1;
+        for (var leaf : snapshot.searcher.getIndexReader().leaves()) {
+            if (leaf.docBase + leaf.reader().maxDoc() <= from) continue;
+            var postings = leaf.reader().postings(STATE_TERM);
+            if (postings == null) continue;
+            var live = leaf.reader().getLiveDocs();
+            for (var doc = postings.advance(Math.max(0, from - leaf.docBase)); doc != PostingsEnum.NO_MORE_DOCS; doc = postings.nextDoc()) {
+                if (live != null && !live.get(doc)) continue;
+                if (found.size() == max) { next = leaf.docBase + doc; break; }
+                found.add(leaf.reader().document(doc, fields));
+            }
+            if (next >= 0) break;
+        }
+        w.writeInt(next);
+        w.writeInt(found.size());
+        for (var d : found) { writeString(w, d.get(STATE_KEY)); writeString(w, d.get(STATE_SOURCE)); writeString(w, d.get(STATE_VALUES)); }
     }
 
     void commit(DataInputStream in, DataOutputStream w) throws IOException {
@@ -262,6 +305,7 @@ public final class LuceneHost {
         try {
             // Counting every hit (not Lucene's default of "at least 1,000") so totalResults is exact.
             var collector = TopFieldCollector.create(sort, Math.max(1, after != null ? pageSize : skip + pageSize), after, Integer.MAX_VALUE);
+            query = WithoutState(searcher, query);
             searcher.search(query, collector);
             var top = collector.topDocs();
             if (top.scoreDocs.length > 0) TopFieldCollector.populateScores(top.scoreDocs, searcher, query);

@@ -1,0 +1,44 @@
+using Magpie.Contracts.Changes;
+using Magpie.Indexer.Lucene;
+using Magpie.Indexer.MapReduce;
+
+namespace Magpie.Indexer.Indexing.Stages;
+
+/// <summary>
+/// A batch between the worker's two loops: what to delete and write in Lucene, and for map/reduce the changes per
+/// reduce key (<see cref="Changes"/>). <see cref="Watermarks"/>: on the reduce side of Kafka mode, how far each source
+/// partition's map stage had got when it sent this batch's changes.
+/// </summary>
+public sealed record MappedBatch(ChangeBatch Source, List<string> Deletes, List<IndexedDocument> Documents, int Entries)
+{
+    public List<MappedChange> Changes { get; init; } = [];
+    public IReadOnlyDictionary<string, long>? Watermarks { get; init; }
+    public double ReadMs { get; init; }
+    public double MapMs { get; init; }
+}
+
+/// <summary>
+/// What an index does with its feed's batches, for the <see cref="IndexWorker"/> that reads the feed, writes Lucene
+/// and commits. <see cref="Map"/> runs on the worker's map loop; <see cref="ApplyAsync"/> on its write loop, so the
+/// JavaScript maps of the next batch run while this one is reduced and written. One stage per attempt: a worker that
+/// retries after a failure makes a new one and loads it again.
+/// </summary>
+public interface IIndexStage : IDisposable
+{
+    /// <summary>Batches the map loop may run ahead of the write loop.</summary>
+    int MapAhead => 1;
+
+    /// <summary>The index was opened at its last commit (not rebuilt): reload what the stage keeps beside the entries.</summary>
+    Task LoadAsync(LuceneIndex index, CancellationToken ct) => Task.CompletedTask;
+
+    MappedBatch Map(ChangeBatch batch);
+
+    /// <summary>Turns the batch's mapped changes into Lucene writes (reduce) or hands them on (Kafka map side); plain maps pass it through.</summary>
+    Task<MappedBatch> ApplyAsync(MappedBatch batch, CancellationToken ct) => Task.FromResult(batch);
+
+    /// <summary>
+    /// True when this index's results depend on every source partition, not just the worker's own shard (the reduce side
+    /// of Kafka mode: any map stage may send it a key): staleness is then measured against <see cref="MappedBatch.Watermarks"/>.
+    /// </summary>
+    bool FedByAllPartitions => false;
+}

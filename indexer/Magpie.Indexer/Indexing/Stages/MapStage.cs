@@ -1,0 +1,64 @@
+using System.Text;
+using System.Text.Json;
+using Magpie.Contracts.Changes;
+using Magpie.Contracts.Indexes;
+using Magpie.Indexer.Lucene;
+using Magpie.Indexer.Maps;
+using Magpie.Scripting;
+
+namespace Magpie.Indexer.Indexing.Stages;
+
+/// <summary>
+/// A map index: each changed document's entries replace its old ones, a deleted document's go. A document whose map
+/// throws is recorded and loses its entries, so the index never shows a version the map can't produce.
+/// </summary>
+/// <param name="storeSource">Keep each document (with its metadata) in its entries as <see cref="IndexWorker.SourceField"/>:
+/// Kafka-mode indexers have no document store beside them, so query results come from the index.</param>
+public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, IndexStatus status, bool storeSource) : IIndexStage
+{
+    private readonly MapScript _maps = MapScript.Compile(definition.Maps, limits);
+
+    public MappedBatch Map(ChangeBatch batch)
+    {
+        var deletes = new List<string>();
+        var documents = new List<IndexedDocument>();
+        var entries = 0;
+        foreach (var change in LatestOf(batch, _maps))
+        {
+            if (change.Op == ChangeOp.Delete) { deletes.Add(change.Id); continue; }
+            try
+            {
+                var mapped = _maps.Run(change).Select(e => EntryFields.From(e, definition)).ToList();
+                if (storeSource) mapped = WithSource(mapped, change);
+                entries += mapped.Count;
+                documents.Add(new IndexedDocument(change.Id, mapped));
+            }
+            catch (ScriptRunException e)
+            {
+                status.Error(change.Id, e.Message);
+                documents.Add(new IndexedDocument(change.Id, []));
+            }
+        }
+        return new MappedBatch(batch, deletes, documents, entries);
+    }
+
+    /// <summary>The last change of each document of the maps' collections in the batch: earlier ones are superseded.</summary>
+    public static IEnumerable<ChangeEvent> LatestOf(ChangeBatch batch, MapScript maps)
+    {
+        var latest = new Dictionary<string, ChangeEvent>(StringComparer.Ordinal);
+        foreach (var change in batch.Changes)
+            if (maps.Collections.Contains(change.Collection)) latest[change.Id] = change;
+        return latest.Values;
+    }
+
+    private static List<IndexEntry> WithSource(List<IndexEntry> entries, ChangeEvent change)
+    {
+        var buffer = new System.Buffers.ArrayBufferWriter<byte>();
+        using (var w = new Utf8JsonWriter(buffer))
+            Contracts.Documents.DocumentMetadata.WriteWithMetadata(w, change.Document!.Value, change.Id, change.Collection, change.Etag, change.LastModified);
+        var source = new StoredField(IndexWorker.SourceField, Encoding.UTF8.GetString(buffer.WrittenSpan));
+        return entries.Select(e => new IndexEntry([.. e.Fields, source])).ToList();
+    }
+
+    public void Dispose() => _maps.Dispose();
+}

@@ -1,0 +1,106 @@
+using Magpie.Contracts.Changes;
+using Magpie.Contracts.Indexes;
+using Magpie.Indexer.Indexing;
+using Magpie.Indexer.Indexing.Stages;
+using Magpie.Indexer.Lucene;
+using Magpie.Indexer.Maps;
+using Magpie.Scripting;
+
+namespace Magpie.Indexer.MapReduce;
+
+/// <summary>
+/// The map half of a map/reduce index: runs the maps over a batch's latest change per document and says what each
+/// document now contributes to each reduce key, leaving keys included (<see cref="DocumentKeys"/>). A document whose
+/// map or key throws is recorded and contributes nothing. Owns its own reduce script (for the keys): the reduce half
+/// runs on another thread.
+/// </summary>
+public sealed class MapToKeys(IndexDefinition definition, ScriptLimits limits, IndexStatus status) : IDisposable
+{
+    private readonly MapScript _maps = MapScript.Compile(definition.Maps, limits);
+    private readonly ReduceScript _keys = ReduceScript.Compile(definition.Reduce!, limits);
+    private DocumentKeys? _documents;
+
+    private DocumentKeys Documents => _documents ??= new DocumentKeys(_keys);
+
+    public void Load(StateEntry entry) => Documents.Load(entry);
+
+    public List<MappedChange> Map(ChangeBatch batch)
+    {
+        var changes = new List<MappedChange>();
+        foreach (var change in MapStage.LatestOf(batch, _maps))
+        {
+            if (change.Op == ChangeOp.Delete) { changes.AddRange(Documents.Changes(change.Id, [])); continue; }
+            try { changes.AddRange(Documents.Changes(change.Id, _maps.RunJson(change))); }
+            catch (ScriptRunException e)
+            {
+                status.Error(change.Id, e.Message);
+                changes.AddRange(Documents.Changes(change.Id, []));
+            }
+        }
+        return changes;
+    }
+
+    public void Dispose()
+    {
+        _maps.Dispose();
+        _keys.Dispose();
+    }
+}
+
+/// <summary>
+/// The reduce half: applies mapped changes to the <see cref="ReduceState"/>, re-reduces the touched keys and turns the
+/// outcome into Lucene writes — each result under its key's id (kept whole as <see cref="IndexWorker.SourceField"/>, what
+/// queries return), gone keys deleted, and the state entries beside them so they commit together.
+/// </summary>
+public sealed class ReduceWriter(IndexDefinition definition, ScriptLimits limits, IndexStatus status) : IDisposable
+{
+    private readonly ReduceScript _reduce = ReduceScript.Compile(definition.Reduce!, limits);
+    private ReduceState? _state;
+
+    public ReduceState State => _state ??= new ReduceState(_reduce);
+
+    public MappedBatch Apply(MappedBatch batch)
+    {
+        foreach (var change in batch.Changes) State.Apply(change);
+        var flush = State.Flush();
+        foreach (var (key, message) in flush.Failed) status.Error($"reduce key {key}", message);
+        var documents = flush.Results.Select(r => new IndexedDocument(r.Key,
+            [new IndexEntry([.. EntryFields.From(ReduceState.EntryOf(r.Result), definition).Fields, new StoredField(IndexWorker.SourceField, r.Result)])])).ToList();
+        var deletes = flush.Gone;
+        foreach (var (id, entry) in flush.State)
+            if (entry is null) deletes.Add(id);
+            else documents.Add(entry.ToDocument());
+        return batch with { Deletes = deletes, Documents = documents, Entries = flush.Results.Count };
+    }
+
+    public void Dispose() => _reduce.Dispose();
+}
+
+/// <summary>Embedded map/reduce: both halves in one worker, the reduce on the write loop, several mapped batches allowed ahead.</summary>
+public sealed class LocalMapReduceStage(IndexDefinition definition, ScriptLimits limits, IndexStatus status) : IIndexStage
+{
+    private readonly MapToKeys _map = new(definition, limits, status);
+    private readonly ReduceWriter _reduce = new(definition, limits, status);
+
+    public int MapAhead => 4;
+
+    public async Task LoadAsync(LuceneIndex index, CancellationToken ct)
+    {
+        await foreach (var entry in index.ScanStateAsync(ct))
+        {
+            _map.Load(entry);
+            _reduce.State.Load(entry);
+        }
+        _reduce.State.Loaded();
+    }
+
+    public MappedBatch Map(ChangeBatch batch) => new(batch, [], [], 0) { Changes = _map.Map(batch) };
+
+    public Task<MappedBatch> ApplyAsync(MappedBatch batch, CancellationToken ct) => Task.FromResult(_reduce.Apply(batch));
+
+    public void Dispose()
+    {
+        _map.Dispose();
+        _reduce.Dispose();
+    }
+}

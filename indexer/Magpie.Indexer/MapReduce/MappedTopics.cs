@@ -1,0 +1,111 @@
+using System.Buffers;
+using System.Security.Cryptography;
+using System.Text;
+using System.Text.Json;
+using Confluent.Kafka;
+using Confluent.Kafka.Admin;
+using Magpie.Contracts.Changes;
+using Magpie.Contracts.Indexes;
+using Magpie.Indexer.Indexing;
+using Magpie.Kafka;
+using Magpie.Kafka.Changes;
+using Microsoft.Extensions.Logging;
+
+namespace Magpie.Indexer.MapReduce;
+
+/// <summary>
+/// Kafka mode's <c>magpie.mapped.&lt;index&gt;</c> topics: the map stage of each <c>magpie.changes</c> partition publishes
+/// what each document contributes to each reduce key, into the partition of that key — so each key has exactly one
+/// owner, the indexer owning that partition number (the same consumer-group assignment as the changes). Messages are
+/// change events (collection <see cref="Mapped"/>: id = source document, document = <c>{"key","values"}</c>) keyed by
+/// (reduce key, source document) on a compacted topic, so the latest message per pair is the reduce state and a new
+/// owner rebuilds it by reading the partition from the start. After each batch a <see cref="Watermark"/> to every
+/// partition says how far that map stage has published: what the reduce side's staleness is measured against.
+/// The topic name carries the definition's fingerprint: a changed definition starts on a fresh topic.
+/// </summary>
+public sealed class MappedTopics(string bootstrapServers, int partitions, short replicationFactor, ILogger log) : IDisposable
+{
+    public const string Mapped = "@mapped", Watermark = "@watermark";
+
+    private readonly Lazy<IProducer<string, byte[]>> _producer = new(() =>
+        KafkaClients.BuildProducer<string, byte[]>(KafkaClients.Producer(bootstrapServers, "magpie-indexer-mapped"), log));
+
+    public static string TopicOf(string index, IndexDefinition definition)
+    {
+        var safe = new string(index.Select(c => char.IsAsciiLetterOrDigit(c) || c is '.' or '_' or '-' ? c : '_').ToArray());
+        return $"magpie.mapped.{(safe.Length > 180 ? safe[..180] : safe)}.{IndexWorker.Fingerprint(definition)[..8].ToLowerInvariant()}";
+    }
+
+    public Task EnsureAsync(string topic, CancellationToken ct) => TopicAdmin.EnsureAsync(bootstrapServers,
+        [new TopicSpecification { Name = topic, NumPartitions = partitions, ReplicationFactor = replicationFactor, Configs = new() { ["cleanup.policy"] = "compact" } }], ct);
+
+    /// <summary>The reduce side of shard <paramref name="partition"/> reads this.</summary>
+    public IChangeFeed FeedOf(string topic, int partition) => new KafkaChangeFeed(bootstrapServers, topic, partition);
+
+    /// <summary>The partition of a reduce key: a stable hash (only Magpie produces to these topics), the same in every process.</summary>
+    public int PartitionOf(string key) => (int)(BitConverter.ToUInt32(SHA256.HashData(Encoding.UTF8.GetBytes(key)), 0) % (uint)partitions);
+
+    /// <summary>
+    /// Publishes a batch's changes, then the watermark of <paramref name="sourcePartition"/> (next offset <paramref name="next"/>)
+    /// to every partition, and returns once Kafka has acknowledged all of it (the map stage commits its position only then).
+    /// </summary>
+    public async Task PublishAsync(string topic, IReadOnlyList<MappedChange> changes, long etag, int sourcePartition, long next, CancellationToken ct)
+    {
+        var producer = _producer.Value;
+        var now = DateTimeOffset.UtcNow;
+        var sent = new List<Task>(changes.Count + partitions);
+        foreach (var change in changes)
+        {
+            var value = Event(change.Source, Mapped, etag, now, w =>
+            {
+                w.WriteString("key", change.Key);
+                w.WritePropertyName("values");
+                w.WriteRawValue(change.ValuesJson, skipInputValidation: true);
+            });
+            sent.Add(producer.ProduceAsync(new TopicPartition(topic, PartitionOf(change.Key)),
+                new Message<string, byte[]> { Key = Lucene.StateEntry.IdOf(change.Key, change.Source), Value = value }, ct));
+        }
+        var mark = Event($"{Watermark}/{sourcePartition}", Watermark, etag, now, w =>
+        {
+            w.WriteNumber("partition", sourcePartition);
+            w.WriteNumber("next", next);
+        });
+        for (var p = 0; p < partitions; p++)
+            sent.Add(producer.ProduceAsync(new TopicPartition(topic, p), new Message<string, byte[]> { Key = $"{Watermark}/{sourcePartition}", Value = mark }, ct));
+        await Task.WhenAll(sent);
+    }
+
+    /// <summary>A message of the topic: a mapped change, or (<paramref name="watermarks"/> updated) a watermark.</summary>
+    public static MappedChange? Parse(ChangeEvent e, Dictionary<string, long> watermarks)
+    {
+        var d = e.Document ?? throw new FormatException($"mapped message {e.Id} has no document");
+        if (e.Collection == Watermark)
+        {
+            var partition = d.GetProperty("partition").GetInt32().ToString();
+            watermarks[partition] = Math.Max(d.GetProperty("next").GetInt64(), watermarks.GetValueOrDefault(partition));
+            return null;
+        }
+        return new MappedChange(d.GetProperty("key").GetString()!, e.Id, d.GetProperty("values").EnumerateArray().Select(v => v.GetRawText()).ToList());
+    }
+
+    private static byte[] Event(string id, string collection, long etag, DateTimeOffset at, Action<Utf8JsonWriter> body)
+    {
+        var document = new ArrayBufferWriter<byte>();
+        using (var w = new Utf8JsonWriter(document))
+        {
+            w.WriteStartObject();
+            body(w);
+            w.WriteEndObject();
+        }
+        var output = new ArrayBufferWriter<byte>();
+        ChangeEventJson.Write(output, id, collection, etag, ChangeOp.Put, at, document.WrittenSpan);
+        return output.WrittenSpan.ToArray();
+    }
+
+    public void Dispose()
+    {
+        if (!_producer.IsValueCreated) return;
+        _producer.Value.Flush(TimeSpan.FromSeconds(10));
+        _producer.Value.Dispose();
+    }
+}
