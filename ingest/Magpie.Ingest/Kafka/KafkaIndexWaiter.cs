@@ -7,9 +7,10 @@ namespace Magpie.Ingest.Kafka;
 
 /// <summary>
 /// Read-your-writes when the indexers run in other processes (<c>--target ingest</c>): waits for the relay to
-/// have the write confirmed on <c>magpie.changes</c> (which gives the offsets it ends at), then asks the
-/// indexer processes holding those partitions (found through their consumer group) to answer once every
-/// index got there. A partition without an owner (indexers starting, a rebalance) is asked again until the
+/// have the write confirmed on <c>magpie.changes</c> (which gives the offsets it ends at), then asks every
+/// indexer process of the group (found through the consumer group) to answer once each of its indexes got there:
+/// map indexes on the shards of those partitions, and the reduce side of map/reduce indexes on every shard (a
+/// write's reduce key may be owned by any indexer). A partition without an owner (indexers starting, a rebalance) is asked again until the
 /// timeout; no indexer running means the answer is "stale" when the timeout ends.
 /// </summary>
 public sealed class KafkaIndexWaiter(ChangeRelay relay, IndexerGroup group, HttpClient http) : IIndexWaiter
@@ -32,10 +33,8 @@ public sealed class KafkaIndexWaiter(ChangeRelay relay, IndexerGroup group, Http
         IndexerLayout layout;
         try { layout = await group.DescribeAsync(); }
         catch (KafkaException) { return false; }
-        var owners = layout.Members.Select(m => (m.Url, Target: target.Where(t => m.Partitions.Contains(t.Key)).ToDictionary()))
-            .Where(o => o.Target.Count > 0).ToList();
-        if (owners.Sum(o => o.Target.Count) < target.Count) return false;
-        var answers = await Task.WhenAll(owners.Select(o => AskAsync(o.Url, o.Target, left, ct)));
+        if (!target.Keys.All(p => layout.Members.Any(m => m.Partitions.Contains(p)))) return false;
+        var answers = await Task.WhenAll(layout.Members.Where(m => m.Partitions.Count > 0).Select(m => AskAsync(m.Url, target, left, ct)));
         return answers.All(a => a);
     }
 
