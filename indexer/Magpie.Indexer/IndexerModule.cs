@@ -1,4 +1,7 @@
 using Magpie.Contracts.Changes;
+using Magpie.Contracts.Documents;
+using Magpie.Kafka.Documents;
+using Microsoft.Extensions.DependencyInjection.Extensions;
 using Magpie.Indexer.Definitions;
 using Magpie.Indexer.Http;
 using Magpie.Indexer.Indexing;
@@ -24,7 +27,12 @@ public static class IndexerModule
             ? new KafkaPartitionShards(kafka, options.IndexerGroup, options.AdvertisedUrl, options.KafkaPartitions, options.KafkaReplicationFactor,
                 sp.GetRequiredService<ILoggerFactory>().CreateLogger("Magpie.Indexer.Shards"))
             : new WholeFeed(sp.GetRequiredService<IChangeFeed>()));
-        services.AddSingleton<IndexRegistry>().AddHostedService(sp => sp.GetRequiredService<IndexRegistry>());
+        // Output collections: through the store when ingest runs here (registered first), else through magpie.documents.
+        if (options.Kafka is { } bootstrap)
+            services.TryAddSingleton<IDocumentOutput>(sp => new DocumentTopicOutput(bootstrap, sp.GetRequiredService<ILoggerFactory>().CreateLogger("Magpie.Indexer.Output")));
+        services.AddSingleton(sp => new IndexRegistry(sp.GetRequiredService<IndexDefinitionStore>(), sp.GetRequiredService<IIndexShards>(), options,
+            sp.GetRequiredService<ILoggerFactory>(), sp.GetService<IDocumentOutput>()));
+        services.AddHostedService(sp => sp.GetRequiredService<IndexRegistry>());
         services.AddSingleton<Magpie.Contracts.Indexes.IIndexWaiter>(sp => sp.GetRequiredService<IndexRegistry>());
         return services;
     }

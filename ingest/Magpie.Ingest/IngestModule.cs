@@ -27,6 +27,7 @@ public static class IngestModule
         }, sp.GetRequiredService<ILoggerFactory>().CreateLogger("Magpie.Documents")).GetAwaiter().GetResult());
         services.AddSingleton<ChangeLogTail>();
         services.AddSingleton<Magpie.Contracts.Documents.IDocumentLookup, StoreDocumentLookup>();
+        services.AddSingleton<Magpie.Contracts.Documents.IDocumentOutput, StoreDocumentOutput>();
         services.AddSingleton<IChangeFeed, EmbeddedChangeFeed>();
         // Opens the store at start-up (not on the first request) and disposes it last, after a final checkpoint.
         services.AddHostedService<StoreLifetime>();

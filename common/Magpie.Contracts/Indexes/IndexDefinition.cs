@@ -9,6 +9,12 @@ public sealed record IndexDefinition
 {
     public List<string> Maps { get; init; } = [];
     public string? Reduce { get; init; }
+
+    /// <summary>
+    /// Map/reduce only: the reduce results are also written back as documents of this collection (RavenDB's
+    /// <c>outputReduceToCollection</c>), one per reduce key, updated and deleted as the results change.
+    /// </summary>
+    public string? OutputReduceToCollection { get; init; }
     public Dictionary<string, IndexFieldOptions> Fields { get; init; } = [];
 
     public IndexFieldOptions FieldOptions(string name) => Fields.TryGetValue(name, out var o) ? o : IndexFieldOptions.Default;

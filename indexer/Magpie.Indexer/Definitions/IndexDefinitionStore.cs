@@ -53,6 +53,7 @@ public sealed partial class IndexDefinitionStore(IIndexDefinitionLog log) : IHos
             }
         }
         catch (ScriptSyntaxException e) { throw new IndexDefinitionException(400, e.Message, e); }
+        if (definition.OutputReduceToCollection is not null) OutputCollections.Check(name, definition, Current, limits);
         await log.WriteAsync(name, definition, ct);
     }
 

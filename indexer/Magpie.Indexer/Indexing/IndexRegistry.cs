@@ -19,7 +19,8 @@ namespace Magpie.Indexer.Indexing;
 /// commit or rebuilding from the compacted topic; a shard lost stops its worker and keeps the files.
 /// The Lucene host (a JVM) starts with the first index, so a magpie without indexes needs no Java.
 /// </summary>
-public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards shards, IndexerOptions options, ILoggerFactory logs)
+public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards shards, IndexerOptions options, ILoggerFactory logs,
+    Contracts.Documents.IDocumentOutput? documents = null)
     : IHostedService, IAsyncDisposable, IIndexWaiter
 {
     private readonly SemaphoreSlim _gate = new(1, 1);
@@ -147,14 +148,14 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
         if (definition.Reduce is null)
             return [(new WorkerKey(name, shard), Worker(shards.FeedOf(shard), DirectoryOf(name, shard), s => new MapStage(definition, limits, s, options.StoreSource)))];
         if (shards.Mapped is not { } mapped)
-            return [(new WorkerKey(name, shard), Worker(shards.FeedOf(shard), DirectoryOf(name, shard), s => new LocalMapReduceStage(definition, limits, s)))];
+            return [(new WorkerKey(name, shard), Worker(shards.FeedOf(shard), DirectoryOf(name, shard), s => new LocalMapReduceStage(definition, limits, s, documents)))];
         var topic = MappedTopics.TopicOf(name, definition);
         await mapped.EnsureAsync(topic, CancellationToken.None);
         return
         [
             (new WorkerKey(name, shard, MapSide: true),
                 Worker(shards.FeedOf(shard), DirectoryOf(name, shard) + "-map", s => new MappedTopicStage(definition, limits, s, mapped, topic, shard))),
-            (new WorkerKey(name, shard), Worker(mapped.FeedOf(topic, shard), DirectoryOf(name, shard), s => new TopicReduceStage(definition, limits, s))),
+            (new WorkerKey(name, shard), Worker(mapped.FeedOf(topic, shard), DirectoryOf(name, shard), s => new TopicReduceStage(definition, limits, s, documents))),
         ];
     }
 

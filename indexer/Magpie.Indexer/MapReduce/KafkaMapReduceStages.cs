@@ -1,4 +1,5 @@
 using Magpie.Contracts.Changes;
+using Magpie.Contracts.Documents;
 using Magpie.Contracts.Indexes;
 using Magpie.Indexer.Indexing;
 using Magpie.Indexer.Indexing.Stages;
@@ -45,9 +46,9 @@ public sealed class MappedTopicStage(IndexDefinition definition, ScriptLimits li
 /// applies the changes to the reduce trees and writes results and state to the shard's Lucene index, committed with the
 /// mapped topic's offset and the map stages' watermarks. Fed by every source partition's map stage.
 /// </summary>
-public sealed class TopicReduceStage(IndexDefinition definition, ScriptLimits limits, IndexStatus status) : IIndexStage
+public sealed class TopicReduceStage(IndexDefinition definition, ScriptLimits limits, IndexStatus status, IDocumentOutput? documents) : IIndexStage
 {
-    private readonly ReduceWriter _reduce = new(definition, limits, status);
+    private readonly ReduceWriter _reduce = new(definition, limits, status, documents);
 
     public int MapAhead => 4;
 
@@ -68,7 +69,7 @@ public sealed class TopicReduceStage(IndexDefinition definition, ScriptLimits li
         return new MappedBatch(batch, [], [], 0) { Changes = changes, Watermarks = watermarks };
     }
 
-    public Task<MappedBatch> ApplyAsync(MappedBatch batch, CancellationToken ct) => Task.FromResult(_reduce.Apply(batch));
+    public Task<MappedBatch> ApplyAsync(MappedBatch batch, CancellationToken ct) => _reduce.ApplyAsync(batch, ct);
 
     public void Dispose() => _reduce.Dispose();
 }

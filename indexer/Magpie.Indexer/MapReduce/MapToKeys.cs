@@ -1,4 +1,5 @@
 using Magpie.Contracts.Changes;
+using Magpie.Contracts.Documents;
 using Magpie.Contracts.Indexes;
 using Magpie.Indexer.Indexing;
 using Magpie.Indexer.Indexing.Stages;
@@ -50,19 +51,24 @@ public sealed class MapToKeys(IndexDefinition definition, ScriptLimits limits, I
 /// <summary>
 /// The reduce half: applies mapped changes to the <see cref="ReduceState"/>, re-reduces the touched keys and turns the
 /// outcome into Lucene writes — each result under its key's id (kept whole as <see cref="IndexWorker.SourceField"/>, what
-/// queries return), gone keys deleted, and the state entries beside them so they commit together.
+/// queries return), gone keys deleted, and the state entries beside them so they commit together. With an output
+/// collection, the results are written back as documents first.
 /// </summary>
-public sealed class ReduceWriter(IndexDefinition definition, ScriptLimits limits, IndexStatus status) : IDisposable
+public sealed class ReduceWriter(IndexDefinition definition, ScriptLimits limits, IndexStatus status, IDocumentOutput? documents) : IDisposable
 {
+    private readonly ReduceOutput? _output = definition.OutputReduceToCollection is { } collection
+        ? new ReduceOutput(collection, documents ?? throw new InvalidOperationException("outputReduceToCollection needs a document output"))
+        : null;
     private readonly ReduceScript _reduce = ReduceScript.Compile(definition.Reduce!, limits);
     private ReduceState? _state;
 
     public ReduceState State => _state ??= new ReduceState(_reduce);
 
-    public MappedBatch Apply(MappedBatch batch)
+    public async Task<MappedBatch> ApplyAsync(MappedBatch batch, CancellationToken ct)
     {
         foreach (var change in batch.Changes) State.Apply(change);
         var flush = State.Flush();
+        if (_output is not null) await _output.WriteAsync(flush, ct);
         foreach (var (key, message) in flush.Failed) status.Error($"reduce key {key}", message);
         var documents = flush.Results.Select(r => new IndexedDocument(r.Key,
             [new IndexEntry([.. EntryFields.From(ReduceState.EntryOf(r.Result), definition).Fields, new StoredField(IndexWorker.SourceField, r.Result)])])).ToList();
@@ -77,10 +83,10 @@ public sealed class ReduceWriter(IndexDefinition definition, ScriptLimits limits
 }
 
 /// <summary>Embedded map/reduce: both halves in one worker, the reduce on the write loop, several mapped batches allowed ahead.</summary>
-public sealed class LocalMapReduceStage(IndexDefinition definition, ScriptLimits limits, IndexStatus status) : IIndexStage
+public sealed class LocalMapReduceStage(IndexDefinition definition, ScriptLimits limits, IndexStatus status, IDocumentOutput? documents = null) : IIndexStage
 {
     private readonly MapToKeys _map = new(definition, limits, status);
-    private readonly ReduceWriter _reduce = new(definition, limits, status);
+    private readonly ReduceWriter _reduce = new(definition, limits, status, documents);
 
     public int MapAhead => 4;
 
@@ -96,7 +102,7 @@ public sealed class LocalMapReduceStage(IndexDefinition definition, ScriptLimits
 
     public MappedBatch Map(ChangeBatch batch) => new(batch, [], [], 0) { Changes = _map.Map(batch) };
 
-    public Task<MappedBatch> ApplyAsync(MappedBatch batch, CancellationToken ct) => Task.FromResult(_reduce.Apply(batch));
+    public Task<MappedBatch> ApplyAsync(MappedBatch batch, CancellationToken ct) => _reduce.ApplyAsync(batch, ct);
 
     public void Dispose()
     {

@@ -44,7 +44,8 @@ public sealed class KafkaMapReduceTests(ITestOutputHelper output)
         var put = await pairA.Http.PutAsync($"indexes/{Index}", HttpJson.Json("""
             {
               "maps": ["map('Posts', p => ({ User: 'users/' + p.OwnerUserId, Count: 1, Score: p.Score }))"],
-              "reduce": "groupBy(x => x.User).aggregate(g => ({ User: g.key, Count: g.values.reduce((n, v) => n + v.Count, 0), Score: g.values.reduce((s, v) => s + v.Score, 0) }))"
+              "reduce": "groupBy(x => x.User).aggregate(g => ({ User: g.key, Count: g.values.reduce((n, v) => n + v.Count, 0), Score: g.values.reduce((s, v) => s + v.Score, 0) }))",
+              "outputReduceToCollection": "UserTotals"
             }
             """));
         Assert.Equal(HttpStatusCode.NoContent, put.StatusCode);
@@ -97,6 +98,22 @@ public sealed class KafkaMapReduceTests(ITestOutputHelper output)
             var found = await (await pairQuery.Http.PostAsJsonAsync("queries", new { query = $"from index '{Index}' where User = 'users/900002'" })).JsonAsync();
             Assert.Equal(i + 1, found.GetProperty("results")[0].GetProperty("Count").GetInt64());
         }
+
+        // The output collection went back through magpie.documents into the store: one document per user, current.
+        var until = DateTime.UtcNow.AddSeconds(30);
+        JsonElement? total;
+        while ((total = await TryGetAsync(ingest, "docs/UserTotals/users/900002"))?.GetProperty("Count").GetInt64() != 3 && DateTime.UtcNow < until)
+            await Task.Delay(100);
+        Assert.Equal(3, total?.GetProperty("Count").GetInt64());
+        var busiest = model.Values.GroupBy(v => v.User).MaxBy(g => g.Count())!;
+        Assert.Equal(busiest.Count(), (await TryGetAsync(ingest, $"docs/UserTotals/{busiest.Key}"))?.GetProperty("Count").GetInt64());
+        Assert.Null(await TryGetAsync(ingest, $"docs/UserTotals/{loner.Key}"));
+    }
+
+    private static async Task<JsonElement?> TryGetAsync(MagpieProcess ingest, string path)
+    {
+        var r = await ingest.Http.GetAsync(path);
+        return r.StatusCode == HttpStatusCode.NotFound ? null : await r.JsonAsync();
     }
 
     /// <summary>Both deployments, non-stale, hold exactly the aggregate of the model (streamed: every result, in order).</summary>

@@ -1,0 +1,14 @@
+namespace Magpie.Contracts.Documents;
+
+/// <summary>A document another stage writes back into the store: the JSON to put, or null to delete it.</summary>
+public sealed record OutputDocument(string Id, string Collection, string? Json);
+
+/// <summary>
+/// How a stage writes documents into the store it does not own (a map/reduce index's output collection): straight
+/// into the store when it is in the same process, else through the <c>magpie.documents</c> input topic. Returns once
+/// the writes are durable (stored, or acknowledged by Kafka); writing the same batch again leaves the same documents.
+/// </summary>
+public interface IDocumentOutput
+{
+    Task WriteAsync(IReadOnlyList<OutputDocument> documents, CancellationToken ct = default);
+}

@@ -1,0 +1,41 @@
+using System.Text;
+using Confluent.Kafka;
+using Magpie.Contracts;
+using Magpie.Contracts.Documents;
+using Microsoft.Extensions.Logging;
+
+namespace Magpie.Kafka.Documents;
+
+/// <summary>
+/// Writes documents back through the input topic <c>magpie.documents</c> (key = id, <c>magpie-op</c> put or delete,
+/// <c>magpie-collection</c>), for stages in processes without the store (a Kafka-mode indexer's output collection).
+/// Returns once Kafka acknowledged every message; ingest applies them in order per id.
+/// </summary>
+public sealed class DocumentTopicOutput(string bootstrapServers, ILogger log) : IDocumentOutput, IDisposable
+{
+    private readonly Lazy<IProducer<string, byte[]?>> _producer = new(() =>
+        KafkaClients.BuildProducer<string, byte[]?>(KafkaClients.Producer(bootstrapServers, "magpie-document-output"), log));
+
+    public async Task WriteAsync(IReadOnlyList<OutputDocument> documents, CancellationToken ct = default)
+    {
+        if (documents.Count == 0) return;
+        var sent = documents.Select(d => _producer.Value.ProduceAsync(Topics.Documents, new Message<string, byte[]?>
+        {
+            Key = d.Id,
+            Value = d.Json is null ? null : Encoding.UTF8.GetBytes(d.Json),
+            Headers = new Headers
+            {
+                { Topics.Headers.Op, Encoding.UTF8.GetBytes(d.Json is null ? "delete" : "put") },
+                { Topics.Headers.Collection, Encoding.UTF8.GetBytes(d.Collection) },
+            },
+        }, ct));
+        await Task.WhenAll(sent);
+    }
+
+    public void Dispose()
+    {
+        if (!_producer.IsValueCreated) return;
+        _producer.Value.Flush(TimeSpan.FromSeconds(10));
+        _producer.Value.Dispose();
+    }
+}
