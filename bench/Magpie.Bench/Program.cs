@@ -9,6 +9,7 @@ using Magpie.Tests.Fixtures;
 //        dotnet run -c Release --project bench/Magpie.Bench -- index [--docs N] [--kafka-docs M]
 //        dotnet run -c Release --project bench/Magpie.Bench -- freshness [--docs N] [--rate R] [--probes P]
 //        dotnet run -c Release --project bench/Magpie.Bench -- reduce-tree [--updates U]
+//        dotnet run -c Release --project bench/Magpie.Bench -- map-reduce [--docs N]
 var docs = Arg("--docs", 300_000);
 var clients = (int)Arg("--clients", 8);
 var batchSize = (int)Arg("--batch", 128);
@@ -34,6 +35,11 @@ if (args.FirstOrDefault() == "reduce-tree")
     var growth = rows[^1].TreeUpdateMs / rows[0].TreeUpdateMs;
     Console.WriteLine($"tree update at {sizes[^1]:N0} / at {sizes[0]:N0}: {growth:F2} (target ≤ 5)");
     Console.WriteLine(JsonSerializer.Serialize(new { benchmark = "reduce-tree", rows, ratio_1m_to_1k = Math.Round(growth, 2) }));
+    return;
+}
+if (args.FirstOrDefault() == "map-reduce")
+{
+    await RunMapReduceAsync();
     return;
 }
 if (args.FirstOrDefault() == "freshness")
@@ -227,6 +233,42 @@ async Task RunFreshnessAsync()
     })
         if (values.Any()) Console.WriteLine($"{name,-16} {P(values, 0.5),8:F1} {P(values, 0.99),8:F1} {values.Max(),8:F1}");
     Console.WriteLine(JsonSerializer.Serialize(new { benchmark = "freshness", docs = n, rate, probes, p50_ms = Math.Round(P(samples, 0.5), 1), p99_ms = Math.Round(P(samples, 0.99), 1), max_ms = Math.Round(samples.Max(), 1) }));
+}
+
+async Task RunMapReduceAsync()
+{
+    var n = (int)Arg("--docs", 1_000_000);
+    var port = 18000 + Random.Shared.Next(1000);
+    using var magpie = StartMagpie(Path.Combine(run, "map-reduce"), port);
+    await WaitHealthy(port);
+    using var http = new HttpClient { BaseAddress = new Uri($"http://127.0.0.1:{port}/"), Timeout = TimeSpan.FromMinutes(5) };
+    Console.WriteLine($"loading {n:N0} synthetic posts…");
+    await MapReduceBenchmark.LoadAsync(http.BaseAddress, IngestBenchmark.Batches(n, 512, seed: 42));
+    // Warm-up: both indexes over a small collection first (JIT, the Lucene host), then each alone over the posts.
+    await MapReduceBenchmark.LoadAsync(http.BaseAddress, IngestBenchmark.Batches(20_000, 512, seed: 7).Select(b => b.Select(w => w with { Id = "warmup/" + w.Id }).ToArray()).ToList());
+    var timeout = TimeSpan.FromMinutes(60);
+    foreach (var (name, d) in new[] { ("Warmup.Map", MapReduceBenchmark.PlainMap), ("Warmup.Reduce", MapReduceBenchmark.PerUserPerDay) })
+        await MapReduceBenchmark.BuildAsync(http, name, d with { Maps = [.. d.Maps.Select(m => m.Replace("map('Posts'", "map('Warmup'"))] }, 20_000, timeout);
+    var plain = await MapReduceBenchmark.BuildAsync(http, "Bench/PerUserPerDay.Map", MapReduceBenchmark.PlainMap, n, timeout);
+    Console.WriteLine($"plain map: {plain.EntriesPerSecond:N0} entries/s ({plain.Elapsed.TotalSeconds:F1} s)");
+    var reduce = await MapReduceBenchmark.BuildAsync(http, "Bench/PerUserPerDay", MapReduceBenchmark.PerUserPerDay, n, timeout);
+    Console.WriteLine($"map/reduce: {reduce.EntriesPerSecond:N0} entries/s ({reduce.Elapsed.TotalSeconds:F1} s, {reduce.Results:N0} (user, day) results)");
+    magpie.Kill();
+    magpie.WaitForExit();
+    try { Directory.Delete(run, recursive: true); } catch (IOException) { }
+    var ratio = reduce.EntriesPerSecond / plain.EntriesPerSecond;
+    Console.WriteLine();
+    Console.WriteLine($"{"side",-46} {"map entries/s",14} {"seconds",8} {"results",10}");
+    Console.WriteLine($"{"plain map index (same map, same documents)",-46} {plain.EntriesPerSecond,14:N0} {plain.Elapsed.TotalSeconds,8:F1} {plain.Results,10:N0}");
+    Console.WriteLine($"{"map/reduce: posts per user per day",-46} {reduce.EntriesPerSecond,14:N0} {reduce.Elapsed.TotalSeconds,8:F1} {reduce.Results,10:N0}");
+    Console.WriteLine($"ratio map/reduce to plain map: {ratio:F2}   ({n:N0} posts, {Environment.ProcessorCount} cores)");
+    Console.WriteLine(JsonSerializer.Serialize(new
+    {
+        benchmark = "map-reduce", docs = n, cores = Environment.ProcessorCount,
+        map_entries_per_s = Math.Round(plain.EntriesPerSecond), map_reduce_entries_per_s = Math.Round(reduce.EntriesPerSecond),
+        map_seconds = Math.Round(plain.Elapsed.TotalSeconds, 1), map_reduce_seconds = Math.Round(reduce.Elapsed.TotalSeconds, 1),
+        results = reduce.Results, ratio = Math.Round(ratio, 3),
+    }));
 }
 
 long Arg(string name, long fallback) => ArgText(name) is { } v ? long.Parse(v, CultureInfo.InvariantCulture) : fallback;

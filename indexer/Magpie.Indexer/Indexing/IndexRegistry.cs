@@ -125,7 +125,7 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
             {
                 if (_workers.Keys.Any(k => k.Name == name && k.Shard == shard)) continue;
                 if (HostOrNull() is not { } host) continue;
-                foreach (var (key, worker) in await WorkersForAsync(name, definition, shard, host))
+                foreach (var (key, worker) in WorkersFor(name, definition, shard, host))
                 {
                     lock (_workers) _workers[key] = (definition, worker);
                     worker.Start();
@@ -140,7 +140,7 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
     /// feed. Kafka mode splits a map/reduce index in two: the map side reads the changes and publishes to the mapped
     /// topic, the reduce side reads the same partition number of the mapped topic and holds the results.
     /// </summary>
-    private async Task<List<(WorkerKey, IndexWorker)>> WorkersForAsync(string name, IndexDefinition definition, int shard, LuceneHostProcess host)
+    private List<(WorkerKey, IndexWorker)> WorkersFor(string name, IndexDefinition definition, int shard, LuceneHostProcess host)
     {
         IndexWorker Worker(IChangeFeed feed, string directory, Func<IndexStatus, IIndexStage> stage) =>
             new(name, definition, feed, host, directory, stage, _log, options.BatchSize) { Shard = shard };
@@ -149,13 +149,12 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
             return [(new WorkerKey(name, shard), Worker(shards.FeedOf(shard), DirectoryOf(name, shard), s => new MapStage(definition, limits, s, options.StoreSource)))];
         if (shards.Mapped is not { } mapped)
             return [(new WorkerKey(name, shard), Worker(shards.FeedOf(shard), DirectoryOf(name, shard), s => new LocalMapReduceStage(definition, limits, s, documents)))];
-        var topic = MappedTopics.TopicOf(name, definition);
-        await mapped.EnsureAsync(topic, CancellationToken.None);
+        var topic = mapped.TopicOf(name, definition);
         return
         [
             (new WorkerKey(name, shard, MapSide: true),
                 Worker(shards.FeedOf(shard), DirectoryOf(name, shard) + "-map", s => new MappedTopicStage(definition, limits, s, mapped, topic, shard))),
-            (new WorkerKey(name, shard), Worker(mapped.FeedOf(topic, shard), DirectoryOf(name, shard), s => new TopicReduceStage(definition, limits, s, documents))),
+            (new WorkerKey(name, shard), Worker(mapped.FeedOf(topic, shard), DirectoryOf(name, shard), s => new TopicReduceStage(definition, limits, s, documents, mapped, topic))),
         ];
     }
 

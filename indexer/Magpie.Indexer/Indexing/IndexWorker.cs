@@ -116,6 +116,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
             try
             {
                 using var stage = stages(Status);
+                await stage.PrepareAsync(ct);
                 Index ??= await LuceneIndex.OpenAsync(host, directory, ct);
                 var position = await ResumeAsync(Index, stage, ct);
                 _position = position;

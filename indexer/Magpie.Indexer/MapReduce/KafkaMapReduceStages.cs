@@ -19,6 +19,8 @@ public sealed class MappedTopicStage(IndexDefinition definition, ScriptLimits li
 {
     private readonly MapToKeys _map = new(definition, limits, status);
 
+    public Task PrepareAsync(CancellationToken ct) => topics.EnsureAsync(topic, ct);
+
     public async Task LoadAsync(LuceneIndex index, CancellationToken ct)
     {
         await foreach (var entry in index.ScanStateAsync(ct)) _map.Load(entry);
@@ -46,8 +48,11 @@ public sealed class MappedTopicStage(IndexDefinition definition, ScriptLimits li
 /// applies the changes to the reduce trees and writes results and state to the shard's Lucene index, committed with the
 /// mapped topic's offset and the map stages' watermarks. Fed by every source partition's map stage.
 /// </summary>
-public sealed class TopicReduceStage(IndexDefinition definition, ScriptLimits limits, IndexStatus status, IDocumentOutput? documents) : IIndexStage
+public sealed class TopicReduceStage(IndexDefinition definition, ScriptLimits limits, IndexStatus status, IDocumentOutput? documents,
+    MappedTopics topics, string topic) : IIndexStage
 {
+    public Task PrepareAsync(CancellationToken ct) => topics.EnsureAsync(topic, ct);
+
     private readonly ReduceWriter _reduce = new(definition, limits, status, documents);
 
     public int MapAhead => 4;

@@ -21,19 +21,24 @@ namespace Magpie.Indexer.MapReduce;
 /// (reduce key, source document) on a compacted topic, so the latest message per pair is the reduce state and a new
 /// owner rebuilds it by reading the partition from the start. After each batch a <see cref="Watermark"/> to every
 /// partition says how far that map stage has published: what the reduce side's staleness is measured against.
-/// The topic name carries the definition's fingerprint: a changed definition starts on a fresh topic.
+/// The topic name carries the indexer group (each deployment maps and reduces on its own; two groups never mix their
+/// messages or watermarks) and the definition's fingerprint (a changed definition starts on a fresh topic).
 /// </summary>
-public sealed class MappedTopics(string bootstrapServers, int partitions, short replicationFactor, ILogger log) : IDisposable
+public sealed class MappedTopics(string bootstrapServers, string group, int partitions, short replicationFactor, ILogger log) : IDisposable
 {
     public const string Mapped = "@mapped", Watermark = "@watermark";
 
     private readonly Lazy<IProducer<string, byte[]>> _producer = new(() =>
         KafkaClients.BuildProducer<string, byte[]>(KafkaClients.Producer(bootstrapServers, "magpie-indexer-mapped"), log));
 
-    public static string TopicOf(string index, IndexDefinition definition)
+    public string TopicOf(string index, IndexDefinition definition)
     {
-        var safe = new string(index.Select(c => char.IsAsciiLetterOrDigit(c) || c is '.' or '_' or '-' ? c : '_').ToArray());
-        return $"magpie.mapped.{(safe.Length > 180 ? safe[..180] : safe)}.{IndexWorker.Fingerprint(definition)[..8].ToLowerInvariant()}";
+        static string Safe(string s, int max)
+        {
+            var safe = new string(s.Select(c => char.IsAsciiLetterOrDigit(c) || c is '.' or '_' or '-' ? c : '_').ToArray());
+            return safe.Length > max ? safe[..max] : safe;
+        }
+        return $"magpie.mapped.{Safe(group, 60)}.{Safe(index, 120)}.{IndexWorker.Fingerprint(definition)[..8].ToLowerInvariant()}";
     }
 
     public Task EnsureAsync(string topic, CancellationToken ct) => TopicAdmin.EnsureAsync(bootstrapServers,

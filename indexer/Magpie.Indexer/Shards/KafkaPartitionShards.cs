@@ -28,7 +28,7 @@ public sealed class KafkaPartitionShards(string bootstrapServers, string group, 
 
     public event Action? Changed;
 
-    public MapReduce.MappedTopics Mapped { get; } = new(bootstrapServers, partitions, replicationFactor, log);
+    public MapReduce.MappedTopics Mapped { get; } = new(bootstrapServers, group, partitions, replicationFactor, log);
 
     public IChangeFeed FeedOf(int shard) => new KafkaChangeFeed(bootstrapServers, Topics.Changes, shard);
 

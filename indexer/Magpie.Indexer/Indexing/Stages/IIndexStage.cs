@@ -28,6 +28,9 @@ public interface IIndexStage : IDisposable
     /// <summary>Batches the map loop may run ahead of the write loop.</summary>
     int MapAhead => 1;
 
+    /// <summary>Before anything else, in the worker's retry loop (a failure is retried with back-off and shows in the status): e.g. create a topic.</summary>
+    Task PrepareAsync(CancellationToken ct) => Task.CompletedTask;
+
     /// <summary>The index was opened at its last commit (not rebuilt): reload what the stage keeps beside the entries.</summary>
     Task LoadAsync(LuceneIndex index, CancellationToken ct) => Task.CompletedTask;
 

@@ -68,9 +68,12 @@ public final class LuceneHost {
             in.readFully(frame);
             host.pool.execute(() -> host.handle(frame));
         }
-        host.pool.shutdown();
-        host.pool.awaitTermination(30, TimeUnit.SECONDS);
-        for (var index : host.indexes.values()) { index.searchers.close(); index.writer.close(); }
+        // The parent is gone (or done): what it did not commit must not become durable now with an old position in
+        // the user data, so writers roll back instead of closing (which would commit). That also frees each index's
+        // write.lock at once for the next magpie process, instead of after flushing segments nobody asked for.
+        host.pool.shutdownNow();
+        host.pool.awaitTermination(5, TimeUnit.SECONDS);
+        for (var index : host.indexes.values()) { try { index.searchers.close(); index.writer.rollback(); } catch (Exception e) { } }
         System.exit(0);
     }
 
