@@ -67,7 +67,10 @@ public static class IndexEndpoints
     public static object Status(string name, IndexDefinition definition, IndexRegistry registry)
     {
         var shards = registry.Workers(name).Select(w => (Worker: w, State: w.Status.Snapshot(), Backlog: w.Backlog())).ToList();
-        var failure = shards.Select(s => s.State.Failure).FirstOrDefault(f => f is not null) ?? registry.HostFailure;
+        // Kafka map/reduce: the map side (its own workers) records the map errors and can fail on its own.
+        var mapSide = registry.MapSide(name).Select(w => w.Status.Snapshot()).ToList();
+        var all = shards.Select(s => s.State).Concat(mapSide).ToList();
+        var failure = all.Select(s => s.Failure).FirstOrDefault(f => f is not null) ?? registry.HostFailure;
         var embedded = shards is [{ Worker.Shard: IIndexShards.All }];
         return new
         {
@@ -77,8 +80,8 @@ public static class IndexEndpoints
             lastDocumentEtag = embedded ? shards[0].Worker.LastDocumentEtag() : null,
             isStale = shards.Count == 0 || shards.Any(s => s.Backlog is not 0),
             entries = shards.Sum(s => s.State.Entries),
-            errorCount = shards.Sum(s => s.State.ErrorCount),
-            errors = shards.SelectMany(s => s.State.Errors).OrderByDescending(e => e.At).Take(20).ToList(),
+            errorCount = all.Sum(s => s.ErrorCount),
+            errors = all.SelectMany(s => s.Errors).OrderByDescending(e => e.At).Take(20).ToList(),
             failure,
             heldSnapshots = shards.Sum(s => s.Worker.HeldSnapshots),
             shards = embedded ? null : shards.Select(s => new
@@ -95,15 +98,19 @@ public static class IndexEndpoints
     private static object Stats(string name, IndexRegistry registry)
     {
         var shards = registry.Workers(name).Select(w => w.Status.Snapshot()).ToList();
+        var mapSide = registry.MapSide(name).Select(w => w.Status.Snapshot()).ToList();
+        var all = shards.Concat(mapSide).ToList();
         return new
         {
             name,
             batches = shards.Sum(s => s.Batches),
             documentsIndexed = shards.Sum(s => s.DocumentsIndexed),
             entries = shards.Sum(s => s.Entries),
-            errorCount = shards.Sum(s => s.ErrorCount),
+            errorCount = all.Sum(s => s.ErrorCount),
             recentBatches = shards.SelectMany(s => s.RecentBatches).OrderByDescending(b => b.At).Take(20).Reverse().ToList(),
-            errors = shards.SelectMany(s => s.Errors).OrderByDescending(e => e.At).Take(20).ToList(),
+            // Kafka map/reduce: the map side's batches (map, then publish to the mapped topic as reduceMs).
+            mapSideBatches = mapSide.Count == 0 ? null : mapSide.SelectMany(s => s.RecentBatches).OrderByDescending(b => b.At).Take(20).Reverse().ToList(),
+            errors = all.SelectMany(s => s.Errors).OrderByDescending(e => e.At).Take(20).ToList(),
         };
     }
 

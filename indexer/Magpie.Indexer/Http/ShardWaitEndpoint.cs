@@ -10,7 +10,8 @@ public sealed record ShardWait(Dictionary<int, long> Target, int TimeoutMs);
 
 /// <summary>
 /// Kafka mode: <c>POST /shards/wait</c> answers <c>{ "reached": bool }</c> once every index on this indexer has
-/// consumed the given partitions up to the given offsets, or when the timeout says it has not.
+/// seen the given partitions up to the given offsets (map indexes on their own shards; the reduce side of map/reduce
+/// indexes through the map stages' watermarks), or when the timeout says it has not.
 /// </summary>
 public static class ShardWaitEndpoint
 {

@@ -52,6 +52,12 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
         lock (_workers) return _workers.Where(w => w.Key.Name == name && !w.Key.MapSide).OrderBy(w => w.Key.Shard).Select(w => w.Value.Worker).ToList();
     }
 
+    /// <summary>Kafka mode's map-side workers of a map/reduce index (their errors are the index's map errors); empty otherwise.</summary>
+    public IReadOnlyList<IndexWorker> MapSide(string name)
+    {
+        lock (_workers) return _workers.Where(w => w.Key.Name == name && w.Key.MapSide).OrderBy(w => w.Key.Shard).Select(w => w.Value.Worker).ToList();
+    }
+
     public async Task<bool> WaitForEtagAsync(long etag, TimeSpan timeout, CancellationToken ct = default)
     {
         List<IndexWorker> workers;

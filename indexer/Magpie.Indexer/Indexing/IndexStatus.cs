@@ -1,8 +1,10 @@
 namespace Magpie.Indexer.Indexing;
 
 /// <summary>One writer batch: how many documents and entries, and where its time went (the seed's "index batch stats").</summary>
-/// <remarks><c>LuceneMs</c>: write and NRT refresh (searchable); <c>CommitMs</c>: the commit, 0 for batches that shared a later one.</remarks>
-public sealed record IndexBatchStats(DateTimeOffset At, int Changes, int Documents, int Entries, double ReadMs, double MapMs, double LuceneMs, double CommitMs);
+/// <remarks><c>ReduceMs</c>: the reduce (map/reduce indexes; in Kafka mode's map side, publishing to the mapped topic), on the write loop
+/// before Lucene; <c>LuceneMs</c>: write and NRT refresh (searchable); <c>CommitMs</c>: the commit, 0 for batches that shared a later one.</remarks>
+public sealed record IndexBatchStats(DateTimeOffset At, int Changes, int Documents, int Entries, double ReadMs, double MapMs, double LuceneMs, double CommitMs,
+    double ReduceMs = 0);
 
 public sealed record IndexError(DateTimeOffset At, string DocumentId, string Message);
 

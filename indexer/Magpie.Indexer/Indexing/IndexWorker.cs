@@ -137,6 +137,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
     /// <summary>
     /// Two loops, so the JS maps (here) and Lucene (in the Java host) work at the same time: batch n+1 is read and
     /// mapped while batch n is applied (reduced), written and committed. At most <see cref="IIndexStage.MapAhead"/> mapped batches wait.
+    /// A failure anywhere ends the attempt; the worker resumes from the last commit.
     /// </summary>
     private async Task IndexFromAsync(LuceneIndex index, IIndexStage stage, ChangeFeedPosition position, CancellationToken ct)
     {
@@ -160,14 +161,23 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
             }
             catch (Exception e) { mapped.Writer.Complete(e); }
         }, attempt.Token);
+        // The stage applies batch n+1 (the reduce, in .NET) while Lucene writes batch n (in the Java host); writes stay in order.
+        var writing = Task.CompletedTask;
         try
         {
             await foreach (var batch in mapped.Reader.ReadAllAsync(attempt.Token))
-                await WriteAsync(index, await stage.ApplyAsync(batch, attempt.Token), moreWaiting: mapped.Reader.Count > 0, attempt.Token);
+            {
+                var started = Stopwatch.GetTimestamp();
+                var applied = await stage.ApplyAsync(batch, attempt.Token) with { ApplyMs = Ms(Stopwatch.GetElapsedTime(started)) };
+                await writing;
+                writing = WriteAsync(index, applied, moreWaiting: mapped.Reader.Count > 0, attempt.Token);
+            }
+            await writing;
         }
         finally
         {
             attempt.Cancel();
+            await writing.ContinueWith(_ => { }, TaskScheduler.Default);
             await mapping.ContinueWith(_ => { }, TaskScheduler.Default);
             await _committing; // lets the commit asked for finish; never failing: its failure is kept for the next write
         }
@@ -216,7 +226,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
         if (batch.Watermarks is { } marks) _sourcePosition = Advanced(SourcePosition, marks);
         var state = await index.StateAsync(ct);
         var number = Status.Batch(new IndexBatchStats(DateTimeOffset.UtcNow, batch.Source.Changes.Count, batch.Documents.Count + batch.Deletes.Count, batch.Entries,
-            batch.ReadMs, batch.MapMs, Ms(searchable), 0), lastEtag, state.Entries);
+            batch.ReadMs, batch.MapMs, Ms(searchable), 0, batch.ApplyMs), lastEtag, state.Entries);
         ReleaseWaiters(lastEtag);
         if (moreWaiting && Stopwatch.GetElapsedTime(_lastCommit) < CommitInterval) return;
         _lastCommit = Stopwatch.GetTimestamp();

@@ -15,6 +15,7 @@ public sealed record MappedBatch(ChangeBatch Source, List<string> Deletes, List<
     public IReadOnlyDictionary<string, long>? Watermarks { get; init; }
     public double ReadMs { get; init; }
     public double MapMs { get; init; }
+    public double ApplyMs { get; init; }
 }
 
 /// <summary>

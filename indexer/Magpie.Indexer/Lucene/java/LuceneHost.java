@@ -239,14 +239,17 @@ public final class LuceneHost {
     Document readEntry(DataInputStream in, String id) throws IOException {
         var doc = new Document();
         doc.add(new StringField(ID, id, Field.Store.YES));
-        doc.add(new SortedDocValuesField(ID, new BytesRef(id)));
+        // State entries (ids starting with \u0001) are never searched or sorted: no doc values, no exists terms.
+        var state = id.startsWith("\u0001");
+        if (!state) doc.add(new SortedDocValuesField(ID, new BytesRef(id)));
         var fields = in.readInt();
         var present = new HashSet<String>();
         for (var f = 0; f < fields; f++) {
             var kind = in.readByte();
             var name = readString(in);
             var stored = in.readBoolean();
-            if (present.add(name)) doc.add(new StringField(EXISTS, name, Field.Store.NO));
+            if (state && kind == F_KEYWORD) { doc.add(new StringField(name, readString(in), Field.Store.NO)); continue; }
+            if (!state && present.add(name)) doc.add(new StringField(EXISTS, name, Field.Store.NO));
             switch (kind) {
                 case F_TEXT -> {
                     var value = readString(in);
