@@ -1,7 +1,10 @@
 using Magpie.Contracts.Documents;
 using Magpie.Indexer;
 using Magpie.Query.Http;
+using Magpie.Contracts.Changes;
+using Magpie.Kafka.Changes;
 using Magpie.Query.Shards;
+using Magpie.Query.Subscriptions;
 using Microsoft.AspNetCore.Routing;
 using Microsoft.Extensions.DependencyInjection;
 
@@ -27,10 +30,18 @@ public static class QueryModule
                 new HttpClient { Timeout = TimeSpan.FromMinutes(5) }));
         }
         else services.AddSingleton<IShardDirectory>(sp => new LocalShardDirectory(sp.GetRequiredService<LocalShardOwner>()));
+        // Subscriptions follow the change log embedded, every partition of magpie.changes in Kafka mode.
+        services.AddSingleton(sp => new SubscriptionRegistry(options.DataDir,
+            options.Kafka is { } bootstrap ? new KafkaChangeFeed(bootstrap) : sp.GetRequiredService<IChangeFeed>()));
         return services.AddSingleton<AutoIndexes>().AddSingleton<QueryCoordinator>();
     }
 
-    public static IEndpointRouteBuilder MapQueries(this IEndpointRouteBuilder app) => app.MapQueryEndpoints();
+    public static IEndpointRouteBuilder MapQueries(this IEndpointRouteBuilder app)
+    {
+        app.MapQueryEndpoints();
+        app.MapSubscriptionEndpoints();
+        return app;
+    }
 
     public static IEndpointRouteBuilder MapShardQueries(this IEndpointRouteBuilder app) => app.MapShardQueryEndpoint();
 }

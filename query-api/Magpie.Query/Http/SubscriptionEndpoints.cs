@@ -1,0 +1,78 @@
+using Magpie.Query.Subscriptions;
+using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Http;
+using Microsoft.AspNetCore.Routing;
+
+namespace Magpie.Query.Http;
+
+/// <summary>What a worker acknowledges: the batch it processed.</summary>
+public sealed record SubscriptionAck(string? Worker, long BatchId);
+
+/// <summary>
+/// Data subscriptions, long-poll protocol: <c>POST /subscriptions</c> creates one; a worker asks
+/// <c>GET /subscriptions/{name}/next?worker=W&amp;strategy=OpenIfFree|TakeOver|WaitForFree&amp;maxDocs=100&amp;waitMs=30000</c>
+/// (200 with <c>{ "batchId", "items" }</c>, or 204 when nothing came within waitMs; 409 when another worker holds it),
+/// processes the batch, then <c>POST /subscriptions/{name}/ack</c> <c>{ "worker", "batchId" }</c>. Until the ack, every
+/// <c>next</c> returns the same batch. <c>GET</c> shows position, lag and the connected worker; <c>DELETE</c> removes it.
+/// </summary>
+public static class SubscriptionEndpoints
+{
+    public static IEndpointRouteBuilder MapSubscriptionEndpoints(this IEndpointRouteBuilder app)
+    {
+        var group = app.MapGroup("/subscriptions");
+        group.MapPost("", (SubscriptionDefinition definition, SubscriptionRegistry registry) =>
+        {
+            try
+            {
+                var s = registry.Create(definition);
+                return Results.Created($"/subscriptions/{s.State.Definition.Name}", Describe(s));
+            }
+            catch (SubscriptionException e) { return Problem(e.Status, e.Message); }
+        });
+        group.MapGet("", (SubscriptionRegistry registry) => Results.Json(registry.All.Select(Describe)));
+        group.MapGet("/{name}", (string name, SubscriptionRegistry registry) =>
+            registry.Get(name) is { } s ? Results.Json(Describe(s)) : Missing(name));
+        group.MapDelete("/{name}", (string name, SubscriptionRegistry registry) => registry.Delete(name) ? Results.NoContent() : Missing(name));
+        group.MapGet("/{name}/next", async (string name, string? worker, string? strategy, int? maxDocs, int? waitMs, SubscriptionRegistry registry, CancellationToken ct) =>
+        {
+            if (registry.Get(name) is not { } s) return Missing(name);
+            if (string.IsNullOrWhiteSpace(worker)) return Problem(400, "worker (a name for this worker) is required");
+            if (!Enum.TryParse<OpeningStrategy>(strategy ?? nameof(OpeningStrategy.OpenIfFree), ignoreCase: true, out var opening))
+                return Problem(400, "strategy must be OpenIfFree, TakeOver or WaitForFree");
+            if (maxDocs is < 1 or > 10_000) return Problem(400, "maxDocs must be 1 to 10000");
+            try
+            {
+                var batch = await s.NextAsync(worker, opening, maxDocs ?? 100, TimeSpan.FromMilliseconds(Math.Clamp(waitMs ?? 30_000, 0, 120_000)), ct);
+                return batch is null ? Results.NoContent() : Results.Json(new { batchId = batch.Id, items = batch.Items });
+            }
+            catch (SubscriptionInUseException e) { return Problem(409, e.Message); }
+        });
+        group.MapPost("/{name}/ack", async (string name, SubscriptionAck ack, SubscriptionRegistry registry, CancellationToken ct) =>
+        {
+            if (registry.Get(name) is not { } s) return Missing(name);
+            try
+            {
+                await s.AckAsync(ack.Worker ?? "", ack.BatchId, ct);
+                return Results.NoContent();
+            }
+            catch (SubscriptionInUseException e) { return Problem(409, e.Message); }
+        });
+        return app;
+    }
+
+    private static object Describe(Subscription s) => new
+    {
+        s.State.Definition,
+        position = s.State.Position,
+        acknowledgedDocuments = s.State.Acked,
+        lastBatchId = s.State.Delivered,
+        lag = s.Lag(),
+        worker = s.Worker,
+        pendingBatchId = s.Pending?.Id,
+    };
+
+    private static IResult Missing(string name) => Problem(404, $"subscription '{name}' does not exist");
+
+    private static IResult Problem(int status, string detail) => Results.Problem(detail: detail, statusCode: status,
+        title: status switch { 404 => "Not found", 409 => "Conflict", _ => "Bad request" });
+}

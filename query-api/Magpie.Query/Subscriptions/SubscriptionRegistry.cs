@@ -1,0 +1,96 @@
+using System.Security.Cryptography;
+using System.Text;
+using System.Text.Json;
+using System.Text.RegularExpressions;
+using Magpie.Contracts.Changes;
+using Magpie.Contracts.Storage;
+using Magpie.Query.Rql;
+
+namespace Magpie.Query.Subscriptions;
+
+/// <summary>A subscription definition the registry refused (HTTP status and message).</summary>
+public sealed class SubscriptionException(int status, string message) : Exception(message)
+{
+    public int Status { get; } = status;
+}
+
+/// <summary>
+/// The subscriptions of this process, each persisted as one small file (definition and acknowledged position,
+/// replaced atomically on every ack) under <c>{dataDir}/subscriptions</c>, so a restart — kill -9 included —
+/// resumes from the last ack and redelivers what was not acknowledged. They follow the change feed given: the
+/// change log embedded, <c>magpie.changes</c> (every partition) on a Kafka-mode query process.
+/// </summary>
+public sealed partial class SubscriptionRegistry
+{
+    private static readonly JsonSerializerOptions Json = new(JsonSerializerDefaults.Web);
+    private readonly string _directory;
+    private readonly IChangeFeed _feed;
+    private readonly Lock _lock = new();
+    private readonly Dictionary<string, Subscription> _subscriptions = new(StringComparer.Ordinal);
+
+    public SubscriptionRegistry(string dataDir, IChangeFeed feed)
+    {
+        _directory = Path.Combine(dataDir, "subscriptions");
+        _feed = feed;
+        if (!Directory.Exists(_directory)) return;
+        foreach (var file in Directory.GetFiles(_directory, "*.json"))
+        {
+            var state = JsonSerializer.Deserialize<SubscriptionState>(File.ReadAllBytes(file), Json)!;
+            _subscriptions[state.Definition.Name] = Open(state);
+        }
+    }
+
+    public IReadOnlyList<Subscription> All { get { lock (_lock) return [.. _subscriptions.Values.OrderBy(s => s.State.Definition.Name, StringComparer.Ordinal)]; } }
+
+    public Subscription? Get(string name) { lock (_lock) return _subscriptions.GetValueOrDefault(name); }
+
+    /// <summary>Creates a subscription (400 for a bad name or query, 409 when the name is taken).</summary>
+    public Subscription Create(SubscriptionDefinition definition)
+    {
+        if (!NamePattern().IsMatch(definition.Name ?? ""))
+            throw new SubscriptionException(400, $"'{definition.Name}' is not a valid subscription name: 1-100 letters, digits, '.', '_' or '-'");
+        if (definition.LeaseSeconds is < 1 or > 3600) throw new SubscriptionException(400, "leaseSeconds must be between 1 and 3600");
+        Matcher(definition.Query);
+        var (afterEtag, afterTime) = definition.StartFrom switch
+        {
+            null => (0L, (DateTimeOffset?)null),
+            { ValueKind: JsonValueKind.String } s when s.GetString() == "beginning" => (0L, null),
+            { ValueKind: JsonValueKind.String } s when s.GetString() == "now" => (0L, DateTimeOffset.UtcNow),
+            { ValueKind: JsonValueKind.Number } n when n.TryGetInt64(out var etag) && etag >= 0 => (etag, null),
+            _ => throw new SubscriptionException(400, "startFrom must be \"beginning\", \"now\" or an etag (changes after it are delivered)"),
+        };
+        var state = new SubscriptionState(definition, [], afterEtag, afterTime, 0, 0, 0);
+        lock (_lock)
+        {
+            if (_subscriptions.ContainsKey(definition.Name!)) throw new SubscriptionException(409, $"subscription '{definition.Name}' exists");
+            Persist(state);
+            return _subscriptions[definition.Name!] = Open(state);
+        }
+    }
+
+    public bool Delete(string name)
+    {
+        lock (_lock)
+        {
+            if (!_subscriptions.Remove(name)) return false;
+            File.Delete(FileOf(name));
+            return true;
+        }
+    }
+
+    private Subscription Open(SubscriptionState state) => new(state, Matcher(state.Definition.Query), _feed, Persist);
+
+    private static DocumentMatcher Matcher(string query)
+    {
+        try { return DocumentMatcher.For(RqlParser.Parse(query ?? "")); }
+        catch (RqlException e) { throw new SubscriptionException(400, $"query: {e.Message}"); }
+    }
+
+    private void Persist(SubscriptionState state) => DurableFile.Write(FileOf(state.Definition.Name), JsonSerializer.SerializeToUtf8Bytes(state, Json));
+
+    private string FileOf(string name) =>
+        Path.Combine(_directory, name + "-" + Convert.ToHexString(SHA256.HashData(Encoding.UTF8.GetBytes(name)))[..8].ToLowerInvariant() + ".json");
+
+    [GeneratedRegex("^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")]
+    private static partial Regex NamePattern();
+}
