@@ -239,9 +239,11 @@ public final class LuceneHost {
     Document readEntry(DataInputStream in, String id) throws IOException {
         var doc = new Document();
         doc.add(new StringField(ID, id, Field.Store.YES));
-        // State entries (ids starting with \u0001) are never searched or sorted: no doc values, no exists terms.
+        // @id keeps its doc values on every entry: a segment holding only state entries must still sort by it (a
+        // searched field without them fails). State entries (ids starting with \u0001) skip the rest: no doc values on
+        // their own fields, no exists terms.
+        doc.add(new SortedDocValuesField(ID, new BytesRef(id)));
         var state = id.startsWith("\u0001");
-        if (!state) doc.add(new SortedDocValuesField(ID, new BytesRef(id)));
         var fields = in.readInt();
         var present = new HashSet<String>();
         for (var f = 0; f < fields; f++) {
