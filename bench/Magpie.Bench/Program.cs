@@ -16,36 +16,13 @@ var batchSize = (int)Arg("--batch", 128);
 var baseDir = ArgText("--dir") ?? Path.Combine(Path.GetTempPath(), "magpie-bench");
 Directory.CreateDirectory(baseDir);
 var run = Path.Combine(baseDir, DateTime.UtcNow.ToString("yyyyMMddHHmmss"));
-if (args.FirstOrDefault() == "etl")
+switch (args.FirstOrDefault())
 {
-    await RunEtlAsync();
-    return;
-}
-if (args.FirstOrDefault() == "index")
-{
-    await RunIndexAsync();
-    return;
-}
-if (args.FirstOrDefault() == "reduce-tree")
-{
-    var sizes = new[] { 1_000, 100_000, 1_000_000 };
-    var rows = ReduceTreeBenchmark.Run(sizes, (int)Arg("--updates", 50));
-    Console.WriteLine($"{"group size",12} {"tree update ms",15} {"values read",12} {"depth",6} {"naive re-reduce ms",19}");
-    foreach (var r in rows) Console.WriteLine($"{r.GroupSize,12:N0} {r.TreeUpdateMs,15:F2} {r.TreeReads,12:N0} {r.Depth,6} {r.NaiveMs,19:F1}");
-    var growth = rows[^1].TreeUpdateMs / rows[0].TreeUpdateMs;
-    Console.WriteLine($"tree update at {sizes[^1]:N0} / at {sizes[0]:N0}: {growth:F2} (target ≤ 5)");
-    Console.WriteLine(JsonSerializer.Serialize(new { benchmark = "reduce-tree", rows, ratio_1m_to_1k = Math.Round(growth, 2) }));
-    return;
-}
-if (args.FirstOrDefault() == "map-reduce")
-{
-    await RunMapReduceAsync();
-    return;
-}
-if (args.FirstOrDefault() == "freshness")
-{
-    await RunFreshnessAsync();
-    return;
+    case "etl": await RunEtlAsync(); return;
+    case "index": await RunIndexAsync(); return;
+    case "reduce-tree": RunReduceTree(); return;
+    case "map-reduce": await RunMapReduceAsync(); return;
+    case "freshness": await RunFreshnessAsync(); return;
 }
 
 Console.WriteLine($"generating {docs:N0} synthetic posts in batches of {batchSize}…");
@@ -233,6 +210,17 @@ async Task RunFreshnessAsync()
     })
         if (values.Any()) Console.WriteLine($"{name,-16} {P(values, 0.5),8:F1} {P(values, 0.99),8:F1} {values.Max(),8:F1}");
     Console.WriteLine(JsonSerializer.Serialize(new { benchmark = "freshness", docs = n, rate, probes, p50_ms = Math.Round(P(samples, 0.5), 1), p99_ms = Math.Round(P(samples, 0.99), 1), max_ms = Math.Round(samples.Max(), 1) }));
+}
+
+void RunReduceTree()
+{
+    var sizes = new[] { 1_000, 100_000, 1_000_000 };
+    var rows = ReduceTreeBenchmark.Run(sizes, (int)Arg("--updates", 50));
+    Console.WriteLine($"{"group size",12} {"tree update ms",15} {"values read",12} {"depth",6} {"naive re-reduce ms",19}");
+    foreach (var r in rows) Console.WriteLine($"{r.GroupSize,12:N0} {r.TreeUpdateMs,15:F2} {r.TreeReads,12:N0} {r.Depth,6} {r.NaiveMs,19:F1}");
+    var growth = rows[^1].TreeUpdateMs / rows[0].TreeUpdateMs;
+    Console.WriteLine($"tree update at {sizes[^1]:N0} / at {sizes[0]:N0}: {growth:F2} (target ≤ 5)");
+    Console.WriteLine(JsonSerializer.Serialize(new { benchmark = "reduce-tree", rows, ratio_1m_to_1k = Math.Round(growth, 2) }));
 }
 
 async Task RunMapReduceAsync()

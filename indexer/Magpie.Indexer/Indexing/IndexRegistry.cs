@@ -47,15 +47,14 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
     public async Task StopAsync(CancellationToken cancellationToken) => await DisposeAsync();
 
     /// <summary>The running workers holding an index's results, one per owned shard, by shard number (empty if none run here).</summary>
-    public IReadOnlyList<IndexWorker> Workers(string name)
-    {
-        lock (_workers) return _workers.Where(w => w.Key.Name == name && !w.Key.MapSide).OrderBy(w => w.Key.Shard).Select(w => w.Value.Worker).ToList();
-    }
+    public IReadOnlyList<IndexWorker> Workers(string name) => WorkersOf(name, mapSide: false);
 
     /// <summary>Kafka mode's map-side workers of a map/reduce index (their errors are the index's map errors); empty otherwise.</summary>
-    public IReadOnlyList<IndexWorker> MapSide(string name)
+    public IReadOnlyList<IndexWorker> MapSide(string name) => WorkersOf(name, mapSide: true);
+
+    private List<IndexWorker> WorkersOf(string name, bool mapSide)
     {
-        lock (_workers) return _workers.Where(w => w.Key.Name == name && w.Key.MapSide).OrderBy(w => w.Key.Shard).Select(w => w.Value.Worker).ToList();
+        lock (_workers) return _workers.Where(w => w.Key.Name == name && w.Key.MapSide == mapSide).OrderBy(w => w.Key.Shard).Select(w => w.Value.Worker).ToList();
     }
 
     public async Task<bool> WaitForEtagAsync(long etag, TimeSpan timeout, CancellationToken ct = default)

@@ -7,6 +7,7 @@ using Magpie.Tests.Http;
 using Magpie.Tests.Producers;
 using Magpie.Tests.Queries;
 using Xunit.Abstractions;
+using static Magpie.Tests.Fixtures.SplitDeployment;
 
 namespace Magpie.Tests.Indexing;
 
@@ -160,24 +161,6 @@ public sealed class KafkaIndexerTests(ITestOutputHelper output)
         return body;
     }
 
-    /// <summary>Asks with waitForNonStaleResults in 30 s slices (under the HTTP client's timeout) for up to 5 minutes.</summary>
-    private static async Task<JsonElement> NonStaleAsync(MagpieProcess q, string rql)
-    {
-        var deadline = DateTime.UtcNow.AddMinutes(5);
-        while (true)
-        {
-            var r = await q.Http.PostAsJsonAsync("queries", new { query = rql, pageSize = 1, waitForNonStaleResults = true, timeoutMs = 30_000 });
-            // 503 while an indexer restarted after a kill -9 waits for the group to hand its partitions back (the dead member holds them until its session times out).
-            if (r.StatusCode != HttpStatusCode.ServiceUnavailable)
-            {
-                Assert.True(r.IsSuccessStatusCode, await r.Content.ReadAsStringAsync());
-                var body = await r.JsonAsync();
-                if (!body.GetProperty("isStale").GetBoolean()) return body;
-            }
-            Assert.True(DateTime.UtcNow < deadline, $"still stale after 5 minutes: {rql}");
-        }
-    }
-
     private static List<string> Ids(JsonElement response) =>
         response.GetProperty("results").EnumerateArray().Select(Id).ToList();
 
@@ -203,16 +186,6 @@ public sealed class KafkaIndexerTests(ITestOutputHelper output)
         var response = await q.Http.PostAsJsonAsync("streams/queries", new { query = rql });
         Assert.True(response.IsSuccessStatusCode, await response.Content.ReadAsStringAsync());
         return (await response.Content.ReadAsStringAsync()).Split('\n', StringSplitOptions.RemoveEmptyEntries).Select(l => Id(JsonDocument.Parse(l).RootElement)).ToList();
-    }
-
-    private static async Task RelayCaughtUpAsync(MagpieProcess ingest)
-    {
-        var deadline = DateTime.UtcNow + TimeSpan.FromSeconds(30);
-        while ((await ingest.Http.GetFromJsonAsync<JsonElement>("stats/pipeline")).GetProperty("relay").GetProperty("lagEtags").GetInt64() > 0)
-        {
-            Assert.True(DateTime.UtcNow < deadline, "the relay did not publish the writes within 30 s");
-            await Task.Delay(20);
-        }
     }
 
     private static async Task<List<int>> Partitions(MagpieProcess indexer)

@@ -6,6 +6,7 @@ using Magpie.Tests.Fixtures;
 using Magpie.Tests.Http;
 using Magpie.Tests.Queries;
 using Xunit.Abstractions;
+using static Magpie.Tests.Fixtures.SplitDeployment;
 
 namespace Magpie.Tests.MapReduce;
 
@@ -62,7 +63,18 @@ public sealed class KafkaMapReduceTests(ITestOutputHelper output)
 
         await using var fresh = await MagpieProcess.StartAsync(kafka, target: "indexer", environment: Group("fresh"));
         await using var freshQuery = await MagpieProcess.StartAsync(kafka, target: "query", environment: Group("fresh"));
-        await AssertResultsAsync(model, pairQuery, freshQuery);
+        try { await AssertResultsAsync(model, pairQuery, freshQuery); }
+        catch
+        {
+            // What each process saw, for a failure that happens only now and then (see docs: the post-crash 503).
+            foreach (var (n, p) in new[] { ("indexer A", pairA), ("indexer B", pairB), ("query", pairQuery), ("fresh indexer", fresh) })
+            {
+                output.WriteLine($"--- {n}: last output lines");
+                foreach (var line in p.Output.TakeLast(60)) output.WriteLine(line);
+                try { output.WriteLine(await p.Http.GetStringAsync($"indexes/{Index}")); } catch (Exception e) { output.WriteLine(e.Message); }
+            }
+            throw;
+        }
         // The pair shares the reduce keys: each holds some of them, together all.
         var held = new[] { await ResultsAsync(pairA), await ResultsAsync(pairB) };
         output.WriteLine($"pair holds {held[0]} + {held[1]} results");
@@ -123,27 +135,11 @@ public sealed class KafkaMapReduceTests(ITestOutputHelper output)
             .Select(g => $"{g.Key}:{g.Count()}:{g.Sum(v => v.Score)}").ToList();
         foreach (var q in queries)
         {
-            await NonStaleAsync(q);
+            await NonStaleAsync(q, All);
             var actual = await StreamAsync(q);
             output.WriteLine($"{actual.Count} results, expected {expected.Count}");
             Assert.Equal(expected.Count, actual.Count);
             Assert.Equal(expected, actual);
-        }
-    }
-
-    private static async Task NonStaleAsync(MagpieProcess q)
-    {
-        var deadline = DateTime.UtcNow.AddMinutes(5);
-        while (true)
-        {
-            var r = await q.Http.PostAsJsonAsync("queries", new { query = All, pageSize = 1, waitForNonStaleResults = true, timeoutMs = 30_000 });
-            // 503 while an indexer restarted after a kill -9 waits for the group to hand its partitions back (the dead member holds them until its session times out).
-            if (r.StatusCode != HttpStatusCode.ServiceUnavailable)
-            {
-                Assert.True(r.IsSuccessStatusCode, await r.Content.ReadAsStringAsync());
-                if (!(await r.JsonAsync()).GetProperty("isStale").GetBoolean()) return;
-            }
-            Assert.True(DateTime.UtcNow < deadline, "still stale after 5 minutes");
         }
     }
 
@@ -160,15 +156,5 @@ public sealed class KafkaMapReduceTests(ITestOutputHelper output)
     {
         try { return (await indexer.Http.GetFromJsonAsync<JsonElement>($"indexes/{Index}")).GetProperty("status").GetProperty("entries").GetInt64(); }
         catch (HttpRequestException) { return 0; }
-    }
-
-    private static async Task RelayCaughtUpAsync(MagpieProcess ingest)
-    {
-        var deadline = DateTime.UtcNow + TimeSpan.FromSeconds(30);
-        while ((await ingest.Http.GetFromJsonAsync<JsonElement>("stats/pipeline")).GetProperty("relay").GetProperty("lagEtags").GetInt64() > 0)
-        {
-            Assert.True(DateTime.UtcNow < deadline, "the relay did not publish the writes within 30 s");
-            await Task.Delay(20);
-        }
     }
 }

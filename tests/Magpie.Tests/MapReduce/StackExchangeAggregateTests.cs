@@ -12,24 +12,11 @@ namespace Magpie.Tests.MapReduce;
 /// Aggregates over the arrays the importer builds (comments inside their post, badges inside their user), each
 /// compared with the same count computed straight from the XML, then after edits, deletes and re-creations; badge
 /// counts also written back as documents (outputReduceToCollection) that another index queries; output loops refused.
-/// Its own magpie process: these tests edit posts and users the other map/reduce tests count.
+/// Its own magpie process (a class fixture is per class): these tests edit posts and users the other map/reduce tests count.
 /// </summary>
-public sealed class StackExchangeAggregateTests(StackExchangeAggregateTests.Fixture fx) : IClassFixture<StackExchangeAggregateTests.Fixture>
+public sealed class StackExchangeAggregateTests(ImportedSampleFixture fx) : IClassFixture<ImportedSampleFixture>
 {
-    public sealed class Fixture : IAsyncLifetime
-    {
-        public MagpieProcess Magpie { get; private set; } = null!;
-        public StackExchangeXml Xml { get; } = new(RepoPaths.StackExchangeSample);
-
-        public async Task InitializeAsync()
-        {
-            Magpie = await MagpieProcess.StartAsync();
-            var (exit, output) = await MagpieCli.RunAsync(TimeSpan.FromMinutes(5), "produce", "stackexchange", "--dir", RepoPaths.StackExchangeSample, "--url", Magpie.BaseUrl.ToString());
-            if (exit != 0) throw new InvalidOperationException(output);
-        }
-
-        public async Task DisposeAsync() => await Magpie.DisposeAsync();
-    }
+    private static readonly StackExchangeXml Xml = new(RepoPaths.StackExchangeSample);
 
     private HttpClient Http => fx.Magpie.Http;
 
@@ -43,10 +30,10 @@ public sealed class StackExchangeAggregateTests(StackExchangeAggregateTests.Fixt
             }
             """);
         // The model: post → comment scores, from Comments.xml (comments of posts not in the dump are the importer's orphans).
-        var posts = fx.Xml.Posts.Select(p => "posts/" + (string)p.Attribute("Id")!).ToHashSet();
-        var model = fx.Xml.Comments.Where(c => posts.Contains("posts/" + (string)c.Attribute("PostId")!))
+        var posts = Xml.Posts.Select(p => "posts/" + (string)p.Attribute("Id")!).ToHashSet();
+        var model = Xml.Comments.Where(c => posts.Contains("posts/" + (string)c.Attribute("PostId")!))
             .GroupBy(c => "posts/" + (string)c.Attribute("PostId")!).ToDictionary(g => g.Key, g => g.Select(c => (long?)c.Attribute("Score") ?? 0).ToList());
-        Assert.Equal(fx.Xml.CommentsPerPost().Where(c => c.Value > 0).OrderBy(c => c.Key), model.ToDictionary(m => m.Key, m => m.Value.Count).OrderBy(c => c.Key));
+        Assert.Equal(Xml.CommentsPerPost().Where(c => c.Value > 0).OrderBy(c => c.Key), model.ToDictionary(m => m.Key, m => m.Value.Count).OrderBy(c => c.Key));
         await AssertCommentsAsync(model);
 
         var busiest = model.OrderByDescending(m => m.Value.Count).ThenBy(m => m.Key, StringComparer.Ordinal).Select(m => m.Key).Take(3).ToList();
@@ -73,8 +60,8 @@ public sealed class StackExchangeAggregateTests(StackExchangeAggregateTests.Fixt
             }
             """);
         // The model: user → badge names, from Badges.xml (badges of users not in the dump are orphans).
-        var users = fx.Xml.Users.Select(u => "users/" + (string)u.Attribute("Id")!).ToHashSet();
-        var model = fx.Xml.Badges.Where(b => users.Contains("users/" + (string)b.Attribute("UserId")!))
+        var users = Xml.Users.Select(u => "users/" + (string)u.Attribute("Id")!).ToHashSet();
+        var model = Xml.Badges.Where(b => users.Contains("users/" + (string)b.Attribute("UserId")!))
             .GroupBy(b => "users/" + (string)b.Attribute("UserId")!).ToDictionary(g => g.Key, g => g.Select(b => (string)b.Attribute("Name")!).ToList());
         await AssertBadgesAsync(model);
 
