@@ -61,20 +61,17 @@ public final class LuceneHost {
         var host = new LuceneHost(System.out);
         System.setOut(System.err); // nothing else may write to the protocol stream
         var in = new DataInputStream(new BufferedInputStream(System.in, 1 << 16));
-        while (true) {
-            int length;
-            try { length = in.readInt(); } catch (EOFException e) { break; }
-            var frame = new byte[length];
-            in.readFully(frame);
-            host.pool.execute(() -> host.handle(frame));
-        }
-        // The parent is gone (or done): what it did not commit must not become durable now with an old position in
-        // the user data, so writers roll back instead of closing (which would commit). That also frees each index's
-        // write.lock at once for the next magpie process, instead of after flushing segments nobody asked for.
-        host.pool.shutdownNow();
-        host.pool.awaitTermination(5, TimeUnit.SECONDS);
-        for (var index : host.indexes.values()) { try { index.searchers.close(); index.writer.rollback(); } catch (Exception e) { } }
-        System.exit(0);
+        try {
+            while (true) {
+                var frame = new byte[in.readInt()];
+                in.readFully(frame);
+                host.pool.execute(() -> host.handle(frame));
+            }
+        } catch (IOException e) { } // EOF (or a broken pipe): the parent is gone or done
+        // The parent is gone (or done, having closed its indexes): stop at once, as a crash would. Lucene keeps the last
+        // commit; nothing uncommitted may become durable with an old position, and the OS frees each write.lock now for
+        // the next magpie process. halt, not exit: nothing may wait on in-flight requests or a concurrent exit.
+        Runtime.getRuntime().halt(0);
     }
 
     void handle(byte[] frame) {
@@ -115,7 +112,7 @@ public final class LuceneHost {
                 out.write(body);
                 out.flush();
             } catch (IOException e) {
-                System.exit(2); // the parent is gone
+                Runtime.getRuntime().halt(2); // the parent is gone
             }
         }
     }
