@@ -11,6 +11,9 @@ public sealed class IndexerOptions
     public int BatchSize { get; init; } = 4096;
     public int LuceneHeapMegabytes { get; init; } = 1024;
 
+    /// <summary>What the Lucene host may keep for facets (columns of value ordinals, range document sets), within its heap.</summary>
+    public int FacetCacheMegabytes { get; init; } = 256;
+
     /// <summary>Kafka bootstrap servers when the indexer runs as its own process (Kafka mode); null = embedded.</summary>
     public string? Kafka { get; init; }
 

@@ -32,5 +32,8 @@ public sealed class MagpieSettings
     public int RequestQueueLimit { get; set; } = 1024;
     public int CheckpointIntervalSeconds { get; set; } = 60;
 
+    /// <summary>The Lucene host's budget for facet columns (per-segment value ordinals and range document sets), in MB.</summary>
+    public int FacetCacheMegabytes { get; set; } = 256;
+
     public bool Embedded => string.IsNullOrWhiteSpace(Kafka);
 }

@@ -41,6 +41,7 @@ public sealed class IndexerModuleWiring(bool ingestInProcess) : IMagpieModule
         AdvertisedUrl = string.IsNullOrWhiteSpace(s.AdvertisedUrl) ? $"http://{Dns.GetHostName()}:{s.HttpPort}" : s.AdvertisedUrl,
         KafkaPartitions = s.KafkaPartitions,
         KafkaReplicationFactor = s.KafkaReplicationFactor,
+        FacetCacheMegabytes = s.FacetCacheMegabytes,
     };
 }
 

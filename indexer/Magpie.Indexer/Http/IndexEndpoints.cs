@@ -2,6 +2,7 @@ using System.Text.Json;
 using Magpie.Contracts.Indexes;
 using Magpie.Indexer.Definitions;
 using Magpie.Indexer.Indexing;
+using Magpie.Indexer.Lucene;
 using Magpie.Indexer.Shards;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Http;
@@ -16,14 +17,14 @@ public static class IndexEndpoints
     {
         app.MapGet("/indexes", (IndexDefinitionStore store, IndexRegistry registry) =>
             Results.Ok(store.Current.Select(d => Status(d.Key, d.Value, registry))));
-        app.MapGet("/indexes/{**path}", (string path, IndexDefinitionStore store, IndexRegistry registry) =>
+        app.MapGet("/indexes/{**path}", async (string path, IndexDefinitionStore store, IndexRegistry registry, CancellationToken ct) =>
         {
             var (name, action) = Split(path);
             if (!store.Current.TryGetValue(name, out var definition)) return NotFound(name);
             return action switch
             {
                 null => Results.Json(new { name, definition, status = Status(name, definition, registry) }, IndexDefinitionStore.Json),
-                "stats" => Results.Json(Stats(name, registry), IndexDefinitionStore.Json),
+                "stats" => Results.Json(await StatsAsync(name, registry, ct), IndexDefinitionStore.Json),
                 _ => NotFound(path),
             };
         });
@@ -95,9 +96,17 @@ public static class IndexEndpoints
         };
     }
 
-    private static object Stats(string name, IndexRegistry registry)
+    private static async Task<object> StatsAsync(string name, IndexRegistry registry, CancellationToken ct)
     {
-        var shards = registry.Workers(name).Select(w => w.Status.Snapshot()).ToList();
+        var workers = registry.Workers(name);
+        var shards = workers.Select(w => w.Status.Snapshot()).ToList();
+        // The Lucene host's facet columns: this index's share (over its shards here) and the host's total within its budget.
+        var caches = new List<FacetCacheStats>();
+        foreach (var index in workers.Select(w => w.Index).OfType<LuceneIndex>())
+        {
+            try { caches.Add((await index.StateAsync(ct)).FacetCache); }
+            catch (LuceneException) { }   // closing under us: left out of the figures
+        }
         var mapSide = registry.MapSide(name).Select(w => w.Status.Snapshot()).ToList();
         var all = shards.Concat(mapSide).ToList();
         return new
@@ -111,6 +120,17 @@ public static class IndexEndpoints
             // Kafka map/reduce: the map side's batches (map, then publish to the mapped topic as reduceMs).
             mapSideBatches = mapSide.Count == 0 ? null : mapSide.SelectMany(s => s.RecentBatches).OrderByDescending(b => b.At).Take(20).Reverse().ToList(),
             errors = all.SelectMany(s => s.Errors).OrderByDescending(e => e.At).Take(20).ToList(),
+            facetCache = caches.Count == 0 ? null : new
+            {
+                bytes = caches.Sum(c => c.IndexBytes),
+                columns = caches.Sum(c => c.IndexEntries),
+                hostBytes = caches[0].HostBytes,
+                hostBudgetBytes = caches[0].BudgetBytes,
+                hostColumns = caches[0].HostEntries,
+                hits = caches[0].Hits,
+                misses = caches[0].Misses,
+                evictions = caches[0].Evictions,
+            },
         };
     }
 

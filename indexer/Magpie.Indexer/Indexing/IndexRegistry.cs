@@ -168,7 +168,7 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
         if (_host is not null) return _host;
         try
         {
-            _host = LuceneHostProcess.Start(options.LuceneHeapMegabytes);
+            _host = LuceneHostProcess.Start(options.LuceneHeapMegabytes, options.FacetCacheMegabytes);
             _hostFailure = null;
         }
         catch (Exception e)

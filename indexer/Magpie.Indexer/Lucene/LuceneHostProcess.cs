@@ -44,7 +44,8 @@ public sealed class LuceneHostProcess : IAsyncDisposable
 
     public int Pid => _process.Id;
 
-    public static LuceneHostProcess Start(int heapMegabytes = 1024)
+    /// <param name="facetCacheMegabytes">The budget for facet columns (FacetColumns.java), inside the heap.</param>
+    public static LuceneHostProcess Start(int heapMegabytes = 1024, int facetCacheMegabytes = 256)
     {
         var jars = LuceneJars();
         var psi = new ProcessStartInfo(Environment.GetEnvironmentVariable("MAGPIE_JAVA") is { Length: > 0 } java ? java : "java")
@@ -58,7 +59,7 @@ public sealed class LuceneHostProcess : IAsyncDisposable
         var jvm = Environment.GetEnvironmentVariable("MAGPIE_JAVA_OPTS") is { Length: > 0 } opts
             ? opts.Split(' ', StringSplitOptions.RemoveEmptyEntries)
             : [$"-Xmx{heapMegabytes}m", "-XX:+UseParallelGC"];
-        foreach (var a in jvm.Concat(["-cp", string.Join(':', [HostJar(), .. jars]), "magpie.lucene.LuceneHost"]))
+        foreach (var a in jvm.Concat([$"-Dmagpie.facetCacheMb={facetCacheMegabytes}", "-cp", string.Join(':', [HostJar(), .. jars]), "magpie.lucene.LuceneHost"]))
             psi.ArgumentList.Add(a);
         Process process;
         try { process = Process.Start(psi)!; }

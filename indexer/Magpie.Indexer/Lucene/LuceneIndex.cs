@@ -12,8 +12,8 @@ public sealed record SearchHit(string Id, float Score, IReadOnlyDictionary<strin
 
 public sealed record SearchPage(long TotalHits, IReadOnlyList<SearchHit> Hits);
 
-/// <summary>Commit user data (how far the index consumed its source) and the live entry count.</summary>
-public sealed record LuceneIndexState(IReadOnlyDictionary<string, string> CommitData, long Entries);
+/// <summary>Commit user data (how far the index consumed its source), the live entry count, the facet cache's figures.</summary>
+public sealed record LuceneIndexState(IReadOnlyDictionary<string, string> CommitData, long Entries, FacetCacheStats FacetCache);
 
 /// <summary>
 /// One Lucene index in the host: an IndexWriter on an NIOFSDirectory and a near-real-time searcher.
@@ -146,6 +146,41 @@ public sealed class LuceneIndex
         return new SearchPage(total, hits);
     }
 
+    /// <summary>
+    /// Counts <paramref name="facets"/> over the entries <paramref name="query"/> matches, in one pass in the host (at
+    /// <paramref name="snapshot"/>, or now when 0). Every value comes back; the caller orders, cuts and merges shards.
+    /// </summary>
+    public async Task<FacetCounts> FacetsAsync(LuceneQuery query, IReadOnlyList<FacetSpec> facets, long snapshot = 0, CancellationToken ct = default)
+    {
+        var r = await _host.CallAsync(LuceneProtocol.Facets, w =>
+        {
+            w.Int(_handle).Long(snapshot);
+            query.Write(w);
+            w.Int(facets.Count);
+            foreach (var f in facets) f.Write(w);
+        }, ct);
+        var total = r.Long();
+        var result = new IReadOnlyList<FacetBucket>[r.Int()];
+        for (var i = 0; i < result.Length; i++)
+        {
+            var ranges = facets[i] is RangeFacetSpec;
+            var buckets = new FacetBucket[r.Int()];
+            for (var b = 0; b < buckets.Length; b++)
+            {
+                string? text = null;
+                double? number = null;
+                if (!ranges && r.Byte() == LuceneProtocol.FieldDouble) number = r.Double();
+                else if (!ranges) text = r.String();
+                var count = r.Long();
+                var fields = new FieldTotals[r.Int()];
+                for (var a = 0; a < fields.Length; a++) fields[a] = new FieldTotals(r.Long(), r.Double(), r.Double(), r.Double());
+                buckets[b] = new FacetBucket(text, number, ranges ? b : -1, count, fields);
+            }
+            result[i] = buckets;
+        }
+        return new FacetCounts(total, result);
+    }
+
     /// <summary>The cursor is the sort values exactly as the host wrote them; it sends them back verbatim.</summary>
     private static byte[] ReadCursor(FrameReader r)
     {
@@ -167,6 +202,7 @@ public sealed class LuceneIndex
     {
         var data = new Dictionary<string, string>();
         for (var n = r.Int(); n > 0; n--) data[r.String()!] = r.String()!;
-        return new LuceneIndexState(data, r.Long());
+        var entries = r.Long();
+        return new LuceneIndexState(data, entries, new FacetCacheStats(r.Long(), r.Long(), r.Long(), r.Long(), r.Long(), r.Long(), r.Long(), r.Long()));
     }
 }

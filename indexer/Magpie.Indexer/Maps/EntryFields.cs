@@ -11,7 +11,7 @@ namespace Magpie.Indexer.Maps;
 /// <list type="bullet">
 /// <item><c>F</c>: strings as one lower-cased term (exact, the default) or as analyzed text (search);
 /// booleans as <c>true</c>/<c>false</c>, null as <c>NULL_VALUE</c> (RavenDB's token), objects as their JSON text.</item>
-/// <item><c>F@cs</c>: exact strings with their case, for <c>exact()</c>.</item>
+/// <item><c>F@cs</c>: exact strings with their case, for <c>exact()</c> and facets (also booleans and nulls, so a facet reads every non-number value there).</item>
 /// <item><c>F@num</c>: numbers, for ranges and numeric sorting.</item>
 /// <item><c>F@ticks</c>: ISO-8601 dates, for ranges.</item>
 /// <item><c>F@stored</c>: the value as JSON, when the field is stored (projections).</item>
@@ -46,8 +46,14 @@ public static partial class EntryFields
         IndexField Term(string text) => search ? new TextField(name, text) : new KeywordField(name, text.ToLowerInvariant());
         switch (value)
         {
-            case null: fields.Add(search ? new TextField(name, NullValue) : new KeywordField(name, NullValue)); break;
-            case bool b: fields.Add(Term(b ? "true" : "false")); break;
+            case null:
+                fields.Add(search ? new TextField(name, NullValue) : new KeywordField(name, NullValue));
+                if (!search) fields.Add(new KeywordField(name + CaseSensitive, NullValue));
+                break;
+            case bool b:
+                fields.Add(Term(b ? "true" : "false"));
+                if (!search) fields.Add(new KeywordField(name + CaseSensitive, b ? "true" : "false"));
+                break;
             case double d: fields.Add(new DoubleField(name + Number, d)); break;
             case NestedJson j: fields.Add(Term(j.Json)); break;
             case List<object?> nested: foreach (var item in nested) Add(fields, name, item, options); break;

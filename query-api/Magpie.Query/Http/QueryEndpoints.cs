@@ -1,5 +1,6 @@
 using System.Diagnostics;
 using System.Text.Json;
+using Magpie.Query.Facets;
 using Magpie.Query.Rql;
 using Magpie.Query.Shards;
 using Microsoft.AspNetCore.Builder;
@@ -38,11 +39,12 @@ public static class QueryEndpoints
                 return Results.Json(new
                 {
                     results = page.Hits.Select(h => h.Result),
+                    facets = page.Facets is { } f ? FacetResults.Shape(query.Facets, f) : null,
                     totalResults = page.TotalResults,
                     isStale = page.IsStale,
                     indexEtag = page.IndexEtag,
                     durationMs = Math.Round(Stopwatch.GetElapsedTime(started).TotalMilliseconds, 2),
-                    nextCursor = page.Hits.Count == pageSize ? page.Hits[^1].Cursor : null,
+                    nextCursor = !query.FacetsOnly && page.Hits.Count == pageSize ? page.Hits[^1].Cursor : null,
                 });
             }
             catch (QueryProblem e) { return Problem(e); }
@@ -107,7 +109,7 @@ public static class QueryEndpoints
         try { request = await JsonSerializer.DeserializeAsync<QueryRequest>(ctx.Request.Body, JsonSerializerOptions.Web, ctx.RequestAborted); }
         catch (JsonException e) { throw new QueryProblem(400, $"body is not a query request: {e.Message}"); }
         if (request is null || string.IsNullOrWhiteSpace(request.Query)) throw new QueryProblem(400, "body needs \"query\": an RQL query");
-        return (request, LocalShardOwner.Parse(request.Query));
+        return (request, LocalShardOwner.Parse(request.Query, request.Parameters, request.Facets));
     }
 
     private static IResult Problem(QueryProblem e) =>

@@ -12,4 +12,7 @@ public sealed record QueryRequest
     public string? Cursor { get; init; }
     public bool WaitForNonStaleResults { get; init; }
     public int TimeoutMs { get; init; } = 15_000;
+
+    /// <summary>Facets counted beside the results (<see cref="Facets.FacetJson"/>); RQL's <c>select facet(…)</c> gives facets instead of results.</summary>
+    public List<JsonElement>? Facets { get; init; }
 }

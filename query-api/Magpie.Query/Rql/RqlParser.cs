@@ -10,16 +10,30 @@ public sealed class RqlParser
     private readonly List<RqlToken> _tokens;
     private int _at;
 
-    private RqlParser(string text)
+    private readonly IReadOnlyDictionary<string, System.Text.Json.JsonElement>? _parameters;
+
+    private RqlParser(string text, IReadOnlyDictionary<string, System.Text.Json.JsonElement>? parameters)
     {
         _text = text;
+        _parameters = parameters;
         _tokens = RqlLexer.Tokenize(text);
     }
 
-    public static RqlQuery Parse(string text)
+    /// <param name="parameters">The query's parameters: facet options given as <c>$name</c> are read at parse time.</param>
+    public static RqlQuery Parse(string text, IReadOnlyDictionary<string, System.Text.Json.JsonElement>? parameters = null)
     {
         if (string.IsNullOrWhiteSpace(text)) throw new RqlException("the query is empty; start with: from index 'Name' or from Collection", 1, 1);
-        return new RqlParser(text).Query();
+        return new RqlParser(text, parameters).Query();
+    }
+
+    /// <summary>A condition on its own (a range of a facet given in the request body's <c>facets</c>).</summary>
+    public static RqlExpression ParseCondition(string text)
+    {
+        if (string.IsNullOrWhiteSpace(text)) throw new RqlException("the range is empty", 1, 1);
+        var parser = new RqlParser(text, null);
+        var e = parser.Or();
+        if (parser.Current.Kind != RqlTokenKind.End) throw parser.Expected("the end of the range");
+        return e;
     }
 
     private RqlToken Current => _tokens[_at];
@@ -48,16 +62,20 @@ public sealed class RqlParser
             do orderBy.Add(Order()); while (Accept(","));
         }
         var select = new List<RqlProjection>();
+        var facets = new List<RqlFacet>();
         if (Current.Is("select"))
         {
             _at++;
             do
             {
+                if (Current.Is("facet") && _tokens[_at + 1].IsSymbol("(")) { facets.Add(Facet()); continue; }
                 var field = Field();
                 var alias = field;
                 if (Current.Is("as")) { _at++; alias = Field(); }
                 select.Add(new RqlProjection(field, alias));
             } while (Accept(","));
+            if (facets.Count > 0 && select.Count > 0)
+                throw RqlLexer.Error(_text, _tokens[_at - 1].Position, "select either facet(…) or fields, not both (the request body's \"facets\" come beside results)");
         }
         int? limit = null, offset = null;
         if (Current.Is("limit"))
@@ -68,7 +86,7 @@ public sealed class RqlParser
             else if (Accept(",")) { offset = limit; limit = Count("limit"); }   // limit m, n (offset, count)
         }
         if (Current.Kind != RqlTokenKind.End) throw Expected("where, order by, select, limit or the end of the query");
-        return new RqlQuery(source, where, orderBy, select, limit, offset);
+        return new RqlQuery(source, where, orderBy, select, limit, offset) { Facets = facets, FacetsOnly = facets.Count > 0 };
     }
 
     private RqlOrder Order()
@@ -97,6 +115,63 @@ public sealed class RqlParser
         else if (Current.Is("asc") || Current.Is("ascending")) _at++;
         return new RqlOrder(field, descending, type);
     }
+
+    /// <summary>
+    /// <c>facet(args) [as Name]</c>; each argument is a field (one, for a term facet), a range condition, an aggregation
+    /// <c>sum|min|max|avg(F)</c>, or a <c>$parameter</c> holding options (<see cref="FacetOptions"/>).
+    /// </summary>
+    private RqlFacet Facet()
+    {
+        var at = Current.Position;
+        _at += 2;
+        string? field = null;
+        var ranges = new List<RqlRange>();
+        var aggregations = new List<RqlAggregation>();
+        var options = new FacetOptions();
+        do
+        {
+            var t = Current;
+            var next = _tokens[_at + 1];
+            if (t.Kind == RqlTokenKind.Parameter)
+            {
+                _at++;
+                options = Facets.FacetJson.Options(ParameterValue((string)t.Value!, t.Position), m => RqlLexer.Error(_text, t.Position, m));
+            }
+            else if (t.Kind == RqlTokenKind.Identifier && next.IsSymbol("(") && RqlAggregation.Operations.Contains(t.Text.ToLowerInvariant()))
+            {
+                _at += 2;
+                aggregations.Add(new RqlAggregation(t.Text.ToLowerInvariant(), Field()));
+                Expect(")");
+            }
+            else if ((t.Kind == RqlTokenKind.Identifier && !IsKeyword(t) || t.Kind == RqlTokenKind.String) && (next.IsSymbol(",") || next.IsSymbol(")")))
+            {
+                if (field is not null) throw RqlLexer.Error(_text, t.Position, "a facet counts the values of one field (write one facet() per field)");
+                field = Field();
+            }
+            else
+            {
+                var expression = And();
+                ranges.Add(new RqlRange(_text[t.Position..Current.Position].Trim(), expression));
+            }
+        } while (Accept(","));
+        Expect(")");
+        if (field is null == (ranges.Count == 0))
+            throw RqlLexer.Error(_text, at, "facet() takes a field (facet(Brand)) or ranges (facet(Price < 200, Price >= 200)), not both");
+        var name = field ?? FirstField(ranges[0].Expression) ?? ranges[0].Label;
+        if (Current.Is("as")) { _at++; name = Field(); }
+        return new RqlFacet(name, field, ranges, aggregations, options);
+    }
+
+    private static string? FirstField(RqlExpression e) => e switch
+    {
+        RqlAnd a => FirstField(a.Left), RqlOr o => FirstField(o.Left), RqlNot n => FirstField(n.Inner),
+        RqlCompare c => c.Field, RqlBetween b => b.Field, RqlIn i => i.Field, RqlStartsWith s => s.Field, RqlSearch s => s.Field, RqlExists x => x.Field,
+        _ => null,
+    };
+
+    private System.Text.Json.JsonElement ParameterValue(string name, int position) =>
+        _parameters is not null && _parameters.TryGetValue(name, out var value) ? value
+            : throw RqlLexer.Error(_text, position, $"parameter ${name} is not in \"parameters\"");
 
     private RqlExpression Or()
     {

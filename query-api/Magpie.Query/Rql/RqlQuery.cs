@@ -1,7 +1,14 @@
 namespace Magpie.Query.Rql;
 
 /// <summary>A parsed RQL query: <c>from index 'Name' | from Collection [where …] [order by …] [select …] [limit n [offset m]]</c>.</summary>
-public sealed record RqlQuery(RqlSource From, RqlExpression? Where, IReadOnlyList<RqlOrder> OrderBy, IReadOnlyList<RqlProjection> Select, int? Limit, int? Offset);
+public sealed record RqlQuery(RqlSource From, RqlExpression? Where, IReadOnlyList<RqlOrder> OrderBy, IReadOnlyList<RqlProjection> Select, int? Limit, int? Offset)
+{
+    /// <summary>Facets to count over the matching entries: <c>select facet(…)</c>, and those of the request body's <c>facets</c>.</summary>
+    public IReadOnlyList<RqlFacet> Facets { get; init; } = [];
+
+    /// <summary><c>select facet(…)</c> and nothing else: the answer is the facets (and the total), no results.</summary>
+    public bool FacetsOnly { get; init; }
+}
 
 public sealed record RqlSource(string Name, bool IsIndex);
 

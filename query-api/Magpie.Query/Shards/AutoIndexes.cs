@@ -23,6 +23,13 @@ public sealed partial class AutoIndexes(IndexDefinitionStore definitions)
         var search = new SortedSet<string>(StringComparer.Ordinal);
         Collect(query.Where, exact, search);
         foreach (var o in query.OrderBy.Where(o => !o.IsScore)) if (!search.Contains(o.Field!)) exact.Add(o.Field!);
+        // Facets count the values of their fields, ranges and aggregated fields: those are indexed (exact) too.
+        foreach (var f in query.Facets)
+        {
+            if (f.Field is { } field && !search.Contains(field)) exact.Add(field);
+            foreach (var r in f.Ranges) Collect(r.Expression, exact, search);
+            foreach (var a in f.Aggregations) if (!search.Contains(a.Field)) exact.Add(a.Field);
+        }
         if (exact.Concat(search).FirstOrDefault(f => !FieldPattern().IsMatch(f)) is { } bad)
             throw new QueryProblem(400, $"'{bad}' can't be indexed automatically: fields are letters, digits, '_' and '.' paths");
 

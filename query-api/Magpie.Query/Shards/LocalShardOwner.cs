@@ -5,6 +5,7 @@ using Magpie.Indexer.Definitions;
 using Magpie.Indexer.Indexing;
 using Magpie.Indexer.Lucene;
 using Magpie.Indexer.Maps;
+using Magpie.Query.Facets;
 using Magpie.Query.Rql;
 
 namespace Magpie.Query.Shards;
@@ -23,7 +24,7 @@ public sealed class LocalShardOwner(IndexDefinitionStore definitions, IndexRegis
 
     public async Task<ShardPage> SearchAsync(ShardQuery request, CancellationToken ct)
     {
-        var query = Parse(request.Query);
+        var query = Parse(request.Query, request.Parameters, request.Facets);
         var name = request.Index;
         IndexDefinition? definition;
         if (request.Snapshot is { } lease)
@@ -68,9 +69,19 @@ public sealed class LocalShardOwner(IndexDefinitionStore definitions, IndexRegis
 
         QueryPlan plan;
         SearchPage[] pages;
+        IReadOnlyList<IReadOnlyList<FacetBucket>>? facets = null;
         try
         {
             plan = await QueryRunner.PlanAsync(indexes, definition, query, request.Parameters, request.NumericSorts, ct);
+            if (query.Facets.Count > 0)
+            {
+                var specs = FacetPlan.Specs(query.Facets, definition, request.Parameters);
+                var counted = await Task.WhenAll(shards.Select(s => s.Index.FacetsAsync(plan.Where, specs, s.Snapshot, ct)));
+                facets = FacetResults.Merge([.. counted.Select(c => c.Facets)]);
+                // Facets only: the count came with them; no page of results to read.
+                if (query.FacetsOnly)
+                    return new ShardPage(counted.Sum(c => c.TotalHits), [], stale, shards.Max(s => s.Worker.Status.IndexedEtag), plan.NumericSorts, lease, facets);
+            }
             // One shard pages in Lucene; several each return skip + take, merged here, then skipped.
             var skip = after is null ? request.Skip : 0;
             pages = shards.Count == 1
@@ -85,12 +96,17 @@ public sealed class LocalShardOwner(IndexDefinitionStore definitions, IndexRegis
         var hits = new List<ShardHit>(pages[0].Hits.Count);
         foreach (var hit in pages[0].Hits)
             if (await ResultOf(hit, query, ct) is { } r) hits.Add(new ShardHit(r, hit.Cursor.ToString()));
-        return new ShardPage(pages.Sum(p => p.TotalHits), hits, stale, shards.Max(s => s.Worker.Status.IndexedEtag), plan.NumericSorts, lease);
+        return new ShardPage(pages.Sum(p => p.TotalHits), hits, stale, shards.Max(s => s.Worker.Status.IndexedEtag), plan.NumericSorts, lease, facets);
     }
 
-    public static RqlQuery Parse(string rql)
+    /// <summary>The query with its facets: RQL's <c>select facet(…)</c>, then the request body's (<see cref="FacetJson"/>).</summary>
+    public static RqlQuery Parse(string rql, IReadOnlyDictionary<string, JsonElement>? parameters, IReadOnlyList<JsonElement>? facets)
     {
-        try { return RqlParser.Parse(rql); }
+        try
+        {
+            var query = RqlParser.Parse(rql, parameters);
+            return facets is null ? query : query with { Facets = [.. query.Facets, .. FacetJson.Read(facets)] };
+        }
         catch (RqlException e) { throw new QueryProblem(400, e.Message, e.Line, e.Column); }
     }
 

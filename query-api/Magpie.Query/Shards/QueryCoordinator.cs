@@ -1,5 +1,6 @@
 using Magpie.Indexer.Definitions;
 using Magpie.Indexer.Lucene;
+using Magpie.Query.Facets;
 using Magpie.Query.Http;
 using Magpie.Query.Rql;
 
@@ -26,6 +27,7 @@ public sealed class QueryCoordinator(IShardDirectory directory, IndexDefinitionS
     /// </summary>
     public async Task<QueryStream> StreamAsync(QueryRequest request, RqlQuery query, int take, CancellationToken ct)
     {
+        if (query.Facets.Count > 0) throw new QueryProblem(400, "facets are answered by POST /queries, not streamed");
         var after = request.Cursor;
         var (index, layout) = await LayoutForAsync(request, query, after, request.WaitForNonStaleResults, ct);
         var owners = Asked(layout);
@@ -56,6 +58,7 @@ public sealed class QueryCoordinator(IShardDirectory directory, IndexDefinitionS
     private static ShardQuery Base(QueryRequest request, string index, ShardLayout layout, bool wait) => new()
     {
         Query = request.Query, Index = index, Parameters = request.Parameters, Target = layout.Target, WaitForNonStale = wait, TimeoutMs = request.TimeoutMs,
+        Facets = request.Facets,
     };
 
     /// <summary>Asks every owner (at its snapshot, if it holds one) and merges; with <paramref name="hold"/>, each owner holds a snapshot and says which.</summary>
@@ -82,7 +85,8 @@ public sealed class QueryCoordinator(IShardDirectory directory, IndexDefinitionS
         }
 
         var hits = single ? pages[0].Hits : ShardMerge.Page(pages.SelectMany(p => p.Hits), h => SearchCursor.Parse(h.Cursor)!, query, skip, take);
-        return (new ShardPage(pages.Sum(p => p.TotalResults), hits, !complete || pages.Any(p => p.IsStale), pages.Max(p => p.IndexEtag), numeric), owners);
+        var facets = query.Facets.Count == 0 ? null : FacetResults.Merge([.. pages.Select(p => p.Facets ?? throw new QueryProblem(502, $"a shard owner answered without the facets asked"))]);
+        return (new ShardPage(pages.Sum(p => p.TotalResults), hits, !complete || pages.Any(p => p.IsStale), pages.Max(p => p.IndexEtag), numeric, Facets: facets), owners);
     }
 
     internal static async Task ReleaseAsync(IEnumerable<HeldOwner> owners) =>

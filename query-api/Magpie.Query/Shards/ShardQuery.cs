@@ -39,13 +39,19 @@ public sealed record ShardQuery
 
     /// <summary>A stream's later page: search the point in time this owner's lease holds (no staleness wait, no new shards).</summary>
     public string? Snapshot { get; init; }
+
+    /// <summary>The request body's facets, as the client sent them (the owner parses them as the coordinator did).</summary>
+    public List<JsonElement>? Facets { get; init; }
 }
 
 public sealed record ShardHit(JsonElement Result, string Cursor);
 
-/// <summary>An owner's answer: its total, its top hits, whether any of its shards was stale, how sort fields were typed, the snapshot lease it holds.</summary>
+/// <summary>
+/// An owner's answer: its total, its top hits, whether any of its shards was stale, how sort fields were typed, the snapshot lease it holds,
+/// and the query's facets counted over its shards (every value, for the coordinator to add up).
+/// </summary>
 public sealed record ShardPage(long TotalResults, IReadOnlyList<ShardHit> Hits, bool IsStale, long IndexEtag, IReadOnlyList<string> NumericSorts,
-    string? Snapshot = null);
+    string? Snapshot = null, IReadOnlyList<IReadOnlyList<Magpie.Indexer.Lucene.FacetBucket>>? Facets = null);
 
 /// <summary>A query that can't run, as the HTTP problem it becomes (RQL errors carry line and column).</summary>
 public sealed class QueryProblem(int status, string detail, int? line = null, int? column = null) : Exception(detail)

@@ -24,7 +24,7 @@ import org.apache.lucene.util.NumericUtils;
  * The process exits when stdin closes, so it never outlives the magpie process that started it.
  */
 public final class LuceneHost {
-    static final byte OPEN = 1, WRITE = 2, COMMIT = 3, REFRESH = 4, SEARCH = 5, STATS = 6, CLOSE = 7, DELETE_ALL = 8, SNAPSHOT = 9, RELEASE = 10, SCAN_STATE = 11;
+    static final byte OPEN = 1, WRITE = 2, COMMIT = 3, REFRESH = 4, SEARCH = 5, STATS = 6, CLOSE = 7, DELETE_ALL = 8, SNAPSHOT = 9, RELEASE = 10, SCAN_STATE = 11, FACETS = 12;
     static final byte OK = 0, ERROR = 1;
     static final byte F_TEXT = 1, F_KEYWORD = 2, F_LONG = 4, F_DOUBLE = 5, F_STORED = 6;
     static final byte Q_ALL = 0, Q_TERM = 1, Q_LONG_RANGE = 2, Q_DOUBLE_RANGE = 3, Q_PREFIX = 4, Q_FULLTEXT = 5, Q_EXISTS = 6, Q_BOOL = 7, Q_TERMS = 8, Q_TERM_RANGE = 9;
@@ -53,6 +53,8 @@ public final class LuceneHost {
     final Map<String, Integer> handles = new HashMap<>();
     int nextHandle = 1;
     final DataOutputStream out;
+    /** Facet columns of every open index, within one budget (MB, -Dmagpie.facetCacheMb, default 256). */
+    final FacetColumns facetColumns = new FacetColumns(Long.getLong("magpie.facetCacheMb", 256) << 20);
     final ExecutorService pool = Executors.newFixedThreadPool(Math.max(4, Runtime.getRuntime().availableProcessors() * 2));
 
     LuceneHost(OutputStream out) { this.out = new DataOutputStream(new BufferedOutputStream(out, 1 << 16)); }
@@ -94,6 +96,7 @@ public final class LuceneHost {
                 case SNAPSHOT -> snapshot(index(in.readInt()), w);
                 case RELEASE -> release(in.readLong());
                 case SCAN_STATE -> scanState(in, w);
+                case FACETS -> facets(in, w);
                 default -> throw new IllegalArgumentException("unknown op " + op);
             }
             reply(id, OK, response.toByteArray());
@@ -154,6 +157,12 @@ public final class LuceneHost {
             var reader = searcher.getIndexReader();
             w.writeLong(reader.numDocs() - (reader.docFreq(STATE_TERM) > 0 ? searcher.count(new TermQuery(STATE_TERM)) : 0));
         } finally { index.searchers.release(searcher); }
+        for (var v : facetColumns.stats(handle(index))) w.writeLong(v);
+    }
+
+    int handle(Index index) {
+        for (var e : indexes.entrySet()) if (e.getValue() == index) return e.getKey();
+        return -1;
     }
 
     /** Searches never see state entries; the clause costs nothing on an index that has none. */
@@ -215,6 +224,7 @@ public final class LuceneHost {
         synchronized (handles) { handles.values().remove(handle); }
         index.searchers.close();
         index.writer.close();
+        facetColumns.dropIndex(handle);
     }
 
     // ---- WRITE: deletes, then each document's entries replace its old ones ----
@@ -279,6 +289,27 @@ public final class LuceneHost {
             }
         }
         return doc;
+    }
+
+    // ---- FACETS: counts (and aggregates) per value or range over a query's matching entries, one pass ----
+
+    void facets(DataInputStream in, DataOutputStream w) throws IOException {
+        var handle = in.readInt();
+        var index = index(handle);
+        var snapshotId = in.readLong();
+        var snapshot = snapshotId == 0 ? null : snapshots.get(snapshotId);
+        if (snapshotId != 0 && snapshot == null) throw new IllegalArgumentException("snapshot " + snapshotId + " was released");
+        var searcher = snapshot != null ? snapshot.searcher : index.searchers.acquire();
+        try {
+            var query = WithoutState(searcher, readQuery(in));
+            var specs = new FacetCounter.Spec[in.readInt()];
+            for (var i = 0; i < specs.length; i++) specs[i] = FacetCounter.readSpec(in, searcher, this);
+            var counter = new FacetCounter(facetColumns, handle, specs);
+            searcher.search(query, counter);
+            counter.write(w);
+        } finally {
+            if (snapshot == null) index.searchers.release(searcher);
+        }
     }
 
     // ---- SEARCH ----

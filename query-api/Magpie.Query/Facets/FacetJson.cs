@@ -1,0 +1,69 @@
+using System.Text.Json;
+using Magpie.Query.Rql;
+using Magpie.Query.Shards;
+
+namespace Magpie.Query.Facets;
+
+/// <summary>
+/// Facets given in a query request's body, beside the results:
+/// <c>"facets": [{ "field": "Brand", "top": 10, "order": "countDesc", "includeRemaining": true, "sum": ["Price"], "max": ["Price"] },
+/// { "name": "Price", "ranges": ["Price &lt; 200", "Price between 200 and 400", "Price &gt;= 400"] }]</c> — the same
+/// facets as RQL's <c>select facet(…)</c> (ranges are RQL conditions), and the same options.
+/// </summary>
+public static class FacetJson
+{
+    public static IReadOnlyList<RqlFacet> Read(IReadOnlyList<JsonElement>? facets)
+    {
+        if (facets is null) return [];
+        var result = new List<RqlFacet>();
+        for (var i = 0; i < facets.Count; i++)
+        {
+            var f = facets[i];
+            Exception Bad(string message) => new QueryProblem(400, $"facets[{i}]: {message}");
+            if (f.ValueKind != JsonValueKind.Object) throw Bad("a facet is an object: { \"field\": \"Brand\" } or { \"ranges\": [\"Price < 200\", …] }");
+            var field = f.TryGetProperty("field", out var fe) ? fe.ValueKind == JsonValueKind.String ? fe.GetString() : throw Bad("\"field\" is a field name") : null;
+            var ranges = new List<RqlRange>();
+            if (f.TryGetProperty("ranges", out var re))
+            {
+                if (re.ValueKind != JsonValueKind.Array || re.GetArrayLength() == 0) throw Bad("\"ranges\" is a non-empty array of RQL conditions");
+                foreach (var r in re.EnumerateArray())
+                {
+                    if (r.ValueKind != JsonValueKind.String) throw Bad("each range is an RQL condition as a string, like \"Price < 200\"");
+                    var text = r.GetString()!;
+                    try { ranges.Add(new RqlRange(text.Trim(), RqlParser.ParseCondition(text))); }
+                    catch (RqlException e) { throw Bad($"range '{text}': {e.Message}"); }
+                }
+            }
+            if (field is null == (ranges.Count == 0)) throw Bad("give \"field\" (counts per value) or \"ranges\", not both");
+            var aggregations = new List<RqlAggregation>();
+            foreach (var op in RqlAggregation.Operations.Order())
+            {
+                if (!f.TryGetProperty(op, out var fields)) continue;
+                if (fields.ValueKind != JsonValueKind.Array || fields.EnumerateArray().Any(x => x.ValueKind != JsonValueKind.String))
+                    throw Bad($"\"{op}\" is an array of numeric field names");
+                aggregations.AddRange(fields.EnumerateArray().Select(x => new RqlAggregation(op, x.GetString()!)));
+            }
+            var name = f.TryGetProperty("name", out var ne) && ne.ValueKind == JsonValueKind.String ? ne.GetString()! : field ?? ranges[0].Label;
+            result.Add(new RqlFacet(name, field, ranges, aggregations, Options(f, Bad)));
+        }
+        return result;
+    }
+
+    /// <summary><c>{ "top": n, "order": "countDesc|countAsc|valueAsc|valueDesc", "includeRemaining": bool }</c>; other properties are the facet's own.</summary>
+    public static FacetOptions Options(JsonElement o, Func<string, Exception> bad)
+    {
+        if (o.ValueKind != JsonValueKind.Object) throw bad("facet options are an object: { \"top\": 10, \"order\": \"countDesc\", \"includeRemaining\": true }");
+        var options = new FacetOptions();
+        if (o.TryGetProperty("top", out var top))
+            options = top.ValueKind == JsonValueKind.Number && top.TryGetInt32(out var n) && n >= 0 ? options with { Top = n } : throw bad("\"top\" is a whole number ≥ 0");
+        if (o.TryGetProperty("order", out var order))
+        {
+            var text = order.ValueKind == JsonValueKind.String ? order.GetString() : null;
+            var known = FacetOptions.Orders.FirstOrDefault(x => string.Equals(x, text, StringComparison.OrdinalIgnoreCase));
+            options = known is not null ? options with { Order = known } : throw bad($"\"order\" is one of {string.Join(", ", FacetOptions.Orders)}");
+        }
+        if (o.TryGetProperty("includeRemaining", out var rem))
+            options = rem.ValueKind is JsonValueKind.True or JsonValueKind.False ? options with { IncludeRemaining = rem.GetBoolean() } : throw bad("\"includeRemaining\" is true or false");
+        return options;
+    }
+}

@@ -1,0 +1,31 @@
+using System.Text.Json;
+using Magpie.Contracts.Indexes;
+using Magpie.Indexer.Lucene;
+using Magpie.Indexer.Maps;
+using Magpie.Query.Rql;
+
+namespace Magpie.Query.Facets;
+
+/// <summary>
+/// A query's facets as the Lucene host counts them, over the fields <see cref="EntryFields"/> wrote: a term facet
+/// reads the values with their case (<c>F@cs</c>; a search field its lower-cased text) and the numbers (<c>F@num</c>);
+/// a range is the condition planned like a <c>where</c> (so numbers, ISO dates and strings range as they do there);
+/// aggregations read <c>F@num</c>.
+/// </summary>
+public static class FacetPlan
+{
+    public static IReadOnlyList<FacetSpec> Specs(IReadOnlyList<RqlFacet> facets, IndexDefinition definition, IReadOnlyDictionary<string, JsonElement>? parameters)
+    {
+        var planner = new QueryPlanner(definition, parameters);
+        return facets.Select(f =>
+        {
+            IReadOnlyList<string> aggregates = [.. f.Aggregations.Select(a => a.Field + EntryFields.Number).Distinct()];
+            if (f.Field is { } field)
+            {
+                var search = definition.FieldOptions(field).Indexing == IndexFieldOptions.Search;
+                return (FacetSpec)new TermFacetSpec([search ? field : field + EntryFields.CaseSensitive], [field + EntryFields.Number], aggregates);
+            }
+            return new RangeFacetSpec([.. f.Ranges.Select(r => planner.Where(r.Expression))], aggregates);
+        }).ToList();
+    }
+}

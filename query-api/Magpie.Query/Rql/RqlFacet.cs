@@ -1,0 +1,28 @@
+namespace Magpie.Query.Rql;
+
+/// <summary>
+/// <c>facet(Brand)</c>, <c>facet(Price &lt; 200, Price between 200 and 400, Price &gt;= 400)</c>,
+/// <c>facet(Brand, sum(Price), max(Price), $options)</c>: counts per value of one field, or per range, with
+/// numeric aggregations per value. <see cref="Name"/> is the alias, else the field (of the first range).
+/// </summary>
+public sealed record RqlFacet(string Name, string? Field, IReadOnlyList<RqlRange> Ranges, IReadOnlyList<RqlAggregation> Aggregations, FacetOptions Options);
+
+/// <summary>One range of a range facet: the condition as written (its label in the answer), and parsed.</summary>
+public sealed record RqlRange(string Label, RqlExpression Expression);
+
+/// <summary><c>sum(F)</c>, <c>min(F)</c>, <c>max(F)</c> or <c>avg(F)</c> of a numeric field, per facet value.</summary>
+public sealed record RqlAggregation(string Operation, string Field)
+{
+    public static readonly IReadOnlySet<string> Operations = new HashSet<string> { "sum", "min", "max", "avg" };
+}
+
+/// <summary>
+/// Which values a term facet returns: the first <see cref="Top"/> (null: all) in <see cref="Order"/> (<c>countDesc</c>,
+/// the default, then by value; <c>countAsc</c>, <c>valueAsc</c>, <c>valueDesc</c>), and with <see cref="IncludeRemaining"/>
+/// how many values and entries the cut left out. Ranges always come back all, in the order asked.
+/// </summary>
+public sealed record FacetOptions(int? Top = null, string Order = FacetOptions.CountDesc, bool IncludeRemaining = false)
+{
+    public const string CountDesc = "countDesc", CountAsc = "countAsc", ValueAsc = "valueAsc", ValueDesc = "valueDesc";
+    public static readonly IReadOnlyList<string> Orders = [CountDesc, CountAsc, ValueAsc, ValueDesc];
+}
