@@ -79,6 +79,17 @@ public sealed class KafkaIndexerTests(ITestOutputHelper output)
             Assert.Equal(one, pair);
             Assert.Equal(pair, await StreamAsync(pairQuery, rql));
         }
+        // Facets: each owner adds up its shards, the query process adds up the owners: the same figures as one indexer, and as the XML.
+        var facetQuery = all + " select facet(Tags, sum(Score), max(Score)), facet(Score < 2, Score between 2 and 9, Score >= 10, avg(Score)) as Scores, facet(Type)";
+        var pairFacets = (await QueryAsync(pairQuery, facetQuery)).GetProperty("facets");
+        Assert.Equal((await QueryAsync(soloQuery, facetQuery)).GetProperty("facets").GetRawText(), pairFacets.GetRawText());
+        var tagCounts = posts.SelectMany(p => TagsOf(p).Select(t => (Tag: t, Score: (long)p.Attribute("Score")!))).GroupBy(x => x.Tag)
+            .OrderByDescending(g => g.Count()).ThenBy(g => g.Key, StringComparer.Ordinal).Select(g => (g.Key, (long)g.Count(), (double)g.Sum(x => x.Score))).ToList();
+        Assert.Equal(tagCounts, pairFacets[0].GetProperty("values").EnumerateArray()
+            .Select(v => (v.GetProperty("value").GetString()!, v.GetProperty("count").GetInt64(), v.GetProperty("sum").GetProperty("Score").GetDouble())));
+        Assert.Equal([posts.Count(p => (long)p.Attribute("Score")! < 2), posts.Count(p => (long)p.Attribute("Score")! is >= 2 and <= 9), posts.Count(p => (long)p.Attribute("Score")! >= 10)],
+            pairFacets[1].GetProperty("values").EnumerateArray().Select(v => v.GetProperty("count").GetInt64()));
+
         // Each stream held a snapshot on both indexers of the pair and let it go when it ended.
         foreach (var indexer in new[] { pairA, pairB, solo })
             Assert.Equal(0, (await indexer.Http.GetFromJsonAsync<JsonElement>("indexes/Posts/ByTags")).GetProperty("status").GetProperty("heldSnapshots").GetInt32());
