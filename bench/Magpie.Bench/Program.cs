@@ -1,3 +1,4 @@
+using System.Net.Http.Json;
 using System.Diagnostics;
 using System.Globalization;
 using System.Text.Json;
@@ -10,6 +11,7 @@ using Magpie.Tests.Fixtures;
 //        dotnet run -c Release --project bench/Magpie.Bench -- freshness [--docs N] [--rate R] [--probes P]
 //        dotnet run -c Release --project bench/Magpie.Bench -- reduce-tree [--updates U]
 //        dotnet run -c Release --project bench/Magpie.Bench -- map-reduce [--docs N]
+//        dotnet run -c Release --project bench/Magpie.Bench -- facets [--docs N] [--runs R] [--per-term-runs P]
 var docs = Arg("--docs", 300_000);
 var clients = (int)Arg("--clients", 8);
 var batchSize = (int)Arg("--batch", 128);
@@ -23,6 +25,7 @@ switch (args.FirstOrDefault())
     case "reduce-tree": RunReduceTree(); return;
     case "map-reduce": await RunMapReduceAsync(); return;
     case "freshness": await RunFreshnessAsync(); return;
+    case "facets": await RunFacetsAsync(); return;
 }
 
 Console.WriteLine($"generating {docs:N0} synthetic posts in batches of {batchSize}…");
@@ -256,6 +259,61 @@ async Task RunMapReduceAsync()
         map_entries_per_s = Math.Round(plain.EntriesPerSecond), map_reduce_entries_per_s = Math.Round(reduce.EntriesPerSecond),
         map_seconds = Math.Round(plain.Elapsed.TotalSeconds, 1), map_reduce_seconds = Math.Round(reduce.Elapsed.TotalSeconds, 1),
         results = reduce.Results, ratio = Math.Round(ratio, 3),
+    }));
+}
+
+async Task RunFacetsAsync()
+{
+    var n = (int)Arg("--docs", 1_000_000);
+    var runs = (int)Arg("--runs", 30);
+    var perTermRuns = (int)Arg("--per-term-runs", 3);
+    var port = 18000 + Random.Shared.Next(1000);
+    using var magpie = StartMagpie(Path.Combine(run, "facets"), port);
+    await WaitHealthy(port);
+    using var http = new HttpClient { BaseAddress = new Uri($"http://127.0.0.1:{port}/"), Timeout = TimeSpan.FromMinutes(5) };
+    Console.WriteLine($"loading {n:N0} synthetic posts and indexing them…");
+    await MapReduceBenchmark.LoadAsync(http.BaseAddress, IngestBenchmark.Batches(n, 512, seed: 42));
+    var put = await http.PutAsJsonAsync($"indexes/{FacetBenchmark.Name}", FacetBenchmark.Definition, JsonSerializerOptions.Web);
+    if (!put.IsSuccessStatusCode) throw new InvalidOperationException(await put.Content.ReadAsStringAsync());
+    while (true)
+    {
+        var status = (await http.GetFromJsonAsync<JsonElement>($"indexes/{FacetBenchmark.Name}")).GetProperty("status");
+        if (!status.GetProperty("isStale").GetBoolean() && status.GetProperty("entries").GetInt64() == n) break;
+        await Task.Delay(200);
+    }
+
+    var rows = new List<(string Case, double ColdMs, FacetBenchmark.Latencies Facets, FacetBenchmark.Latencies PerTerm, int Queries)>();
+    foreach (var (label, filter) in new[] { ("match-all", (string?)null), ("10% filter", FacetBenchmark.Filter) })
+    {
+        // The first query after a refresh builds the columns (cold); then warm-up and the measured runs.
+        var (cold, _) = await FacetBenchmark.FacetsAsync(http, filter, 1);
+        await FacetBenchmark.FacetsAsync(http, filter, 3);
+        var (facets, answer) = await FacetBenchmark.FacetsAsync(http, filter, runs);
+        Console.WriteLine($"{label}: facets p50 {facets.P50:F1} ms; per-term rounds…");
+        await FacetBenchmark.PerTermAsync(http, filter, answer, 1);   // warm-up, and checks that both sides count the same
+        var perTerm = await FacetBenchmark.PerTermAsync(http, filter, answer, perTermRuns);
+        var queries = answer[0].GetProperty("values").GetArrayLength() + answer[1].GetProperty("values").GetArrayLength() + FacetBenchmark.Ranges.Length;
+        rows.Add((label, cold.Ms[0], facets, perTerm, queries));
+    }
+    var cache = (await http.GetFromJsonAsync<JsonElement>($"indexes/{FacetBenchmark.Name}/stats")).GetProperty("facetCache");
+    magpie.Kill();
+    magpie.WaitForExit();
+    try { Directory.Delete(run, recursive: true); } catch (IOException) { }
+
+    Console.WriteLine();
+    Console.WriteLine($"{"case",-12} {"cold ms",8} {"facets p50",11} {"p99",8} {"per-term p50",13} {"queries",8} {"ratio",7}");
+    foreach (var r in rows)
+        Console.WriteLine($"{r.Case,-12} {r.ColdMs,8:F1} {r.Facets.P50,11:F1} {r.Facets.P99,8:F1} {r.PerTerm.P50,13:F0} {r.Queries,8} {r.PerTerm.P50 / r.Facets.P50,7:F0}x");
+    Console.WriteLine($"facet columns kept: {cache.GetProperty("bytes").GetInt64() / 1048576.0:F1} MB in {cache.GetProperty("columns").GetInt64()} columns ({n:N0} posts, {Environment.ProcessorCount} cores)");
+    Console.WriteLine(JsonSerializer.Serialize(new
+    {
+        benchmark = "facets", docs = n, cores = Environment.ProcessorCount, runs, per_term_runs = perTermRuns,
+        cases = rows.Select(r => new
+        {
+            @case = r.Case, cold_ms = Math.Round(r.ColdMs, 1), facets_p50_ms = Math.Round(r.Facets.P50, 1), facets_p99_ms = Math.Round(r.Facets.P99, 1),
+            per_term_p50_ms = Math.Round(r.PerTerm.P50), per_term_queries = r.Queries, ratio = Math.Round(r.PerTerm.P50 / r.Facets.P50, 1),
+        }),
+        cache_bytes = cache.GetProperty("bytes").GetInt64(),
     }));
 }
 

@@ -12,7 +12,9 @@ public sealed record SubscriptionAck(string? Worker, long BatchId);
 /// Data subscriptions, long-poll protocol: <c>POST /subscriptions</c> creates one; a worker asks
 /// <c>GET /subscriptions/{name}/next?worker=W&amp;strategy=OpenIfFree|TakeOver|WaitForFree&amp;maxDocs=100&amp;waitMs=30000</c>
 /// (200 with <c>{ "batchId", "items" }</c>, or 204 when nothing came within waitMs; 409 when another worker holds it),
-/// processes the batch, then <c>POST /subscriptions/{name}/ack</c> <c>{ "worker", "batchId" }</c>. Until the ack, every
+/// processes the batch (<c>POST /subscriptions/{name}/heartbeat</c> <c>{ "worker" }</c> keeps the lease meanwhile), then
+/// <c>POST /subscriptions/{name}/ack</c> <c>{ "worker", "batchId" }</c> (acking the same batch again is a no-op; 410 when the batch is
+/// no longer handed out — server restarted, lease ran out — and will come again; 409 when another worker holds it). Until the ack, every
 /// <c>next</c> returns the same batch. <c>GET</c> shows position, lag and the connected worker; <c>DELETE</c> removes it.
 /// </summary>
 public static class SubscriptionEndpoints
@@ -56,6 +58,18 @@ public static class SubscriptionEndpoints
                 return Results.NoContent();
             }
             catch (SubscriptionInUseException e) { return Problem(409, e.Message); }
+            catch (SubscriptionBatchGoneException e) { return Problem(410, e.Message); }
+        });
+        // A worker still processing its batch keeps its lease (clients send this every third of the lease).
+        group.MapPost("/{name}/heartbeat", async (string name, SubscriptionAck ack, SubscriptionRegistry registry, CancellationToken ct) =>
+        {
+            if (registry.Get(name) is not { } s) return Missing(name);
+            try
+            {
+                await s.RenewAsync(ack.Worker ?? "", ct);
+                return Results.NoContent();
+            }
+            catch (SubscriptionInUseException e) { return Problem(409, e.Message); }
         });
         return app;
     }
@@ -74,5 +88,5 @@ public static class SubscriptionEndpoints
     private static IResult Missing(string name) => Problem(404, $"subscription '{name}' does not exist");
 
     private static IResult Problem(int status, string detail) => Results.Problem(detail: detail, statusCode: status,
-        title: status switch { 404 => "Not found", 409 => "Conflict", _ => "Bad request" });
+        title: status switch { 404 => "Not found", 409 => "Conflict", 410 => "Gone", _ => "Bad request" });
 }

@@ -32,6 +32,9 @@ public sealed record SubscriptionBatch(long Id, IReadOnlyList<JsonObject> Items,
 /// <summary>Why a worker can't have the subscription now (HTTP 409 with this message).</summary>
 public sealed class SubscriptionInUseException(string message) : Exception(message);
 
+/// <summary>An ack for a batch no longer handed out (HTTP 410): its documents come again in the next batch.</summary>
+public sealed class SubscriptionBatchGoneException(string message) : Exception(message);
+
 /// <summary>
 /// One subscription at run time: its matcher, the worker that holds it (a lease renewed by each of its requests), and
 /// the batch handed out and not yet acknowledged — delivered again, and nothing new, until the ack moves the
@@ -112,12 +115,29 @@ public sealed class Subscription(SubscriptionState state, DocumentMatcher matche
         await _gate.WaitAsync(ct);
         try
         {
-            if (_worker != worker) throw new SubscriptionInUseException($"worker '{worker}' does not hold subscription '{_state.Definition.Name}' (it is '{_worker ?? "nobody"}')");
-            if (_pending is not { } p || p.Id != batchId) throw new SubscriptionInUseException($"batch {batchId} is not the one waiting for an ack ({_pending?.Id.ToString() ?? "none"})");
+            if (_worker != worker && LeaseHeld) throw new SubscriptionInUseException($"worker '{worker}' does not hold subscription '{_state.Definition.Name}' (it is '{_worker}')");
+            if (_worker == worker && _pending is null && batchId == _state.Delivered) return;   // acknowledged already (a client retrying an ack whose answer it lost)
+            if (_worker != worker || _pending is not { } p || p.Id != batchId)
+                throw new SubscriptionBatchGoneException($"batch {batchId} is not waiting for an ack from '{worker}' (the server restarted or the lease ran out): it will be delivered again");
             _leaseEnds = DateTimeOffset.UtcNow + Lease;
             _state = _state with { Position = new Dictionary<string, long>(p.After.Next), Acked = _state.Acked + p.Items.Count, Delivered = p.Id, SeenEtag = p.SeenEtag };
             persist(_state);
             _pending = null;
+        }
+        finally { _gate.Release(); }
+    }
+
+    /// <summary>
+    /// A worker still busy with its batch keeps the subscription: the lease starts again. Throws
+    /// <see cref="SubscriptionInUseException"/> when another worker has it now.
+    /// </summary>
+    public async Task RenewAsync(string worker, CancellationToken ct)
+    {
+        await _gate.WaitAsync(ct);
+        try
+        {
+            if (_worker != worker) throw new SubscriptionInUseException($"worker '{worker}' does not hold subscription '{_state.Definition.Name}' (it is '{_worker ?? "nobody"}')");
+            _leaseEnds = DateTimeOffset.UtcNow + Lease;
         }
         finally { _gate.Release(); }
     }
