@@ -12,6 +12,7 @@ using Magpie.Tests.Fixtures;
 //        dotnet run -c Release --project bench/Magpie.Bench -- reduce-tree [--updates U]
 //        dotnet run -c Release --project bench/Magpie.Bench -- map-reduce [--docs N]
 //        dotnet run -c Release --project bench/Magpie.Bench -- facets [--docs N] [--runs R] [--per-term-runs P]
+//        dotnet run -c Release --project bench/Magpie.Bench -- subscriptions [--docs N]
 var docs = Arg("--docs", 300_000);
 var clients = (int)Arg("--clients", 8);
 var batchSize = (int)Arg("--batch", 128);
@@ -26,6 +27,7 @@ switch (args.FirstOrDefault())
     case "map-reduce": await RunMapReduceAsync(); return;
     case "freshness": await RunFreshnessAsync(); return;
     case "facets": await RunFacetsAsync(); return;
+    case "subscriptions": await RunSubscriptionsAsync(); return;
 }
 
 Console.WriteLine($"generating {docs:N0} synthetic posts in batches of {batchSize}…");
@@ -314,6 +316,37 @@ async Task RunFacetsAsync()
             per_term_p50_ms = Math.Round(r.PerTerm.P50), per_term_queries = r.Queries, ratio = Math.Round(r.PerTerm.P50 / r.Facets.P50, 1),
         }),
         cache_bytes = cache.GetProperty("bytes").GetInt64(),
+    }));
+}
+
+async Task RunSubscriptionsAsync()
+{
+    var n = (int)Arg("--docs", 200_000);
+    var port = 18000 + Random.Shared.Next(1000);
+    using var magpie = StartMagpie(Path.Combine(run, "subscriptions"), port);
+    await WaitHealthy(port);
+    using var http = new HttpClient { BaseAddress = new Uri($"http://127.0.0.1:{port}/"), Timeout = TimeSpan.FromMinutes(5) };
+    Console.WriteLine($"loading {n:N0} synthetic posts…");
+    await MapReduceBenchmark.LoadAsync(http.BaseAddress, IngestBenchmark.Batches(n, 512, seed: 42));
+    await SubscriptionBenchmark.RunAsync(http, "warmup", "from Posts", 1024, Math.Min(n, 20_000));
+    var sides = new List<SubscriptionBenchmark.Side>();
+    foreach (var batch in new[] { 100, 1024 })
+    {
+        var side = await SubscriptionBenchmark.RunAsync(http, $"all-{batch}", "from Posts", batch, n);
+        Console.WriteLine($"batches of {batch}: {side.DocsPerSecond:N0} docs/s");
+        sides.Add(side);
+    }
+    magpie.Kill();
+    magpie.WaitForExit();
+    try { Directory.Delete(run, recursive: true); } catch (IOException) { }
+    Console.WriteLine();
+    Console.WriteLine($"{"subscription",-14} {"batch",6} {"documents",10} {"seconds",8} {"docs/s",10}");
+    foreach (var s in sides) Console.WriteLine($"{s.Name,-14} {s.BatchSize,6} {s.Documents,10:N0} {s.Elapsed.TotalSeconds,8:F1} {s.DocsPerSecond,10:N0}");
+    Console.WriteLine($"({n:N0} posts of ~1.1 KB, the worker acks each batch at once, {Environment.ProcessorCount} cores)");
+    Console.WriteLine(JsonSerializer.Serialize(new
+    {
+        benchmark = "subscriptions", docs = n, cores = Environment.ProcessorCount,
+        sides = sides.Select(s => new { batch = s.BatchSize, documents = s.Documents, seconds = Math.Round(s.Elapsed.TotalSeconds, 1), docs_per_s = Math.Round(s.DocsPerSecond) }),
     }));
 }
 
