@@ -359,6 +359,7 @@ static Process StartMagpie(string dataDir, int port, params string[] extra)
     var psi = new ProcessStartInfo("dotnet") { RedirectStandardOutput = true, RedirectStandardError = true };
     foreach (var a in new[] { dll, "run", "--data-dir", dataDir, "--http-port", port.ToString(CultureInfo.InvariantCulture) }.Concat(extra)) psi.ArgumentList.Add(a);
     psi.Environment["MAGPIE__ADVERTISEDURL"] = $"http://127.0.0.1:{port}/";
+    psi.Environment["MAGPIE__PG__PORT"] = "0";   // any free port: runs never collide on 5433
     psi.Environment["Logging__LogLevel__Magpie.Requests"] = "Warning";   // the per-request log line is not what we measure
     var p = Process.Start(psi)!;
     p.OutputDataReceived += (_, _) => { };

@@ -15,7 +15,10 @@ public static class RunCommand
         var httpPort = new Option<int?>("--http-port") { Description = "HTTP port (default 8080)" };
         var kafka = new Option<string?>("--kafka") { Description = "Kafka bootstrap servers; absent = embedded, no Kafka" };
 
-        var command = new Command("run", "Run Magpie (embedded by default)") { target, dataDir, httpPort, kafka };
+        var pgPort = new Option<int?>("--pg-port") { Description = "PostgreSQL wire port of the query target (default 5433; 0 = any free port; -1 = off)" };
+        var pgUser = new Option<string[]>("--pg-user") { Description = "A PostgreSQL user as name:password (repeatable); none = trust, loopback only", AllowMultipleArgumentsPerToken = false };
+
+        var command = new Command("run", "Run Magpie (embedded by default)") { target, dataDir, httpPort, kafka, pgPort, pgUser };
         command.SetAction(async (parse, ct) =>
         {
             var builder = MagpieHost.CreateBuilder();
@@ -24,6 +27,8 @@ public static class RunCommand
             if (parse.GetValue(dataDir) is { } d) settings.DataDir = d;
             if (parse.GetValue(httpPort) is { } p) settings.HttpPort = p;
             if (parse.GetValue(kafka) is { } k) settings.Kafka = k;
+            if (parse.GetValue(pgPort) is { } pg) settings.Pg.Port = pg;
+            if (parse.GetValue(pgUser) is { Length: > 0 } users) settings.Pg.Users = [.. users];
             var app = MagpieHost.Build(builder, settings);
             await app.RunAsync(ct);
             return 0;

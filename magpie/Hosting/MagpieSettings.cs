@@ -35,5 +35,22 @@ public sealed class MagpieSettings
     /// <summary>The Lucene host's budget for facet columns (per-segment value ordinals and range document sets), in MB.</summary>
     public int FacetCacheMegabytes { get; set; } = 256;
 
+    /// <summary>The PostgreSQL wire endpoint of the query target (<c>Magpie:Pg:*</c>, <c>MAGPIE__PG__PORT</c>, <c>--pg-port</c>, <c>--pg-user</c>).</summary>
+    public PgSettings Pg { get; set; } = new();
+
     public bool Embedded => string.IsNullOrWhiteSpace(Kafka);
+}
+
+public sealed class PgSettings
+{
+    /// <summary>5433 by default; 0 = any free port; -1 = off.</summary>
+    public int Port { get; set; } = 5433;
+
+    /// <summary><c>name:password</c> entries; none = trust connections from loopback only.</summary>
+    public List<string> Users { get; set; } = [];
+    public bool AllowCleartext { get; set; }
+    public string? Certificate { get; set; }
+    public string? CertificatePassword { get; set; }
+    public int MaxConnections { get; set; } = 64;
+    public int StatementTimeoutSeconds { get; set; } = 30;
 }

@@ -2,6 +2,7 @@ using System.Net;
 using Magpie.Hosting;
 using Magpie.Indexer;
 using Magpie.Query;
+using Magpie.Query.Postgres;
 using Microsoft.AspNetCore.Builder;
 
 namespace Magpie.Modules;
@@ -58,8 +59,22 @@ public sealed class QueryModuleWiring(bool indexerInProcess) : IMagpieModule
         ? "the query target alone asks indexer processes found through Kafka: set --kafka (or run --target all)"
         : null;
 
-    public void AddServices(WebApplicationBuilder builder, MagpieSettings settings) =>
+    public void AddServices(WebApplicationBuilder builder, MagpieSettings settings)
+    {
         builder.Services.AddQueries(IndexerModuleWiring.Options(settings, indexerInProcess));
+        if (settings.Pg.Port >= 0) builder.Services.AddPostgresEndpoint(PgOptionsOf(settings.Pg));
+    }
+
+    private static PgOptions PgOptionsOf(PgSettings pg) => new()
+    {
+        Port = pg.Port,
+        Users = PgOptions.ParseUsers(pg.Users),
+        AllowCleartext = pg.AllowCleartext,
+        CertificatePath = pg.Certificate,
+        CertificatePassword = pg.CertificatePassword,
+        MaxConnections = pg.MaxConnections,
+        StatementTimeout = TimeSpan.FromSeconds(pg.StatementTimeoutSeconds),
+    };
 
     public void Map(WebApplication app, MagpieSettings settings) => app.MapQueries();
 }

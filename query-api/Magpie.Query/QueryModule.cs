@@ -3,6 +3,8 @@ using Magpie.Indexer;
 using Magpie.Query.Http;
 using Magpie.Contracts.Changes;
 using Magpie.Kafka.Changes;
+using Magpie.Query.Postgres;
+using Magpie.Query.Postgres.Sql;
 using Magpie.Query.Shards;
 using Magpie.Query.Subscriptions;
 using Microsoft.AspNetCore.Routing;
@@ -34,6 +36,18 @@ public static class QueryModule
         services.AddSingleton(sp => new SubscriptionRegistry(options.DataDir,
             options.Kafka is { } bootstrap ? new KafkaChangeFeed(bootstrap) : sp.GetRequiredService<IChangeFeed>()));
         return services.AddSingleton<AutoIndexes>().AddSingleton<QueryCoordinator>();
+    }
+
+    /// <summary>The PostgreSQL wire endpoint (psql, Npgsql, Grafana's PostgreSQL data source) over the same coordinator.</summary>
+    public static IServiceCollection AddPostgresEndpoint(this IServiceCollection services, PgOptions options)
+    {
+        services.AddSingleton(options);
+        services.AddSingleton(sp => new IndexSchemas(sp.GetRequiredService<Indexer.Definitions.IndexDefinitionStore>(),
+            sp.GetService<Indexer.Indexing.IndexRegistry>(), sp.GetRequiredService<QueryCoordinator>()));
+        services.AddSingleton<PgCatalog>().AddSingleton<SqlRunner>();
+        services.AddSingleton<Func<IPgStatements>>(sp => () => new PgStatements(sp.GetRequiredService<PgCatalog>(), sp.GetRequiredService<SqlRunner>(), sp.GetRequiredService<QueryCoordinator>()));
+        services.AddSingleton<PgServer>().AddHostedService(sp => sp.GetRequiredService<PgServer>());
+        return services;
     }
 
     public static IEndpointRouteBuilder MapQueries(this IEndpointRouteBuilder app)

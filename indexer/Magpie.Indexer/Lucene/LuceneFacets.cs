@@ -39,6 +39,20 @@ public sealed record RangeFacetSpec(IReadOnlyList<LuceneQuery> Ranges, IReadOnly
     }
 }
 
+/// <summary>
+/// Counts per bucket of a long field (dates as .NET ticks): bucket = floor((v − <paramref name="Origin"/>) / <paramref name="Interval"/>),
+/// reported as the bucket's start minus the origin, divided by <paramref name="Unit"/> (ticks → epoch seconds: origin = the
+/// Unix epoch's ticks, unit = ticks per second), as a <see cref="FacetBucket.Number"/>.
+/// </summary>
+public sealed record HistogramFacetSpec(string Field, long Interval, long Origin, long Unit, IReadOnlyList<string> AggregateFields) : FacetSpec(AggregateFields)
+{
+    internal override void Write(FrameWriter w)
+    {
+        w.Byte(2).String(Field).Long(Interval).Long(Origin).Long(Unit);
+        Strings(w, AggregateFields);
+    }
+}
+
 /// <summary>The values of one aggregated field in a bucket: how many, their sum, min and max (mergeable across shards).</summary>
 public sealed record FieldTotals(long N, double Sum,
     [property: System.Text.Json.Serialization.JsonNumberHandling(System.Text.Json.Serialization.JsonNumberHandling.AllowNamedFloatingPointLiterals)] double Min,

@@ -181,6 +181,15 @@ public sealed class LuceneIndex
         return new FacetCounts(total, result);
     }
 
+    /// <summary>Every field name in the index as searched now (with Magpie's suffixes: <c>@num</c>, <c>@ticks</c>, <c>@cs</c>, …).</summary>
+    public async Task<IReadOnlyList<string>> FieldNamesAsync(CancellationToken ct = default)
+    {
+        var r = await _host.CallAsync(LuceneProtocol.Fields, w => w.Int(_handle), ct);
+        var names = new string[r.Int()];
+        for (var i = 0; i < names.Length; i++) names[i] = r.String()!;
+        return names;
+    }
+
     /// <summary>The cursor is the sort values exactly as the host wrote them; it sends them back verbatim.</summary>
     private static byte[] ReadCursor(FrameReader r)
     {

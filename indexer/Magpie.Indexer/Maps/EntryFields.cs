@@ -66,10 +66,13 @@ public static partial class EntryFields
     }
 
     /// <summary>An ISO-8601 date or date-time (what JSON documents carry), as UTC ticks; null for anything else.</summary>
-    public static long? TicksOf(string s) =>
-        s.Length is >= 10 and <= 40 && IsoDate().IsMatch(s)
-        && DateTime.TryParse(s, CultureInfo.InvariantCulture, DateTimeStyles.AdjustToUniversal | DateTimeStyles.AssumeUniversal, out var d)
-            ? d.Ticks : null;
+    public static long? TicksOf(string s)
+    {
+        if (s.Length is < 10 or > 40 || IsoDate().Match(s) is not { Success: true } m) return null;
+        // Fractions past 100 ns (RFC 3339 nanoseconds, as Grafana writes them) are cut to what .NET ticks hold.
+        if (m.Groups[3].Length > 8) s = s.Remove(m.Groups[3].Index + 8, m.Groups[3].Length - 8);
+        return DateTime.TryParse(s, CultureInfo.InvariantCulture, DateTimeStyles.AdjustToUniversal | DateTimeStyles.AssumeUniversal, out var d) ? d.Ticks : null;
+    }
 
     private static string JsonOf(object? value) => value switch
     {
@@ -82,6 +85,6 @@ public static partial class EntryFields
         _ => JsonSerializer.Serialize(value),
     };
 
-    [GeneratedRegex(@"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,7})?)?(Z|[+-]\d{2}:?\d{2})?)?$")]
+    [GeneratedRegex(@"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$")]
     private static partial Regex IsoDate();
 }

@@ -9,6 +9,7 @@ namespace Magpie.Query.Facets;
 /// <c>"facets": [{ "field": "Brand", "top": 10, "order": "countDesc", "includeRemaining": true, "sum": ["Price"], "max": ["Price"] },
 /// { "name": "Price", "ranges": ["Price &lt; 200", "Price between 200 and 400", "Price &gt;= 400"] }]</c> — the same
 /// facets as RQL's <c>select facet(…)</c> (ranges are RQL conditions), and the same options.
+/// A facet with neither <c>field</c> nor <c>ranges</c> counts (and aggregates) every matching entry in one bucket.
 /// </summary>
 public static class FacetJson
 {
@@ -34,7 +35,7 @@ public static class FacetJson
                     catch (RqlException e) { throw Bad($"range '{text}': {e.Message}"); }
                 }
             }
-            if (field is null == (ranges.Count == 0)) throw Bad("give \"field\" (counts per value) or \"ranges\", not both");
+            if (field is not null && ranges.Count > 0) throw Bad("give \"field\" (counts per value) or \"ranges\", not both");
             var aggregations = new List<RqlAggregation>();
             foreach (var op in RqlAggregation.Operations.Order())
             {
@@ -43,8 +44,16 @@ public static class FacetJson
                     throw Bad($"\"{op}\" is an array of numeric field names");
                 aggregations.AddRange(fields.EnumerateArray().Select(x => new RqlAggregation(op, x.GetString()!)));
             }
-            var name = f.TryGetProperty("name", out var ne) && ne.ValueKind == JsonValueKind.String ? ne.GetString()! : field ?? ranges[0].Label;
-            result.Add(new RqlFacet(name, field, ranges, aggregations, Options(f, Bad)));
+            // Neither field nor ranges: one bucket of every matching entry (totals, e.g. SQL aggregates without GROUP BY).
+            var name = f.TryGetProperty("name", out var ne) && ne.ValueKind == JsonValueKind.String ? ne.GetString()! : field ?? (ranges.Count > 0 ? ranges[0].Label : "all");
+            long? interval = null;
+            if (f.TryGetProperty("interval", out var ie))
+            {
+                if (field is null || ie.ValueKind != JsonValueKind.Number || !ie.TryGetInt64(out var seconds) || seconds <= 0)
+                    throw Bad("\"interval\" (seconds, a whole number > 0) buckets the dates of \"field\"");
+                interval = seconds;
+            }
+            result.Add(new RqlFacet(name, field, ranges, aggregations, Options(f, Bad)) { IntervalSeconds = interval });
         }
         return result;
     }

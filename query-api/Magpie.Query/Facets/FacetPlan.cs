@@ -20,12 +20,14 @@ public static class FacetPlan
         return facets.Select(f =>
         {
             IReadOnlyList<string> aggregates = [.. f.Aggregations.Select(a => a.Field + EntryFields.Number).Distinct()];
+            if (f.Field is { } dates && f.IntervalSeconds is { } seconds)
+                return new HistogramFacetSpec(dates + EntryFields.Ticks, seconds * TimeSpan.TicksPerSecond, DateTime.UnixEpoch.Ticks, TimeSpan.TicksPerSecond, aggregates);
             if (f.Field is { } field)
             {
                 var search = definition.FieldOptions(field).Indexing == IndexFieldOptions.Search;
                 return (FacetSpec)new TermFacetSpec([search ? field : field + EntryFields.CaseSensitive], [field + EntryFields.Number], aggregates);
             }
-            return new RangeFacetSpec([.. f.Ranges.Select(r => planner.Where(r.Expression))], aggregates);
+            return new RangeFacetSpec(f.Ranges.Count == 0 ? [LuceneQuery.All] : [.. f.Ranges.Select(r => planner.Where(r.Expression))], aggregates);
         }).ToList();
     }
 }

@@ -109,7 +109,7 @@ public static class QueryEndpoints
         try { request = await JsonSerializer.DeserializeAsync<QueryRequest>(ctx.Request.Body, JsonSerializerOptions.Web, ctx.RequestAborted); }
         catch (JsonException e) { throw new QueryProblem(400, $"body is not a query request: {e.Message}"); }
         if (request is null || string.IsNullOrWhiteSpace(request.Query)) throw new QueryProblem(400, "body needs \"query\": an RQL query");
-        return (request, LocalShardOwner.Parse(request.Query, request.Parameters, request.Facets));
+        return (request, LocalShardOwner.Parse(request.Query, request.Parameters, request.Facets, request.FacetsOnly));
     }
 
     private static IResult Problem(QueryProblem e) =>

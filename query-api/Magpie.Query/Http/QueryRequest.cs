@@ -15,4 +15,7 @@ public sealed record QueryRequest
 
     /// <summary>Facets counted beside the results (<see cref="Facets.FacetJson"/>); RQL's <c>select facet(…)</c> gives facets instead of results.</summary>
     public List<JsonElement>? Facets { get; init; }
+
+    /// <summary>With <see cref="Facets"/>: answer the facets and the total only, no page of results.</summary>
+    public bool FacetsOnly { get; init; }
 }

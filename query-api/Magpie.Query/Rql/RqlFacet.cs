@@ -5,7 +5,11 @@ namespace Magpie.Query.Rql;
 /// <c>facet(Brand, sum(Price), max(Price), $options)</c>: counts per value of one field, or per range, with
 /// numeric aggregations per value. <see cref="Name"/> is the alias, else the field (of the first range).
 /// </summary>
-public sealed record RqlFacet(string Name, string? Field, IReadOnlyList<RqlRange> Ranges, IReadOnlyList<RqlAggregation> Aggregations, FacetOptions Options);
+public sealed record RqlFacet(string Name, string? Field, IReadOnlyList<RqlRange> Ranges, IReadOnlyList<RqlAggregation> Aggregations, FacetOptions Options)
+{
+    /// <summary>A date histogram: <see cref="Field"/>'s ISO dates counted per bucket of this many seconds (values: the bucket's start, epoch seconds).</summary>
+    public long? IntervalSeconds { get; init; }
+}
 
 /// <summary>One range of a range facet: the condition as written (its label in the answer), and parsed.</summary>
 public sealed record RqlRange(string Label, RqlExpression Expression);

@@ -24,7 +24,7 @@ public sealed class LocalShardOwner(IndexDefinitionStore definitions, IndexRegis
 
     public async Task<ShardPage> SearchAsync(ShardQuery request, CancellationToken ct)
     {
-        var query = Parse(request.Query, request.Parameters, request.Facets);
+        var query = Parse(request.Query, request.Parameters, request.Facets, request.FacetsOnly);
         var name = request.Index;
         IndexDefinition? definition;
         if (request.Snapshot is { } lease)
@@ -100,12 +100,12 @@ public sealed class LocalShardOwner(IndexDefinitionStore definitions, IndexRegis
     }
 
     /// <summary>The query with its facets: RQL's <c>select facet(…)</c>, then the request body's (<see cref="FacetJson"/>).</summary>
-    public static RqlQuery Parse(string rql, IReadOnlyDictionary<string, JsonElement>? parameters, IReadOnlyList<JsonElement>? facets)
+    public static RqlQuery Parse(string rql, IReadOnlyDictionary<string, JsonElement>? parameters, IReadOnlyList<JsonElement>? facets, bool facetsOnly = false)
     {
         try
         {
             var query = RqlParser.Parse(rql, parameters);
-            return facets is null ? query : query with { Facets = [.. query.Facets, .. FacetJson.Read(facets)] };
+            return facets is null ? query : query with { Facets = [.. query.Facets, .. FacetJson.Read(facets)], FacetsOnly = query.FacetsOnly || facetsOnly };
         }
         catch (RqlException e) { throw new QueryProblem(400, e.Message, e.Line, e.Column); }
     }

@@ -58,7 +58,7 @@ public sealed class QueryCoordinator(IShardDirectory directory, IndexDefinitionS
     private static ShardQuery Base(QueryRequest request, string index, ShardLayout layout, bool wait) => new()
     {
         Query = request.Query, Index = index, Parameters = request.Parameters, Target = layout.Target, WaitForNonStale = wait, TimeoutMs = request.TimeoutMs,
-        Facets = request.Facets,
+        Facets = request.Facets, FacetsOnly = request.FacetsOnly,
     };
 
     /// <summary>Asks every owner (at its snapshot, if it holds one) and merges; with <paramref name="hold"/>, each owner holds a snapshot and says which.</summary>

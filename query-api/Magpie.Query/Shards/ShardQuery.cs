@@ -42,6 +42,7 @@ public sealed record ShardQuery
 
     /// <summary>The request body's facets, as the client sent them (the owner parses them as the coordinator did).</summary>
     public List<JsonElement>? Facets { get; init; }
+    public bool FacetsOnly { get; init; }
 }
 
 public sealed record ShardHit(JsonElement Result, string Cursor);

@@ -22,6 +22,9 @@ public sealed class MagpieProcess : IAsyncDisposable
 
     public string DataDir { get; }
     public int Port { get; }
+
+    /// <summary>The PostgreSQL wire port of this process's query target (a free port of its own, so processes never collide).</summary>
+    public int PgPort { get; }
     public string? Kafka { get; }
     public string Target { get; }
     public HttpClient Http { get; }
@@ -34,6 +37,7 @@ public sealed class MagpieProcess : IAsyncDisposable
         Target = target;
         _environment = environment;
         Port = FreePort.Next();
+        PgPort = FreePort.Next();
         Http = new HttpClient { BaseAddress = BaseUrl, Timeout = TimeSpan.FromSeconds(60) };
     }
 
@@ -61,6 +65,7 @@ public sealed class MagpieProcess : IAsyncDisposable
         psi.Environment["MAGPIE__CHECKPOINTINTERVALSECONDS"] = "5";
         psi.Environment["MAGPIE__CONSUMERGROUP"] = _consumerGroup;
         psi.Environment["MAGPIE__ADVERTISEDURL"] = BaseUrl.ToString();
+        psi.Environment["MAGPIE__PG__PORT"] = PgPort.ToString();
         foreach (var (k, v) in _environment) psi.Environment[k] = v;
         _process = Process.Start(psi)!;
         _process.OutputDataReceived += (_, e) => { if (e.Data is not null) _output.Enqueue(e.Data); };

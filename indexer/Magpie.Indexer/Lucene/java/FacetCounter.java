@@ -16,7 +16,7 @@ import org.apache.lucene.util.NumericUtils;
  * exactly by the caller, which then orders and cuts.
  */
 final class FacetCounter extends SimpleCollector {
-    static final byte TERMS = 0, RANGES = 1;
+    static final byte TERMS = 0, RANGES = 1, HISTOGRAM = 2;
 
     /** A term facet counts the values of its sources (a string field, its numbers field); a range facet the documents each range matches. */
     static final class Spec {
@@ -25,6 +25,8 @@ final class FacetCounter extends SimpleCollector {
         Query[] ranges = new Query[0];
         Weight[] rangeWeights;
         String[] aggregateFields = new String[0];
+        /** HISTOGRAM: a long field (dates as .NET ticks) counted in buckets of interval, keyed by the bucket's start, divided by unit. */
+        long interval, origin, unit = 1;
     }
 
     /** Count of documents, then per aggregated field: how many values, their sum, min and max. */
@@ -193,7 +195,9 @@ final class FacetCounter extends SimpleCollector {
                 SortedSetDocValues dictionary = c.numbers == null ? DocValues.getSortedSet(leaf.reader(), s.stringFields[j]) : null;
                 for (var ord = 0; ord < counted.length; ord++) {
                     if (counted[ord] == 0) continue;
-                    Object value = dictionary != null ? dictionary.lookupOrd(ord).utf8ToString() : (Object) NumericUtils.sortableLongToDouble(c.numbers[ord]);
+                    Object value = dictionary != null ? dictionary.lookupOrd(ord).utf8ToString()
+                        : s.kind == HISTOGRAM ? (Object) (double) (Math.floorDiv(c.numbers[ord] - s.origin, s.interval) * s.interval / s.unit)
+                        : (Object) NumericUtils.sortableLongToDouble(c.numbers[ord]);
                     var acc = totals.computeIfAbsent(value, v -> new Acc(fields));
                     acc.count += counted[ord];
                     for (var a = 0; a < fields; a++) {
@@ -242,6 +246,12 @@ final class FacetCounter extends SimpleCollector {
         if (s.kind == TERMS) {
             s.stringFields = readStrings(in);
             s.numberFields = readStrings(in);
+        } else if (s.kind == HISTOGRAM) {
+            s.numberFields = new String[] { LuceneHost.readString(in) };
+            s.interval = in.readLong();
+            s.origin = in.readLong();
+            s.unit = in.readLong();
+            if (s.interval <= 0 || s.unit <= 0) throw new IllegalArgumentException("a histogram needs a positive interval and unit");
         } else {
             s.ranges = new Query[in.readInt()];
             s.rangeWeights = new Weight[s.ranges.length];

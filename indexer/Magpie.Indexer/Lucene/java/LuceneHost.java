@@ -24,7 +24,7 @@ import org.apache.lucene.util.NumericUtils;
  * The process exits when stdin closes, so it never outlives the magpie process that started it.
  */
 public final class LuceneHost {
-    static final byte OPEN = 1, WRITE = 2, COMMIT = 3, REFRESH = 4, SEARCH = 5, STATS = 6, CLOSE = 7, DELETE_ALL = 8, SNAPSHOT = 9, RELEASE = 10, SCAN_STATE = 11, FACETS = 12;
+    static final byte OPEN = 1, WRITE = 2, COMMIT = 3, REFRESH = 4, SEARCH = 5, STATS = 6, CLOSE = 7, DELETE_ALL = 8, SNAPSHOT = 9, RELEASE = 10, SCAN_STATE = 11, FACETS = 12, FIELDS = 13;
     static final byte OK = 0, ERROR = 1;
     static final byte F_TEXT = 1, F_KEYWORD = 2, F_LONG = 4, F_DOUBLE = 5, F_STORED = 6;
     static final byte Q_ALL = 0, Q_TERM = 1, Q_LONG_RANGE = 2, Q_DOUBLE_RANGE = 3, Q_PREFIX = 4, Q_FULLTEXT = 5, Q_EXISTS = 6, Q_BOOL = 7, Q_TERMS = 8, Q_TERM_RANGE = 9;
@@ -97,6 +97,7 @@ public final class LuceneHost {
                 case RELEASE -> release(in.readLong());
                 case SCAN_STATE -> scanState(in, w);
                 case FACETS -> facets(in, w);
+                case FIELDS -> fields(index(in.readInt()), w);
                 default -> throw new IllegalArgumentException("unknown op " + op);
             }
             reply(id, OK, response.toByteArray());
@@ -310,6 +311,18 @@ public final class LuceneHost {
         } finally {
             if (snapshot == null) index.searchers.release(searcher);
         }
+    }
+
+    /** The names of the index's fields (every segment's), what a schema listing reads (PostgreSQL's information_schema). */
+    void fields(Index index, DataOutputStream w) throws IOException {
+        var names = new TreeSet<String>();
+        var searcher = index.searchers.acquire();
+        try {
+            for (var leaf : searcher.getIndexReader().leaves())
+                for (var info : leaf.reader().getFieldInfos()) names.add(info.name);
+        } finally { index.searchers.release(searcher); }
+        w.writeInt(names.size());
+        for (var n : names) writeString(w, n);
     }
 
     // ---- SEARCH ----

@@ -1,0 +1,13 @@
+namespace Magpie.Query.Postgres;
+
+/// <summary>A statement or session error as PostgreSQL reports it: an SQLSTATE code and a message (ErrorResponse).</summary>
+public sealed class PgException(string sqlState, string message, bool fatal = false) : Exception(message)
+{
+    public string SqlState { get; } = sqlState;
+    public bool Fatal { get; } = fatal;
+
+    public const string SyntaxError = "42601", UndefinedTable = "42P01", UndefinedColumn = "42703", UndefinedObject = "42704",
+        FeatureNotSupported = "0A000", InvalidPassword = "28P01", InvalidAuthorization = "28000", QueryCanceled = "57014",
+        TooManyConnections = "53300", ProtocolViolation = "08P01", InvalidParameterValue = "22023", DataException = "22000",
+        InvalidTextRepresentation = "22P02", InternalError = "XX000", ConnectionFailure = "08006", ServiceUnavailable = "57P03";
+}

@@ -1,0 +1,19 @@
+namespace Magpie.Query.Postgres;
+
+/// <summary>What a statement gives: rows (columns known before the first row, rows streamed), a command tag, or nothing (an empty query).</summary>
+public abstract record PgOutcome;
+
+public sealed record PgRows(IReadOnlyList<PgColumn> Columns, IAsyncEnumerable<object?[]> Rows) : PgOutcome
+{
+    public static PgRows Of(IReadOnlyList<PgColumn> columns, IEnumerable<object?[]> rows) => new(columns, rows.ToAsyncEnumerable());
+}
+
+public sealed record PgCommand(string Tag) : PgOutcome;
+
+public sealed record PgEmptyQuery : PgOutcome;
+
+/// <summary>Runs one SQL statement (or RQL query) for a session.</summary>
+public interface IPgStatements
+{
+    Task<PgOutcome> RunAsync(string statement, CancellationToken ct);
+}

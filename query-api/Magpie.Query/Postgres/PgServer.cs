@@ -1,0 +1,88 @@
+using System.Collections.Concurrent;
+using System.Net;
+using System.Net.Sockets;
+using System.Security.Cryptography;
+using System.Security.Cryptography.X509Certificates;
+using Microsoft.Extensions.Hosting;
+using Microsoft.Extensions.Logging;
+
+namespace Magpie.Query.Postgres;
+
+/// <summary>Running sessions by their cancel key (BackendKeyData), for CancelRequests arriving on other connections.</summary>
+public sealed class PgCancellations
+{
+    private readonly ConcurrentDictionary<int, (int Secret, PgSession Session)> _sessions = new();
+    private int _next = Random.Shared.Next(1000, 100_000);
+
+    public (int Pid, int Secret) Register(PgSession session)
+    {
+        var pid = Interlocked.Increment(ref _next);
+        var secret = RandomNumberGenerator.GetInt32(int.MaxValue);
+        _sessions[pid] = (secret, session);
+        return (pid, secret);
+    }
+
+    public void Unregister(int pid) => _sessions.TryRemove(pid, out _);
+
+    public void Cancel(int pid, int secret)
+    {
+        if (_sessions.TryGetValue(pid, out var s) && s.Secret == secret) s.Session.CancelByClient();
+    }
+}
+
+/// <summary>
+/// The PostgreSQL wire endpoint of the query target: a TCP listener (loopback only when no user is configured) serving at
+/// most <see cref="PgOptions.MaxConnections"/> sessions at once; one more is told 53300 and closed.
+/// </summary>
+public sealed class PgServer(PgOptions options, Func<IPgStatements> statements, ILogger<PgServer> log) : BackgroundService
+{
+    private readonly PgCancellations _cancellations = new();
+    private readonly SemaphoreSlim _slots = new(options.MaxConnections, options.MaxConnections);
+
+    public int Port { get; private set; }
+
+    protected override async Task ExecuteAsync(CancellationToken ct)
+    {
+        var certificate = options.CertificatePath is { } path ? X509CertificateLoader.LoadPkcs12FromFile(path, options.CertificatePassword) : null;
+        var address = options.Users.Count == 0 ? IPAddress.Loopback : IPAddress.Any;
+        var listener = new TcpListener(address, options.Port);
+        try { listener.Start(); }
+        catch (SocketException e)
+        {
+            // Loud, but the rest of the target (HTTP queries) keeps serving.
+            log.LogError("PostgreSQL endpoint not started: port {Port} on {Address}: {Reason}", options.Port, address, e.Message);
+            return;
+        }
+        Port = ((IPEndPoint)listener.LocalEndpoint).Port;
+        if (options.Users.Count == 0)
+            log.LogWarning("PostgreSQL endpoint on {Address}:{Port}: no user configured, so it listens on loopback only and trusts every connection (like a fresh PostgreSQL's local trust); --pg-user name:password requires SCRAM-SHA-256 passwords", address, Port);
+        else log.LogInformation("PostgreSQL endpoint on {Address}:{Port}, {Users} user(s), {Auth}{Tls}", address, Port, options.Users.Count,
+            options.AllowCleartext ? "cleartext passwords" : "SCRAM-SHA-256", certificate is null ? "" : ", TLS");
+        try
+        {
+            while (!ct.IsCancellationRequested)
+            {
+                var client = await listener.AcceptTcpClientAsync(ct);
+                _ = ServeAsync(client, certificate, ct);
+            }
+        }
+        catch (OperationCanceledException) { }
+        finally { listener.Stop(); }
+    }
+
+    private async Task ServeAsync(TcpClient client, X509Certificate2? certificate, CancellationToken ct)
+    {
+        using var _ = client;
+        client.NoDelay = true;
+        var stream = client.GetStream();
+        if (!await _slots.WaitAsync(0, ct))
+        {
+            var wire = new PgWire(stream).Error(new PgException(PgException.TooManyConnections, $"sorry, too many clients already ({options.MaxConnections})", fatal: true));
+            try { await wire.FlushAsync(ct); } catch (IOException) { }
+            return;
+        }
+        try { await new PgSession(stream, options, certificate, statements(), _cancellations, log).RunAsync(ct); }
+        catch (Exception e) when (e is not OperationCanceledException) { log.LogWarning(e, "PostgreSQL session ended by an error"); }
+        finally { _slots.Release(); }
+    }
+}

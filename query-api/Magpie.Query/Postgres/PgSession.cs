@@ -1,0 +1,330 @@
+using System.Net.Security;
+using System.Security.Cryptography.X509Certificates;
+using System.Text;
+using Microsoft.Extensions.Logging;
+
+namespace Magpie.Query.Postgres;
+
+/// <summary>
+/// One client connection: startup (SSLRequest → TLS or 'N', cancel requests), authentication (trust, SCRAM-SHA-256,
+/// cleartext when allowed), then the simple query protocol (several statements per query, empty queries) and the extended
+/// one (Parse/Bind/Describe/Execute/Sync/Close/Flush, as Npgsql and pgx use it), each statement under a timeout and
+/// cancellable by a CancelRequest. Errors are ErrorResponses with SQLSTATE codes; the connection stays usable.
+/// </summary>
+public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2? certificate, IPgStatements statements, PgCancellations cancellations, ILogger log)
+{
+    private readonly PgWire _wire = new(stream);
+    private readonly Dictionary<string, (string Sql, int[] ParameterTypes)> _prepared = [];
+    private readonly Dictionary<string, Portal> _portals = [];
+    private CancellationTokenSource? _running;
+
+    private sealed class Portal(string sql, short[] resultFormats)
+    {
+        public string Sql { get; } = sql;
+        public PgOutcome? Outcome { get; set; }
+        public bool Binary(int column) => resultFormats.Length switch { 0 => false, 1 => resultFormats[0] == 1, _ => column < resultFormats.Length && resultFormats[column] == 1 };
+    }
+
+    public async Task RunAsync(CancellationToken ct)
+    {
+        try
+        {
+            if (await StartupAsync(ct) is not { } user) return;
+            var (pid, secret) = cancellations.Register(this);
+            try
+            {
+                SendParameters(user);
+                _wire.Begin('K').Int32(pid).Int32(secret).End();
+                _wire.ReadyForQuery();
+                await _wire.FlushAsync(ct);
+                await LoopAsync(ct);
+            }
+            finally { cancellations.Unregister(pid); }
+        }
+        catch (PgException e) when (e.Fatal)
+        {
+            _wire.Error(e);
+            try { await _wire.FlushAsync(ct); } catch (IOException) { }
+        }
+        catch (IOException) { }   // the client went away
+    }
+
+    /// <summary>A CancelRequest with this session's key: the statement running now stops with 57014.</summary>
+    public void CancelByClient()
+    {
+        _cancelledByClient = true;
+        _running?.Cancel();
+    }
+
+    private async Task<string?> StartupAsync(CancellationToken ct)
+    {
+        while (true)
+        {
+            var body = await _wire.ReadStartupAsync(ct);
+            if (body is null) return null;
+            var r = new PgReader(body);
+            var code = r.Int32();
+            switch (code)
+            {
+                case 80877103:   // SSLRequest
+                    if (certificate is null || _wire.Stream is SslStream) { await _wire.Stream.WriteAsync("N"u8.ToArray(), ct); continue; }
+                    await _wire.Stream.WriteAsync("S"u8.ToArray(), ct);
+                    var tls = new SslStream(_wire.Stream);
+                    await tls.AuthenticateAsServerAsync(new SslServerAuthenticationOptions { ServerCertificate = certificate }, ct);
+                    _wire.Stream = tls;
+                    continue;
+                case 80877104:   // GSSENCRequest: not offered
+                    await _wire.Stream.WriteAsync("N"u8.ToArray(), ct);
+                    continue;
+                case 80877102:   // CancelRequest: pid, secret; no answer
+                    cancellations.Cancel(r.Int32(), r.Int32());
+                    return null;
+                case 196608:
+                    var parameters = new Dictionary<string, string>();
+                    while (!r.End)
+                    {
+                        var name = r.CString();
+                        if (name.Length == 0) break;
+                        parameters[name] = r.CString();
+                    }
+                    var user = parameters.GetValueOrDefault("user") ?? throw new PgException(PgException.InvalidAuthorization, "no user in the startup message", fatal: true);
+                    await AuthenticateAsync(user, ct);
+                    return user;
+                default:
+                    throw new PgException(PgException.ProtocolViolation, $"unsupported frontend protocol {code >> 16}.{code & 0xFFFF}: Magpie speaks 3.0", fatal: true);
+            }
+        }
+    }
+
+    private async Task AuthenticateAsync(string user, CancellationToken ct)
+    {
+        if (options.Users.Count == 0) { _wire.Authentication(0); return; }   // trust (loopback only)
+        var failed = new PgException(PgException.InvalidPassword, $"password authentication failed for user \"{user}\"", fatal: true);
+        var known = options.Users.TryGetValue(user, out var password);
+        if (options.AllowCleartext)
+        {
+            _wire.Authentication(3);
+            await _wire.FlushAsync(ct);
+            var m = await ExpectPasswordAsync(ct);
+            if (!known || new PgReader(m).CString() != password) throw failed;
+            _wire.Authentication(0);
+            return;
+        }
+        _wire.Authentication(10, "SCRAM-SHA-256\0\0"u8);
+        await _wire.FlushAsync(ct);
+        var initial = await ExpectPasswordAsync(ct);
+        var (mechanism, clientFirst) = ReadInitial(initial);
+        if (mechanism != "SCRAM-SHA-256") throw new PgException(PgException.ProtocolViolation, $"SASL mechanism {mechanism} is not offered", fatal: true);
+        // An unknown user goes through the exchange too (with a password nobody has), so the answer doesn't say which was wrong.
+        var scram = new ScramSha256(known ? password! : Convert.ToBase64String(System.Security.Cryptography.RandomNumberGenerator.GetBytes(24)));
+        _wire.Authentication(11, Encoding.UTF8.GetBytes(scram.First(clientFirst)));
+        await _wire.FlushAsync(ct);
+        var final = scram.Final(Encoding.UTF8.GetString(await ExpectPasswordAsync(ct)));
+        if (final is null || !known) throw failed;
+        _wire.Authentication(12, Encoding.UTF8.GetBytes(final));
+        _wire.Authentication(0);
+    }
+
+    private static (string Mechanism, string Data) ReadInitial(byte[] body)
+    {
+        var r = new PgReader(body);
+        var mechanism = r.CString();
+        var n = r.Int32();
+        return (mechanism, n < 0 ? "" : Encoding.UTF8.GetString(r.Bytes(n)));
+    }
+
+    private async Task<byte[]> ExpectPasswordAsync(CancellationToken ct)
+    {
+        var m = await _wire.ReadAsync(ct) ?? throw new IOException("the client left during authentication");
+        if (m.Type != 'p') throw new PgException(PgException.ProtocolViolation, $"expected a password message, got '{m.Type}'", fatal: true);
+        return m.Body;
+    }
+
+    private void SendParameters(string user)
+    {
+        foreach (var (name, value) in new Dictionary<string, string>
+        {
+            ["server_version"] = "16.0 (Magpie)", ["server_encoding"] = "UTF8", ["client_encoding"] = "UTF8", ["DateStyle"] = "ISO, MDY",
+            ["IntervalStyle"] = "postgres", ["TimeZone"] = "UTC", ["integer_datetimes"] = "on", ["standard_conforming_strings"] = "on",
+            ["is_superuser"] = "off", ["session_authorization"] = user, ["application_name"] = "",
+        })
+            _wire.ParameterStatus(name, value);
+    }
+
+    private async Task LoopAsync(CancellationToken ct)
+    {
+        var skipToSync = false;   // after an error in the extended protocol, until Sync
+        while (await _wire.ReadAsync(ct) is { } m)
+        {
+            if (m.Type == 'X') return;
+            if (skipToSync && m.Type != 'S') continue;
+            try
+            {
+                switch (m.Type)
+                {
+                    case 'Q': await SimpleQueryAsync(new PgReader(m.Body).CString(), ct); break;
+                    case 'P': Parse(m.Body); break;
+                    case 'B': Bind(m.Body); break;
+                    case 'D': await DescribeAsync(m.Body, ct); break;
+                    case 'E': await ExecuteAsync(m.Body, ct); break;
+                    case 'C': Close(m.Body); break;
+                    case 'H': await _wire.FlushAsync(ct); break;
+                    case 'S':
+                        skipToSync = false;
+                        _portals.Remove("");
+                        _wire.ReadyForQuery();
+                        await _wire.FlushAsync(ct);
+                        break;
+                    default: throw new PgException(PgException.ProtocolViolation, $"unsupported message type '{m.Type}'");
+                }
+            }
+            catch (PgException e) when (!e.Fatal)
+            {
+                _wire.Error(e);
+                if (m.Type == 'Q') _wire.ReadyForQuery();
+                else skipToSync = true;
+                await _wire.FlushAsync(ct);
+            }
+        }
+    }
+
+    private async Task SimpleQueryAsync(string sql, CancellationToken ct)
+    {
+        var parts = SqlText.Split(sql);
+        if (parts.Count == 0) _wire.EmptyQuery();
+        foreach (var statement in parts)
+        {
+            var outcome = await RunAsync(statement, ct);
+            await SendAsync(outcome, _ => false, describe: true, ct);
+        }
+        _wire.ReadyForQuery();
+        await _wire.FlushAsync(ct);
+    }
+
+    private void Parse(byte[] body)
+    {
+        var r = new PgReader(body);
+        var name = r.CString();
+        var sql = r.CString();
+        var types = new int[r.Int16()];
+        for (var i = 0; i < types.Length; i++) types[i] = r.Int32();
+        _prepared[name] = (sql, types);
+        _wire.Begin('1').End();
+    }
+
+    private void Bind(byte[] body)
+    {
+        var r = new PgReader(body);
+        var portal = r.CString();
+        var statement = r.CString();
+        if (!_prepared.TryGetValue(statement, out var prepared)) throw new PgException("26000", $"prepared statement \"{statement}\" does not exist");
+        var formats = new short[r.Int16()];
+        for (var i = 0; i < formats.Length; i++) formats[i] = r.Int16();
+        var values = new string[r.Int16()];
+        for (var i = 0; i < values.Length; i++)
+        {
+            var n = r.Int32();
+            var binary = formats.Length == 1 ? formats[0] == 1 : i < formats.Length && formats[i] == 1;
+            values[i] = n < 0 ? "NULL" : PgValues.Literal(i < prepared.ParameterTypes.Length ? prepared.ParameterTypes[i] : 0, binary, r.Bytes(n));
+        }
+        var results = new short[r.Int16()];
+        for (var i = 0; i < results.Length; i++) results[i] = r.Int16();
+        _portals[portal] = new Portal(SqlText.Substitute(prepared.Sql, values), results);
+        _wire.Begin('2').End();
+    }
+
+    private async Task DescribeAsync(byte[] body, CancellationToken ct)
+    {
+        var r = new PgReader(body);
+        var kind = (char)r.Byte();
+        var name = r.CString();
+        if (kind == 'S')
+        {
+            if (!_prepared.TryGetValue(name, out var prepared)) throw new PgException("26000", $"prepared statement \"{name}\" does not exist");
+            _wire.Begin('t').Int16((short)prepared.ParameterTypes.Length);
+            foreach (var t in prepared.ParameterTypes) _wire.Int32(t == 0 ? (int)PgType.Text : t);
+            _wire.End();
+            // The columns: the statement run with its parameters as NULL (its rows are not read).
+            var outcome = await RunAsync(SqlText.Substitute(prepared.Sql, [.. prepared.ParameterTypes.Select(_ => "NULL")]), ct);
+            Describe(outcome, _ => false);
+            return;
+        }
+        var portal = _portals.GetValueOrDefault(name) ?? throw new PgException("34000", $"portal \"{name}\" does not exist");
+        portal.Outcome ??= await RunAsync(portal.Sql, ct);
+        Describe(portal.Outcome, portal.Binary);
+    }
+
+    private void Describe(PgOutcome outcome, Func<int, bool> binary)
+    {
+        if (outcome is PgRows rows) _wire.RowDescription(rows.Columns, binary);
+        else _wire.Begin('n').End();   // NoData
+    }
+
+    private async Task ExecuteAsync(byte[] body, CancellationToken ct)
+    {
+        var r = new PgReader(body);
+        var name = r.CString();
+        var portal = _portals.GetValueOrDefault(name) ?? throw new PgException("34000", $"portal \"{name}\" does not exist");
+        var outcome = portal.Outcome ?? await RunAsync(portal.Sql, ct);
+        portal.Outcome = null;   // executed: a second Execute runs the statement again
+        await SendAsync(outcome, portal.Binary, describe: false, ct);
+    }
+
+    private void Close(byte[] body)
+    {
+        var r = new PgReader(body);
+        var kind = (char)r.Byte();
+        var name = r.CString();
+        if (kind == 'S') _prepared.Remove(name);
+        else _portals.Remove(name);
+        _wire.Begin('3').End();
+    }
+
+    /// <summary>Runs a statement under the statement timeout, cancellable by a CancelRequest.</summary>
+    private async Task<PgOutcome> RunAsync(string sql, CancellationToken ct)
+    {
+        using var running = CancellationTokenSource.CreateLinkedTokenSource(ct);
+        running.CancelAfter(options.StatementTimeout);
+        _cancelledByClient = false;
+        _running = running;
+        try { return await statements.RunAsync(sql, running.Token); }
+        catch (OperationCanceledException) when (!ct.IsCancellationRequested) { throw Canceled(running); }
+        finally { _running = null; }
+    }
+
+    private PgException Canceled(CancellationTokenSource running) => new(PgException.QueryCanceled,
+        running.IsCancellationRequested && _cancelledByClient ? "canceling statement due to user request" : "canceling statement due to statement timeout");
+
+    private bool _cancelledByClient;
+
+    /// <summary>Rows are written as they come and sent every 64 KB, so a large result never sits in memory whole.</summary>
+    private async Task SendAsync(PgOutcome outcome, Func<int, bool> binary, bool describe, CancellationToken ct)
+    {
+        switch (outcome)
+        {
+            case PgEmptyQuery: _wire.EmptyQuery(); return;
+            case PgCommand c: _wire.CommandComplete(c.Tag); return;
+            case PgRows rows:
+                if (describe) _wire.RowDescription(rows.Columns, binary);
+                using (var running = CancellationTokenSource.CreateLinkedTokenSource(ct))
+                {
+                    running.CancelAfter(options.StatementTimeout);
+                    _running = running;
+                    long n = 0;
+                    try
+                    {
+                        await foreach (var row in rows.Rows.WithCancellation(running.Token))
+                        {
+                            _wire.DataRow(rows.Columns, row, binary);
+                            n++;
+                            if (_wire.Pending > 64 * 1024) await _wire.FlushAsync(running.Token);
+                        }
+                    }
+                    catch (OperationCanceledException) when (!ct.IsCancellationRequested) { throw Canceled(running); }
+                    finally { _running = null; }
+                    _wire.CommandComplete($"SELECT {n}");
+                }
+                return;
+        }
+    }
+}

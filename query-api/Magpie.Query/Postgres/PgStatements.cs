@@ -1,0 +1,85 @@
+using System.Runtime.CompilerServices;
+using System.Text.Json;
+using Magpie.Query.Http;
+using Magpie.Query.Postgres.Sql;
+using Magpie.Query.Shards;
+
+namespace Magpie.Query.Postgres;
+
+/// <summary>
+/// What a statement is and who answers it: session commands (SET, BEGIN, …) are acknowledged (the endpoint is read-only),
+/// catalog questions go to <see cref="PgCatalog"/>, RQL (<c>from …</c>) runs as-is, SELECT goes to <see cref="SqlRunner"/>.
+/// </summary>
+public sealed class PgStatements(PgCatalog catalog, SqlRunner sql, QueryCoordinator coordinator) : IPgStatements
+{
+    private static readonly Dictionary<string, string> SessionCommands = new(StringComparer.OrdinalIgnoreCase)
+    {
+        ["set"] = "SET", ["reset"] = "RESET", ["begin"] = "BEGIN", ["start"] = "START TRANSACTION", ["commit"] = "COMMIT", ["end"] = "COMMIT",
+        ["rollback"] = "ROLLBACK", ["discard"] = "DISCARD ALL", ["deallocate"] = "DEALLOCATE", ["close"] = "CLOSE CURSOR", ["listen"] = "LISTEN", ["unlisten"] = "UNLISTEN",
+    };
+
+    private static readonly HashSet<string> Writes = new(StringComparer.OrdinalIgnoreCase)
+        { "insert", "update", "delete", "create", "drop", "alter", "truncate", "copy", "grant", "revoke", "vacuum", "merge" };
+
+    public async Task<PgOutcome> RunAsync(string statement, CancellationToken ct)
+    {
+        var text = statement.Trim().TrimEnd(';').Trim();
+        if (SqlText.Split(text).Count == 0) return new PgEmptyQuery();
+        var first = text.Split([' ', '\n', '\r', '\t', '('], 2)[0];
+        if (SessionCommands.TryGetValue(first, out var tag)) return new PgCommand(tag);
+        if (Writes.Contains(first))
+            throw new PgException("25006", "Magpie's PostgreSQL endpoint is read-only: write documents over HTTP (/docs, /bulk_docs) or to the magpie.documents topic");
+        if (first.Equals("from", StringComparison.OrdinalIgnoreCase)) return await RqlAsync(text, ct);
+        if (await catalog.AnswerAsync(text, ct) is { } answer) return answer;
+        if (first.Equals("select", StringComparison.OrdinalIgnoreCase)) return await sql.RunAsync(SqlParser.Parse(text), ct);
+        throw new PgException(PgException.SyntaxError, $"syntax error at or near \"{first}\": Magpie answers SELECT over its indexes, RQL (from …), SHOW and SET");
+    }
+
+    /// <summary>
+    /// RQL as RavenDB users write it: with <c>select</c>, one column per projection; without, the document id and the
+    /// document as json; with <c>select facet(…)</c>, one row per facet value.
+    /// </summary>
+    private async Task<PgOutcome> RqlAsync(string rql, CancellationToken ct)
+    {
+        var request = new QueryRequest { Query = rql };
+        var query = LocalShardOwner.Parse(rql, null, null);
+        if (query.Facets.Count > 0)
+        {
+            ShardPage page;
+            try { page = await coordinator.PageAsync(request, query, 1, 0, null, false, ct); }
+            catch (QueryProblem e) { throw SqlRunner.Problem(e); }
+            var facets = Facets.FacetResults.Shape(query.Facets, page.Facets!);
+            return PgRows.Of([new("facet", PgType.Text), new("value", PgType.Text), new("count", PgType.Int8)],
+                facets.SelectMany(f => f.Values.Select(v => new object?[] { f.Name, v.Value is null ? null : Convert.ToString(v.Value, System.Globalization.CultureInfo.InvariantCulture), v.Count })));
+        }
+        List<PgColumn> columns = query.Select.Count > 0
+            ? [.. query.Select.Select(s => new PgColumn(s.Alias, PgType.Json))]
+            : [new("id", PgType.Text), new("document", PgType.Json)];
+        return new PgRows(columns, RqlRowsAsync(request, query, ct));
+    }
+
+    private async IAsyncEnumerable<object?[]> RqlRowsAsync(QueryRequest request, Rql.RqlQuery query, [EnumeratorCancellation] CancellationToken ct = default)
+    {
+        QueryStream stream;
+        var remaining = query.Limit ?? long.MaxValue;
+        try { stream = await coordinator.StreamAsync(request, query, (int)Math.Min(1000, remaining), ct); }
+        catch (QueryProblem e) { throw SqlRunner.Problem(e); }
+        await using var _ = stream;
+        var page = stream.First;
+        while (true)
+        {
+            foreach (var hit in page.Hits)
+            {
+                var r = hit.Result;
+                if (query.Select.Count > 0)
+                    yield return [.. query.Select.Select(s => r.TryGetProperty(s.Alias, out var v) && v.ValueKind != JsonValueKind.Null ? (object?)v.GetRawText() : null)];
+                else
+                    yield return [r.TryGetProperty("@metadata", out var m) && m.TryGetProperty("@id", out var id) ? id.GetString() : null, r.GetRawText()];
+            }
+            remaining -= page.Hits.Count;
+            if (remaining <= 0 || page.Hits.Count < 1000) yield break;
+            try { page = await stream.NextAsync(page.Hits[^1].Cursor, (int)Math.Min(1000, remaining), ct); }
+            catch (QueryProblem e) { throw SqlRunner.Problem(e); }
+        }
+    }
+}

@@ -1,0 +1,109 @@
+using System.Buffers.Binary;
+using System.Globalization;
+using System.Text;
+using System.Text.Json;
+
+namespace Magpie.Query.Postgres;
+
+/// <summary>The PostgreSQL types Magpie answers with, by OID, and how a value is written in text or binary format.</summary>
+public enum PgType
+{
+    Bool = 16, Int8 = 20, Int4 = 23, Text = 25, Json = 114, Float8 = 701, Varchar = 1043, TimestampTz = 1184,
+}
+
+public sealed record PgColumn(string Name, PgType Type);
+
+public static class PgValues
+{
+    private static readonly DateTime PgEpoch = new(2000, 1, 1, 0, 0, 0, DateTimeKind.Utc);
+
+    public static short Length(PgType t) => t switch
+    {
+        PgType.Bool => 1, PgType.Int4 => 4, PgType.Int8 or PgType.Float8 or PgType.TimestampTz => 8, _ => -1,
+    };
+
+    /// <summary>A value as the column's type wants it in text format (what psql shows).</summary>
+    public static byte[] Text(PgType type, object value) => Encoding.UTF8.GetBytes(type switch
+    {
+        PgType.Bool => Convert.ToBoolean(value, CultureInfo.InvariantCulture) ? "t" : "f",
+        PgType.Int8 or PgType.Int4 => Convert.ToInt64(value, CultureInfo.InvariantCulture).ToString(CultureInfo.InvariantCulture),
+        PgType.Float8 => Double(Convert.ToDouble(value, CultureInfo.InvariantCulture)),
+        PgType.TimestampTz => ((DateTime)value).ToUniversalTime().ToString("yyyy-MM-dd HH:mm:ss.ffffff", CultureInfo.InvariantCulture) + "+00",
+        _ => value as string ?? Convert.ToString(value, CultureInfo.InvariantCulture) ?? "",
+    });
+
+    /// <summary>Binary format (Npgsql asks for it): big-endian numbers, timestamps as microseconds since 2000-01-01.</summary>
+    public static byte[] Binary(PgType type, object value)
+    {
+        switch (type)
+        {
+            case PgType.Bool: return [Convert.ToBoolean(value, CultureInfo.InvariantCulture) ? (byte)1 : (byte)0];
+            case PgType.Int4:
+            {
+                var b = new byte[4];
+                BinaryPrimitives.WriteInt32BigEndian(b, Convert.ToInt32(value, CultureInfo.InvariantCulture));
+                return b;
+            }
+            case PgType.Int8:
+            {
+                var b = new byte[8];
+                BinaryPrimitives.WriteInt64BigEndian(b, Convert.ToInt64(value, CultureInfo.InvariantCulture));
+                return b;
+            }
+            case PgType.Float8:
+            {
+                var b = new byte[8];
+                BinaryPrimitives.WriteDoubleBigEndian(b, Convert.ToDouble(value, CultureInfo.InvariantCulture));
+                return b;
+            }
+            case PgType.TimestampTz:
+            {
+                var b = new byte[8];
+                BinaryPrimitives.WriteInt64BigEndian(b, (((DateTime)value).ToUniversalTime() - PgEpoch).Ticks / 10);
+                return b;
+            }
+            default: return Text(type, value);
+        }
+    }
+
+    /// <summary>A parameter sent by the client (text, or binary for the types it names), as an SQL literal to put in the statement.</summary>
+    public static string Literal(int oid, bool binary, ReadOnlySpan<byte> data)
+    {
+        if (!binary) return Quote(Encoding.UTF8.GetString(data), oid);
+        return oid switch
+        {
+            16 => data[0] != 0 ? "true" : "false",
+            21 => BinaryPrimitives.ReadInt16BigEndian(data).ToString(CultureInfo.InvariantCulture),
+            23 => BinaryPrimitives.ReadInt32BigEndian(data).ToString(CultureInfo.InvariantCulture),
+            20 => BinaryPrimitives.ReadInt64BigEndian(data).ToString(CultureInfo.InvariantCulture),
+            700 => Double(BinaryPrimitives.ReadSingleBigEndian(data)),
+            701 => Double(BinaryPrimitives.ReadDoubleBigEndian(data)),
+            1114 or 1184 => Quote((PgEpoch + TimeSpan.FromTicks(BinaryPrimitives.ReadInt64BigEndian(data) * 10)).ToString("yyyy-MM-dd'T'HH:mm:ss.FFFFFFF'Z'", CultureInfo.InvariantCulture), 25),
+            _ => Quote(Encoding.UTF8.GetString(data), oid),
+        };
+    }
+
+    private static string Quote(string text, int oid) => oid is 20 or 21 or 23 or 700 or 701 or 1700 or 16 && text.Length > 0
+        ? text
+        : "'" + text.Replace("'", "''") + "'";
+
+    private static string Double(double d) =>
+        double.IsPositiveInfinity(d) ? "Infinity" : double.IsNegativeInfinity(d) ? "-Infinity" : double.IsNaN(d) ? "NaN" : d.ToString("R", CultureInfo.InvariantCulture);
+
+    /// <summary>A JSON value converted for a column of <paramref name="type"/>; null when absent or not convertible.</summary>
+    public static object? FromJson(JsonElement? value, PgType type)
+    {
+        if (value is not { } v || v.ValueKind is JsonValueKind.Null or JsonValueKind.Undefined) return null;
+        switch (type)
+        {
+            case PgType.Float8: return v.ValueKind == JsonValueKind.Number ? v.GetDouble() : null;
+            case PgType.Int8: return v.ValueKind == JsonValueKind.Number && v.TryGetInt64(out var l) ? l : null;
+            case PgType.Bool: return v.ValueKind is JsonValueKind.True or JsonValueKind.False ? v.GetBoolean() : null;
+            case PgType.TimestampTz:
+                return v.ValueKind == JsonValueKind.String && DateTime.TryParse(v.GetString(), CultureInfo.InvariantCulture,
+                    DateTimeStyles.AdjustToUniversal | DateTimeStyles.AssumeUniversal, out var d) ? d : null;
+            case PgType.Json: return v.GetRawText();
+            default: return v.ValueKind == JsonValueKind.String ? v.GetString() : v.GetRawText();
+        }
+    }
+}

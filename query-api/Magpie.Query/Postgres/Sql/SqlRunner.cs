@@ -1,0 +1,266 @@
+using System.Runtime.CompilerServices;
+using System.Text;
+using System.Text.Json;
+using Magpie.Indexer.Lucene;
+using Magpie.Indexer.Maps;
+using Magpie.Query.Http;
+using Magpie.Query.Shards;
+
+namespace Magpie.Query.Postgres.Sql;
+
+/// <summary>
+/// A SELECT over one index, run inside the engine. Rows: the WHERE becomes RQL, the columns a projection, ORDER BY and
+/// LIMIT the query's, streamed page by page from one snapshot. Aggregates (count, sum, avg, min, max), with at most one
+/// GROUP BY key — a column, or Grafana's time bucket <c>floor(extract(epoch from c)/N)*N</c> — are counted by the facet
+/// engine over doc values in one pass (never by pulling rows out); their ORDER BY and LIMIT apply to the groups.
+/// </summary>
+public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator)
+{
+    private static readonly HashSet<string> Aggregates = ["count", "sum", "avg", "min", "max"];
+    private const int Page = 1000;
+
+    public async Task<PgOutcome> RunAsync(SqlSelect select, CancellationToken ct)
+    {
+        if (select.From is null) return Constants(select);
+        var index = schemas.Resolve(select.From) ?? throw new PgException(PgException.UndefinedTable, $"relation \"{select.From}\" does not exist (tables are Magpie's indexes)");
+        var columns = await schemas.ColumnsAsync(index, ct);
+        string Field(string name) => columns.FirstOrDefault(c => c.Name == name)?.Name
+            ?? columns.FirstOrDefault(c => string.Equals(c.Name, name, StringComparison.OrdinalIgnoreCase))?.Name
+            ?? throw new PgException(PgException.UndefinedColumn, $"column \"{name}\" does not exist in \"{index}\"");
+        PgType TypeOf(string field) => columns.First(c => c.Name == field).Type;
+        var rql = new SqlToRql(Field);
+        var where = select.Where is null ? "" : " where " + rql.Condition(select.Where);
+        var from = $"from index {SqlToRql.Quote(index)}{where}";
+
+        return select.GroupBy.Count > 0 || select.Items.Any(i => HasAggregate(i.Expr))
+            ? await AggregateAsync(select, from, Field, TypeOf, ct)
+            : Rows(select, from, columns, Field, TypeOf);
+    }
+
+    // ---- rows ----
+
+    private PgRows Rows(SqlSelect select, string from, IReadOnlyList<PgColumn> columns, Func<string, string> field, Func<string, PgType> typeOf)
+    {
+        var outputs = new List<(string Field, string Name, PgType Type)>();
+        foreach (var item in select.Items)
+        {
+            switch (item.Expr)
+            {
+                case SqlStar:
+                    outputs.AddRange(columns.Select(c => (c.Name, c.Name, c.Type)));
+                    break;
+                case SqlColumn or SqlCast { Value: SqlColumn }:
+                    var name = item.Expr is SqlColumn c ? c.Name : ((SqlColumn)((SqlCast)item.Expr).Value).Name;
+                    var f = field(name);
+                    outputs.Add((f, item.Alias ?? name, typeOf(f)));
+                    break;
+                default:
+                    throw new PgException(PgException.FeatureNotSupported, "without GROUP BY or aggregates, the select list takes columns and *");
+            }
+        }
+        var text = new StringBuilder(from);
+        if (select.OrderBy.Count > 0)
+            text.Append(" order by ").Append(string.Join(", ", select.OrderBy.Select(o => SqlToRql.Quote(OrderField(o.Expr, select, outputs, field)) + (o.Descending ? " desc" : ""))));
+        // Each output under its own position, so two outputs of one field (or an alias equal to another field) stay apart.
+        text.Append(" select ").Append(string.Join(", ", outputs.Select((o, i) => $"{SqlToRql.Quote(o.Field)} as {SqlToRql.Quote("c" + i)}")));
+        if (select.Limit is { } limit) text.Append($" limit {limit}");
+        if (select.Offset is { } offset) text.Append(select.Limit is null ? $" limit {int.MaxValue} offset {offset}" : $" offset {offset}");
+        return new PgRows(outputs.Select(o => new PgColumn(o.Name, o.Type)).ToList(), StreamAsync(text.ToString(), outputs.Select(o => o.Type).ToList()));
+    }
+
+    private static string OrderField(SqlExpr e, SqlSelect select, List<(string Field, string Name, PgType Type)> outputs, Func<string, string> field) => e switch
+    {
+        SqlLiteral { Value: double n } when n >= 1 && n <= outputs.Count => outputs[(int)n - 1].Field,
+        SqlColumn c when outputs.FirstOrDefault(o => o.Name == c.Name) is { Field: not null } o => o.Field,
+        SqlColumn c => field(c.Name),
+        _ => throw new PgException(PgException.FeatureNotSupported, "ORDER BY takes columns, aliases or positions here"),
+    };
+
+    private async IAsyncEnumerable<object?[]> StreamAsync(string rql, List<PgType> types, [EnumeratorCancellation] CancellationToken ct = default)
+    {
+        var request = new QueryRequest { Query = rql };
+        var query = LocalShardOwner.Parse(rql, null, null);
+        var remaining = query.Limit ?? long.MaxValue;
+        QueryStream stream;
+        try { stream = await coordinator.StreamAsync(request, query, (int)Math.Min(Page, remaining), ct); }
+        catch (QueryProblem e) { throw Problem(e); }
+        await using var _ = stream;
+        var page = stream.First;
+        while (true)
+        {
+            foreach (var hit in page.Hits)
+            {
+                var row = new object?[types.Count];
+                for (var i = 0; i < types.Count; i++)
+                    row[i] = PgValues.FromJson(hit.Result.ValueKind == JsonValueKind.Object && hit.Result.TryGetProperty("c" + i, out var v) ? v : null, types[i]);
+                yield return row;
+            }
+            remaining -= page.Hits.Count;
+            if (remaining <= 0 || page.Hits.Count < Page) yield break;
+            try { page = await stream.NextAsync(page.Hits[^1].Cursor, (int)Math.Min(Page, remaining), ct); }
+            catch (QueryProblem e) { throw Problem(e); }
+        }
+    }
+
+    // ---- aggregates ----
+
+    private sealed record Output(string Name, PgType Type, Func<FacetBucket, object?> Value, SqlExpr Expr);
+
+    private async Task<PgOutcome> AggregateAsync(SqlSelect select, string from, Func<string, string> field, Func<string, PgType> typeOf, CancellationToken ct)
+    {
+        if (select.GroupBy.Count > 1) throw new PgException(PgException.FeatureNotSupported, "GROUP BY takes one key here (a column or a time bucket)");
+        SqlExpr? key = select.GroupBy.Count == 0 ? null : ItemFor(select.GroupBy[0], select) ?? select.GroupBy[0];
+        string? keyField = null;
+        long? interval = null;
+        switch (key)
+        {
+            case null: break;
+            case SqlColumn c: keyField = field(c.Name); break;
+            case SqlBinary { Op: "*", Left: SqlCall { Name: "floor", Args: [SqlBinary { Op: "/", Left: SqlExtractEpoch { Of: SqlColumn t }, Right: SqlLiteral { Value: double n } }] }, Right: SqlLiteral { Value: double m } }
+                when n == m && n >= 1 && n == Math.Floor(n):
+                keyField = field(t.Name);
+                if (typeOf(keyField) != PgType.TimestampTz) throw new PgException(PgException.FeatureNotSupported, $"column \"{t.Name}\" holds no dates to bucket by time");
+                interval = (long)n;
+                break;
+            default: throw new PgException(PgException.FeatureNotSupported, "GROUP BY takes a column or floor(extract(epoch from column)/N)*N here");
+        }
+
+        var aggregated = new List<string>();
+        int Aggregated(string f)
+        {
+            if (typeOf(f) != PgType.Float8) throw new PgException(PgException.FeatureNotSupported, $"column \"{f}\" is not numeric: sum/avg/min/max/count(column) take numbers");
+            if (!aggregated.Contains(f)) aggregated.Add(f);
+            return aggregated.IndexOf(f);
+        }
+        var keyType = interval is not null ? PgType.Float8 : keyField is null ? PgType.Text : typeOf(keyField) == PgType.Float8 ? PgType.Float8 : PgType.Text;
+        var outputs = new List<Output>();
+        foreach (var item in select.Items)
+        {
+            var e = item.Expr;
+            if (key is not null && Same(e, key))
+            {
+                outputs.Add(new Output(item.Alias ?? (e is SqlColumn c ? c.Name : "?column?"), keyType,
+                    b => b.Number is { } num ? num : b.Text == EntryFields.NullValue ? null : b.Text, e));
+                continue;
+            }
+            if (e is not SqlCall { Name: var fn, Args: [var arg] } || !Aggregates.Contains(fn))
+                throw new PgException("42803", $"column \"{Describe(e)}\" must appear in the GROUP BY clause or be used in an aggregate function");
+            var name = item.Alias ?? fn;
+            if (fn == "count" && arg is SqlStar) { outputs.Add(new Output(name, PgType.Int8, b => b.Count, e)); continue; }
+            if (arg is not SqlColumn col) throw new PgException(PgException.FeatureNotSupported, $"{fn}() takes a column here");
+            var at = Aggregated(field(col.Name));
+            outputs.Add(fn switch
+            {
+                "count" => new Output(name, PgType.Int8, b => b.Fields[at].N, e),
+                "sum" => new Output(name, PgType.Float8, b => b.Fields[at].N > 0 ? b.Fields[at].Sum : null, e),
+                "avg" => new Output(name, PgType.Float8, b => b.Fields[at].N > 0 ? b.Fields[at].Sum / b.Fields[at].N : null, e),
+                "min" => new Output(name, PgType.Float8, b => b.Fields[at].N > 0 ? b.Fields[at].Min : null, e),
+                _ => new Output(name, PgType.Float8, b => b.Fields[at].N > 0 ? b.Fields[at].Max : null, e),
+            });
+        }
+
+        var facet = new Dictionary<string, object> { ["name"] = "sql", ["sum"] = aggregated };
+        if (keyField is not null) facet["field"] = keyField;
+        if (interval is { } seconds) facet["interval"] = seconds;
+        var request = new QueryRequest { Query = from, Facets = [JsonSerializer.SerializeToElement(facet)], FacetsOnly = true, PageSize = 1 };
+        ShardPage page;
+        try { page = await coordinator.PageAsync(request, LocalShardOwner.Parse(from, null, request.Facets, facetsOnly: true), 1, 0, null, false, ct); }
+        catch (QueryProblem e) { throw Problem(e); }
+        var buckets = page.Facets![0];
+        var rows = buckets.Select(b => outputs.Select(o => o.Value(b)).ToArray()).ToList();
+
+        // ORDER BY over the groups (by position, alias or the same expression); without one, by the key ascending.
+        var order = select.OrderBy.Select(o => (Column: OutputIndex(o.Expr, select, outputs), o.Descending)).ToList();
+        if (order.Count == 0 && key is not null && outputs.FindIndex(o => Same(o.Expr, key)) is >= 0 and var k) order.Add((k, false));
+        rows.Sort((a, b) =>
+        {
+            foreach (var (column, descending) in order)
+            {
+                var c = Compare(a[column], b[column]);
+                if (c != 0) return descending ? -c : c;
+            }
+            return 0;
+        });
+        IEnumerable<object?[]> result = rows;
+        if (select.Offset is { } offset) result = result.Skip((int)Math.Min(offset, int.MaxValue));
+        if (select.Limit is { } limit) result = result.Take((int)Math.Min(limit, int.MaxValue));
+        return PgRows.Of(outputs.Select(o => new PgColumn(o.Name, o.Type)).ToList(), result);
+    }
+
+    private static SqlExpr? ItemFor(SqlExpr e, SqlSelect select) => e switch
+    {
+        SqlLiteral { Value: double n } when n >= 1 && n <= select.Items.Count => select.Items[(int)n - 1].Expr,
+        SqlColumn c => select.Items.FirstOrDefault(i => i.Alias == c.Name)?.Expr,
+        _ => null,
+    };
+
+    private static int OutputIndex(SqlExpr e, SqlSelect select, List<Output> outputs)
+    {
+        if (e is SqlLiteral { Value: double n } && n >= 1 && n <= outputs.Count) return (int)n - 1;
+        if (e is SqlColumn c && outputs.FindIndex(o => o.Name == c.Name) is >= 0 and var byName) return byName;
+        var same = outputs.FindIndex(o => Same(o.Expr, e));
+        return same >= 0 ? same : throw new PgException(PgException.FeatureNotSupported, "ORDER BY over groups takes output columns, aliases or positions");
+    }
+
+    private static int Compare(object? a, object? b) => (a, b) switch
+    {
+        (null, null) => 0,
+        (null, _) => 1,    // nulls last
+        (_, null) => -1,
+        (double x, double y) => x.CompareTo(y),
+        (long x, long y) => x.CompareTo(y),
+        _ => string.CompareOrdinal(Convert.ToString(a, System.Globalization.CultureInfo.InvariantCulture), Convert.ToString(b, System.Globalization.CultureInfo.InvariantCulture)),
+    };
+
+    private static bool HasAggregate(SqlExpr e) => e switch
+    {
+        SqlCall c => Aggregates.Contains(c.Name) || c.Args.Any(HasAggregate),
+        SqlBinary b => HasAggregate(b.Left) || HasAggregate(b.Right),
+        SqlCast c => HasAggregate(c.Value),
+        _ => false,
+    };
+
+    /// <summary>Structural equality (records compare lists by reference).</summary>
+    private static bool Same(SqlExpr a, SqlExpr b) => (a, b) switch
+    {
+        (SqlColumn x, SqlColumn y) => string.Equals(x.Name, y.Name, StringComparison.OrdinalIgnoreCase),
+        (SqlLiteral x, SqlLiteral y) => Equals(x.Value, y.Value),
+        (SqlCall x, SqlCall y) => x.Name == y.Name && x.Args.Count == y.Args.Count && x.Args.Zip(y.Args).All(p => Same(p.First, p.Second)),
+        (SqlBinary x, SqlBinary y) => x.Op == y.Op && Same(x.Left, y.Left) && Same(x.Right, y.Right),
+        (SqlExtractEpoch x, SqlExtractEpoch y) => Same(x.Of, y.Of),
+        (SqlCast x, SqlCast y) => x.Type == y.Type && Same(x.Value, y.Value),
+        (SqlStar, SqlStar) => true,
+        _ => false,
+    };
+
+    private static string Describe(SqlExpr e) => e is SqlColumn c ? c.Name : e.GetType().Name[3..].ToLowerInvariant();
+
+    /// <summary>SELECT without FROM: literals only (drivers' and tools' probes, <c>SELECT 1</c>).</summary>
+    private static PgOutcome Constants(SqlSelect select)
+    {
+        var columns = new List<PgColumn>();
+        var row = new List<object?>();
+        foreach (var item in select.Items)
+        {
+            var value = item.Expr switch
+            {
+                SqlLiteral l => l.Value,
+                SqlNegate { Inner: SqlLiteral { Value: double d } } => -d,
+                SqlCast { Value: SqlLiteral l } => l.Value,
+                _ => throw new PgException(PgException.FeatureNotSupported, "without FROM, the select list takes literals"),
+            };
+            var type = value switch { double d when d == Math.Floor(d) && Math.Abs(d) < int.MaxValue => PgType.Int4, double => PgType.Float8, bool => PgType.Bool, _ => PgType.Text };
+            columns.Add(new PgColumn(item.Alias ?? "?column?", type));
+            row.Add(type == PgType.Int4 ? (int)(double)value! : value);
+        }
+        return PgRows.Of(columns, [[.. row]]);
+    }
+
+    public static PgException Problem(QueryProblem e) => e.Status switch
+    {
+        404 => new PgException(PgException.UndefinedTable, e.Message),
+        400 => new PgException(PgException.SyntaxError, e.Message),
+        503 => new PgException(PgException.ServiceUnavailable, e.Message),
+        _ => new PgException(PgException.InternalError, e.Message),
+    };
+}
