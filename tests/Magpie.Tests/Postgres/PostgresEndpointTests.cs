@@ -1,0 +1,194 @@
+using System.Diagnostics;
+using System.Globalization;
+using System.Net;
+using System.Net.Http.Json;
+using Magpie.Tests.Fixtures;
+using Magpie.Tests.Http;
+using Magpie.Tests.Producers;
+using Npgsql;
+
+namespace Magpie.Tests.Postgres;
+
+/// <summary>A magpie process (trust: loopback, no users) holding the Stack Exchange sample and an index over its posts.</summary>
+public sealed class PgSampleFixture : IAsyncLifetime
+{
+    public MagpieProcess Magpie { get; private set; } = null!;
+    public List<Post> Posts { get; } = new StackExchangeXml(RepoPaths.StackExchangeSample).Posts.Select(p => new Post(
+        (string)p.Attribute("PostTypeId")!, (long)p.Attribute("Score")!, (string?)p.Attribute("Title"),
+        DateTime.Parse((string)p.Attribute("CreationDate")!, CultureInfo.InvariantCulture, DateTimeStyles.AdjustToUniversal | DateTimeStyles.AssumeUniversal))).ToList();
+
+    public sealed record Post(string Type, long Score, string? Title, DateTime Created);
+
+    public const string Index = """
+        { "maps": ["map('Posts', p => ({ PostTypeId: p.PostTypeId, Score: p.Score, CreationDate: p.CreationDate, Title: p.Title }))"] }
+        """;
+
+    public async Task InitializeAsync()
+    {
+        Magpie = await MagpieProcess.StartAsync();
+        var (exit, output) = await MagpieCli.RunAsync(TimeSpan.FromMinutes(5), "produce", "stackexchange", "--dir", RepoPaths.StackExchangeSample, "--url", Magpie.BaseUrl.ToString());
+        if (exit != 0) throw new InvalidOperationException(output);
+        var put = await Magpie.Http.PutAsync("indexes/Posts/Stats", HttpJson.Json(Index));
+        if (put.StatusCode != HttpStatusCode.NoContent) throw new InvalidOperationException(await put.Content.ReadAsStringAsync());
+        var wait = await Magpie.Http.PostAsJsonAsync("queries", new { query = "from index 'Posts/Stats'", pageSize = 1, waitForNonStaleResults = true, timeoutMs = 60_000 });
+        if (!wait.IsSuccessStatusCode) throw new InvalidOperationException(await wait.Content.ReadAsStringAsync());
+    }
+
+    public async Task DisposeAsync() => await Magpie.DisposeAsync();
+
+    public string ConnectionString(string? user = "grafana", string? password = null) =>
+        $"Host=127.0.0.1;Port={Magpie.PgPort};Username={user};Database=magpie;Pooling=false;Server Compatibility Mode=NoTypeLoading" + (password is null ? "" : $";Password={password}");
+}
+
+/// <summary>
+/// The PostgreSQL wire endpoint over real connections: psql (simple protocol) and Npgsql (extended protocol, binary
+/// results), Grafana's probes and its query builder's introspection (statements as Grafana's source writes them), the SQL
+/// that Grafana's macros expand to, with values computed from Posts.xml; errors with SQLSTATE codes; SCRAM-SHA-256.
+/// </summary>
+public sealed class PostgresEndpointTests(PgSampleFixture fx) : IClassFixture<PgSampleFixture>
+{
+    [Fact]
+    public async Task Psql_gets_grafanas_probes_several_statements_per_query_and_errors_with_sqlstate()
+    {
+        Assert.Equal("1600", (await PsqlAsync("SELECT current_setting('server_version_num')::int/100 as version")).Output.Trim());
+        var ping = await PsqlAsync("-- ping");   // Grafana's health check: an empty, comment-only query
+        Assert.Equal(0, ping.Exit);
+        Assert.Equal("", ping.Output.Trim());
+        Assert.Equal(["1", "16.0"], (await PsqlAsync("select 1; show server_version")).Output.Split('\n', StringSplitOptions.RemoveEmptyEntries));
+        Assert.Equal("", (await PsqlAsync("SELECT extversion FROM pg_extension WHERE extname = 'timescaledb'")).Output.Trim());
+
+        // Grafana's query builder (postgresMetaQuery.ts): schemas, tables, then an index's columns with their types.
+        Assert.Equal("public", (await PsqlAsync("""
+            SELECT schema_name AS "name" FROM information_schema.schemata
+            WHERE schema_name NOT IN ('information_schema', 'pg_catalog', 'pg_toast', '_timescaledb_cache', '_timescaledb_catalog', '_timescaledb_internal', '_timescaledb_config', 'timescaledb_information', 'timescaledb_experimental')
+            ORDER BY schema_name
+            """)).Output.Trim());
+        Assert.Contains("\"Posts/Stats\"", (await PsqlAsync("""SELECT quote_ident(table_name) AS "table" FROM information_schema.tables WHERE quote_ident(table_schema) = 'public' ORDER BY 1""")).Output.Split('\n'));
+        var columns = (await PsqlAsync("""
+            SELECT quote_ident(column_name) AS "column", data_type AS "type"
+            FROM information_schema.columns
+            WHERE
+              CASE WHEN array_length(parse_ident('"Posts/Stats"'),1) = 2
+                THEN quote_ident(table_schema) = (parse_ident('"Posts/Stats"'))[1]
+                  AND quote_ident(table_name) = (parse_ident('"Posts/Stats"'))[2]
+                ELSE quote_ident(table_name) = '"Posts/Stats"'
+                  AND quote_ident(table_schema) IN (SELECT CASE WHEN trim(s[i]) = '"$user"' THEN user ELSE trim(s[i]) END FROM generate_series(array_lower(string_to_array(current_setting('search_path'),','),1), array_upper(string_to_array(current_setting('search_path'),','),1)) as i, string_to_array(current_setting('search_path'),',') s)
+              END
+            """)).Output.Split('\n', StringSplitOptions.RemoveEmptyEntries);
+        Assert.Equal(["\"CreationDate\"|timestamp with time zone", "\"PostTypeId\"|double precision", "\"Score\"|double precision", "\"Title\"|text"], columns);
+
+        foreach (var (sql, state) in new[]
+        {
+            ("select * from \"NoSuchIndex\"", "42P01"),
+            ("select \"Nope\" from \"Posts/Stats\"", "42703"),
+            ("select from where", "42601"),
+            ("insert into \"Posts/Stats\" values (1)", "25006"),
+            ("show no_such_setting", "42704"),
+        })
+        {
+            var failed = await PsqlAsync(sql);
+            Assert.NotEqual(0, failed.Exit);
+            Assert.Contains($"ERROR:  {state}:", failed.Error);
+        }
+    }
+
+    [Fact]
+    public async Task Grafana_macro_sql_returns_typed_columns_and_the_values_of_the_xml()
+    {
+        await using var db = new NpgsqlConnection(fx.ConnectionString());
+        await db.OpenAsync();
+
+        // $__timeGroupAlias("CreationDate",'1d'), count(*) … WHERE $__timeFilter("CreationDate") GROUP BY 1 ORDER BY 1, as Grafana expands them.
+        var from = new DateTime(2012, 1, 1, 0, 0, 0, DateTimeKind.Utc);
+        var to = new DateTime(2013, 1, 1, 0, 0, 0, DateTimeKind.Utc);
+        var perDay = await RowsAsync(db, """
+            SELECT floor(extract(epoch from "CreationDate")/86400)*86400 AS "time", count(*) AS "posts", max("Score") AS "best"
+            FROM "Posts/Stats" WHERE "CreationDate" BETWEEN '2012-01-01T00:00:00Z' AND '2013-01-01T00:00:00Z' GROUP BY 1 ORDER BY 1
+            """, ("time", "double precision"), ("posts", "bigint"), ("best", "double precision"));
+        var expectedDays = fx.Posts.Where(p => p.Created >= from && p.Created <= to)
+            .GroupBy(p => Math.Floor((p.Created - DateTime.UnixEpoch).TotalSeconds / 86400) * 86400).OrderBy(g => g.Key)
+            .Select(g => (g.Key, (long)g.Count(), (double)g.Max(p => p.Score))).ToList();
+        Assert.NotEmpty(expectedDays);
+        Assert.Equal(expectedDays, perDay.Select(r => ((double)r[0]!, (long)r[1]!, (double)r[2]!)));
+
+        // A term GROUP BY with every aggregate, filtered, ordered by an aggregate.
+        var perType = await RowsAsync(db, """
+            SELECT "PostTypeId", count(*), sum("Score"), avg("Score"), min("Score"), max("Score") FROM "Posts/Stats" WHERE "Score" >= 1 GROUP BY "PostTypeId" ORDER BY 2 DESC
+            """, ("PostTypeId", "double precision"), ("count", "bigint"), ("sum", "double precision"), ("avg", "double precision"), ("min", "double precision"), ("max", "double precision"));
+        var expectedTypes = fx.Posts.Where(p => p.Score >= 1).GroupBy(p => double.Parse(p.Type, CultureInfo.InvariantCulture))
+            .OrderByDescending(g => g.Count()).Select(g => (g.Key, (long)g.Count(), (double)g.Sum(p => p.Score), Math.Round(g.Average(p => p.Score), 9), (double)g.Min(p => p.Score), (double)g.Max(p => p.Score))).ToList();
+        Assert.Equal(expectedTypes, perType.Select(r => ((double)r[0]!, (long)r[1]!, (double)r[2]!, Math.Round((double)r[3]!, 9), (double)r[4]!, (double)r[5]!)));
+
+        // $__time("CreationDate") with a bound parameter ($1, sent binary by Npgsql), ORDER BY and LIMIT.
+        var top = await RowsAsync(db, """
+            SELECT "CreationDate" AS "time", "Score", "Title" FROM "Posts/Stats" WHERE "Score" > $1 ORDER BY "Score" DESC LIMIT 5
+            """, [10], ("time", "timestamp with time zone"), ("Score", "double precision"), ("Title", "text"));
+        var expectedTop = fx.Posts.Where(p => p.Score > 10).OrderByDescending(p => p.Score).Take(5).ToList();
+        Assert.Equal(expectedTop.Select(p => (double)p.Score), top.Select(r => (double)r[1]!));
+        Assert.All(top, r => Assert.Contains(fx.Posts, p => p.Created == (DateTime)r[0]! && p.Title == (string?)r[2]));
+
+        // Totals without GROUP BY, and RQL as-is.
+        Assert.Equal(fx.Posts.Count, (long)(await RowsAsync(db, "SELECT count(*) FROM \"Posts/Stats\"", ("count", "bigint")))[0][0]!);
+        var rql = await RowsAsync(db, "from index 'Posts/Stats' where Score >= 30 select Title", ("Title", "json"));
+        Assert.Equal(fx.Posts.Count(p => p.Score >= 30), rql.Count);
+    }
+
+    [Fact]
+    public async Task Configured_users_authenticate_with_scram_sha_256_and_wrong_passwords_are_refused()
+    {
+        await using var magpie = await MagpieProcess.StartAsync(environment: new() { ["MAGPIE__PG__USERS__0"] = "grafana:s3cret pass", ["MAGPIE__PG__USERS__1"] = "other:x" });
+        string Connection(string user, string password) =>
+            $"Host=127.0.0.1;Port={magpie.PgPort};Username={user};Password={password};Database=magpie;Pooling=false;Server Compatibility Mode=NoTypeLoading";
+        await using (var ok = new NpgsqlConnection(Connection("grafana", "s3cret pass")))
+        {
+            await ok.OpenAsync();
+            await using var cmd = new NpgsqlCommand("SELECT 1", ok);
+            Assert.Equal(1, await cmd.ExecuteScalarAsync());
+        }
+        foreach (var (user, password) in new[] { ("grafana", "wrong"), ("nobody", "s3cret pass"), ("other", "s3cret pass") })
+        {
+            await using var bad = new NpgsqlConnection(Connection(user, password));
+            var e = await Assert.ThrowsAsync<PostgresException>(() => bad.OpenAsync());
+            Assert.Equal("28P01", e.SqlState);
+        }
+        var psql = await PsqlAsync(magpie.PgPort, "select 1", user: "grafana", password: "s3cret pass");
+        Assert.Equal("1", psql.Output.Trim());
+    }
+
+    private static async Task<List<object?[]>> RowsAsync(NpgsqlConnection db, string sql, params (string Name, string Type)[] columns) =>
+        await RowsAsync(db, sql, [], columns);
+
+    private static async Task<List<object?[]>> RowsAsync(NpgsqlConnection db, string sql, object[] parameters, params (string Name, string Type)[] columns)
+    {
+        await using var cmd = new NpgsqlCommand(sql, db);
+        foreach (var p in parameters) cmd.Parameters.Add(new NpgsqlParameter { Value = p });
+        await using var reader = await cmd.ExecuteReaderAsync();
+        Assert.Equal(columns, Enumerable.Range(0, reader.FieldCount).Select(i => (reader.GetName(i), reader.GetDataTypeName(i))));
+        var rows = new List<object?[]>();
+        while (await reader.ReadAsync())
+        {
+            var row = new object?[reader.FieldCount];
+            for (var i = 0; i < row.Length; i++) row[i] = reader.IsDBNull(i) ? null : reader.GetValue(i);
+            rows.Add(row);
+        }
+        return rows;
+    }
+
+    private Task<(int Exit, string Output, string Error)> PsqlAsync(string sql) => PsqlAsync(fx.Magpie.PgPort, sql);
+
+    /// <summary>psql as a user runs it (simple protocol), unaligned, tuples only, errors verbose (with their SQLSTATE).</summary>
+    private static async Task<(int Exit, string Output, string Error)> PsqlAsync(int port, string sql, string user = "grafana", string? password = null)
+    {
+        var psi = new ProcessStartInfo("psql") { RedirectStandardOutput = true, RedirectStandardError = true };
+        foreach (var a in new[] { "-h", "127.0.0.1", "-p", port.ToString(CultureInfo.InvariantCulture), "-U", user, "-d", "magpie", "-X", "-A", "-t", "-F", "|",
+                     "-v", "ON_ERROR_STOP=1", "-v", "VERBOSITY=verbose", "-c", sql })
+            psi.ArgumentList.Add(a);
+        psi.Environment["PGCONNECT_TIMEOUT"] = "10";
+        if (password is not null) psi.Environment["PGPASSWORD"] = password;
+        using var p = Process.Start(psi)!;
+        var output = p.StandardOutput.ReadToEndAsync();
+        var error = p.StandardError.ReadToEndAsync();
+        await p.WaitForExitAsync().WaitAsync(TimeSpan.FromSeconds(60));
+        return (p.ExitCode, await output, await error);
+    }
+}
