@@ -13,6 +13,7 @@ using Magpie.Tests.Fixtures;
 //        dotnet run -c Release --project bench/Magpie.Bench -- map-reduce [--docs N]
 //        dotnet run -c Release --project bench/Magpie.Bench -- facets [--docs N] [--runs R] [--per-term-runs P]
 //        dotnet run -c Release --project bench/Magpie.Bench -- subscriptions [--docs N]
+//        dotnet run -c Release --project bench/Magpie.Bench -- pg [--docs N] [--runs R]
 var docs = Arg("--docs", 300_000);
 var clients = (int)Arg("--clients", 8);
 var batchSize = (int)Arg("--batch", 128);
@@ -28,6 +29,7 @@ switch (args.FirstOrDefault())
     case "freshness": await RunFreshnessAsync(); return;
     case "facets": await RunFacetsAsync(); return;
     case "subscriptions": await RunSubscriptionsAsync(); return;
+    case "pg": await RunPgAsync(); return;
 }
 
 Console.WriteLine($"generating {docs:N0} synthetic posts in batches of {batchSize}…");
@@ -347,6 +349,47 @@ async Task RunSubscriptionsAsync()
     {
         benchmark = "subscriptions", docs = n, cores = Environment.ProcessorCount,
         sides = sides.Select(s => new { batch = s.BatchSize, documents = s.Documents, seconds = Math.Round(s.Elapsed.TotalSeconds, 1), docs_per_s = Math.Round(s.DocsPerSecond) }),
+    }));
+}
+
+async Task RunPgAsync()
+{
+    var n = (int)Arg("--docs", 1_000_000);
+    var runs = (int)Arg("--runs", 30);
+    var port = 18000 + Random.Shared.Next(1000);
+    var pgPort = FreePort.Next();
+    using var magpie = StartMagpie(Path.Combine(run, "pg"), port, "--pg-port", pgPort.ToString(CultureInfo.InvariantCulture));
+    await WaitHealthy(port);
+    using var http = new HttpClient { BaseAddress = new Uri($"http://127.0.0.1:{port}/"), Timeout = TimeSpan.FromMinutes(5) };
+    Console.WriteLine($"loading {n:N0} synthetic posts and indexing them…");
+    await MapReduceBenchmark.LoadAsync(http.BaseAddress, IngestBenchmark.Batches(n, 512, seed: 42));
+    var put = await http.PutAsJsonAsync($"indexes/{PgBenchmark.Name}", PgBenchmark.Definition, JsonSerializerOptions.Web);
+    if (!put.IsSuccessStatusCode) throw new InvalidOperationException(await put.Content.ReadAsStringAsync());
+    while (true)
+    {
+        var status = (await http.GetFromJsonAsync<JsonElement>($"indexes/{PgBenchmark.Name}")).GetProperty("status");
+        if (!status.GetProperty("isStale").GetBoolean() && status.GetProperty("entries").GetInt64() == n) break;
+        await Task.Delay(200);
+    }
+    var connection = $"Host=127.0.0.1;Port={pgPort};Username=bench;Database=magpie;Pooling=false;Server Compatibility Mode=NoTypeLoading;Command Timeout=600";
+    await PgBenchmark.TimeGroupedAsync(connection, 3);   // warm-up (JIT, facet columns)
+    var grouped = await PgBenchmark.TimeGroupedAsync(connection, runs);
+    await PgBenchmark.StreamAsync(connection);            // warm-up
+    var streamed = await PgBenchmark.StreamAsync(connection);
+    magpie.Kill();
+    magpie.WaitForExit();
+    try { Directory.Delete(run, recursive: true); } catch (IOException) { }
+    if (grouped.Posts != n || streamed.Rows != n) throw new InvalidOperationException($"expected {n} posts, the aggregate counted {grouped.Posts}, the stream gave {streamed.Rows}");
+    var sorted = grouped.Ms.Order().ToList();
+    double P(double q) => sorted[Math.Min(sorted.Count - 1, (int)Math.Ceiling(q * sorted.Count) - 1)];
+    Console.WriteLine();
+    Console.WriteLine($"streamed SELECT of {streamed.Rows:N0} rows: {streamed.Rows / streamed.Elapsed.TotalSeconds:N0} rows/s ({streamed.Elapsed.TotalSeconds:F1} s)");
+    Console.WriteLine($"time-grouped aggregate ({grouped.Buckets} buckets over {grouped.Posts:N0} posts): p50 {P(0.5):F1} ms, p99 {P(0.99):F1} ms ({runs} runs, {Environment.ProcessorCount} cores)");
+    Console.WriteLine(JsonSerializer.Serialize(new
+    {
+        benchmark = "pg", docs = n, cores = Environment.ProcessorCount, runs,
+        stream_rows_per_s = Math.Round(streamed.Rows / streamed.Elapsed.TotalSeconds), stream_seconds = Math.Round(streamed.Elapsed.TotalSeconds, 1),
+        grouped_p50_ms = Math.Round(P(0.5), 1), grouped_p99_ms = Math.Round(P(0.99), 1), buckets = grouped.Buckets,
     }));
 }
 

@@ -1,0 +1,61 @@
+using System.Diagnostics;
+using Magpie.Contracts.Indexes;
+using Npgsql;
+
+namespace Magpie.Bench;
+
+/// <summary>
+/// The PostgreSQL endpoint benchmark of issue 7, with Npgsql over a real connection: rows per second of a streamed
+/// SELECT of every post, and the latency of a Grafana-style time-grouped aggregate (what <c>$__timeGroupAlias</c>,
+/// <c>$__timeFilter</c> expand to) over all of them.
+/// </summary>
+public static class PgBenchmark
+{
+    public const string Name = "Bench/Pg";
+
+    public static readonly IndexDefinition Definition = new()
+    {
+        Maps = ["map('Posts', p => ({ CreationDate: p.CreationDate, Score: p.Score, ViewCount: p.ViewCount }))"],
+    };
+
+    /// <summary>One bucket per 30 days over the whole generated range (2008–2024), count and average score.</summary>
+    public const string TimeGrouped = """
+        SELECT floor(extract(epoch from "CreationDate")/2592000)*2592000 AS "time", count(*) AS "posts", avg("Score") AS "score"
+        FROM "Bench/Pg" WHERE "CreationDate" BETWEEN '2008-01-01T00:00:00Z' AND '2025-01-01T00:00:00Z' GROUP BY 1 ORDER BY 1
+        """;
+
+    public static async Task<(long Rows, TimeSpan Elapsed)> StreamAsync(string connection)
+    {
+        await using var db = new NpgsqlConnection(connection);
+        await db.OpenAsync();
+        await using var cmd = new NpgsqlCommand("SELECT \"CreationDate\", \"Score\", \"ViewCount\" FROM \"Bench/Pg\"", db) { CommandTimeout = 600 };
+        var watch = Stopwatch.StartNew();
+        long rows = 0;
+        await using var reader = await cmd.ExecuteReaderAsync();
+        while (await reader.ReadAsync())
+        {
+            _ = reader.GetDateTime(0);
+            _ = reader.GetDouble(1);
+            rows++;
+        }
+        return (rows, watch.Elapsed);
+    }
+
+    public static async Task<(List<double> Ms, long Buckets, long Posts)> TimeGroupedAsync(string connection, int runs)
+    {
+        await using var db = new NpgsqlConnection(connection);
+        await db.OpenAsync();
+        var ms = new List<double>();
+        long buckets = 0, posts = 0;
+        for (var i = 0; i < runs; i++)
+        {
+            await using var cmd = new NpgsqlCommand(TimeGrouped, db);
+            var watch = Stopwatch.StartNew();
+            await using var reader = await cmd.ExecuteReaderAsync();
+            buckets = posts = 0;
+            while (await reader.ReadAsync()) { buckets++; posts += reader.GetInt64(1); }
+            ms.Add(watch.Elapsed.TotalMilliseconds);
+        }
+        return (ms, buckets, posts);
+    }
+}
