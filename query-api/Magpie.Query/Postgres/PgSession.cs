@@ -297,7 +297,10 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
 
     private bool _cancelledByClient;
 
-    /// <summary>Rows are written as they come and sent every 64 KB, so a large result never sits in memory whole.</summary>
+    /// <summary>
+    /// Rows are written as they come and sent every 64 KB, so a large result never sits in memory whole; the statement
+    /// timeout restarts with each send, so it bounds a stuck query, not a long result the client keeps reading.
+    /// </summary>
     private async Task SendAsync(PgOutcome outcome, Func<int, bool> binary, bool describe, CancellationToken ct)
     {
         switch (outcome)
@@ -317,7 +320,12 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
                         {
                             _wire.DataRow(rows.Columns, row, binary);
                             n++;
-                            if (_wire.Pending > 64 * 1024) await _wire.FlushAsync(running.Token);
+                            if (_wire.Pending > 64 * 1024)
+                            {
+                                await _wire.FlushAsync(running.Token);
+                                // The timeout bounds waiting for rows, not a long result a client keeps reading.
+                                running.CancelAfter(options.StatementTimeout);
+                            }
                         }
                     }
                     catch (OperationCanceledException) when (!ct.IsCancellationRequested) { throw Canceled(running); }
