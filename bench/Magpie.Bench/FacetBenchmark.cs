@@ -30,13 +30,8 @@ public static class FacetBenchmark
 
     public sealed record Latencies(List<double> Ms)
     {
-        public double P50 => Percentile(0.50);
-        public double P99 => Percentile(0.99);
-        private double Percentile(double p)
-        {
-            var sorted = Ms.Order().ToList();
-            return sorted[Math.Min(sorted.Count - 1, (int)Math.Ceiling(p * sorted.Count) - 1)];
-        }
+        public double P50 => IndexBenchmark.Percentile(Ms, 0.50);
+        public double P99 => IndexBenchmark.Percentile(Ms, 0.99);
     }
 
     /// <summary>The facet query <paramref name="runs"/> times; returns the latencies and the last answer's facets.</summary>

@@ -61,14 +61,15 @@ public static class IndexBenchmark
         ]);
     }
 
-    public static async Task DefineAsync(HttpClient http)
+    /// <summary>PUT of <paramref name="definition"/> (default: this benchmark's) as <paramref name="name"/>.</summary>
+    public static async Task DefineAsync(HttpClient http, string name = Name, IndexDefinition? definition = null)
     {
-        var put = await http.PutAsJsonAsync($"indexes/{Name}", Definition, JsonSerializerOptions.Web);
+        var put = await http.PutAsJsonAsync($"indexes/{name}", definition ?? Definition, JsonSerializerOptions.Web);
         if (!put.IsSuccessStatusCode) throw new InvalidOperationException($"PUT index: {(int)put.StatusCode} {await put.Content.ReadAsStringAsync()}");
     }
 
     /// <summary>Polls the index status (on the process(es) running the indexer) until it holds <paramref name="entries"/> and is not stale.</summary>
-    public static async Task WaitIndexedAsync(IEnumerable<HttpClient> indexers, long entries, TimeSpan timeout)
+    public static async Task WaitIndexedAsync(IEnumerable<HttpClient> indexers, long entries, TimeSpan timeout, string name = Name)
     {
         var deadline = DateTime.UtcNow + timeout;
         while (true)
@@ -77,7 +78,7 @@ public static class IndexBenchmark
             var stale = false;
             foreach (var http in indexers)
             {
-                var s = (await http.GetFromJsonAsync<JsonElement>($"indexes/{Name}")).GetProperty("status");
+                var s = (await http.GetFromJsonAsync<JsonElement>($"indexes/{name}")).GetProperty("status");
                 total += s.GetProperty("entries").GetInt64();
                 stale |= s.GetProperty("isStale").GetBoolean();
             }

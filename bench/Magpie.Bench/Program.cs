@@ -277,14 +277,8 @@ async Task RunFacetsAsync()
     using var http = new HttpClient { BaseAddress = new Uri($"http://127.0.0.1:{port}/"), Timeout = TimeSpan.FromMinutes(5) };
     Console.WriteLine($"loading {n:N0} synthetic posts and indexing them…");
     await MapReduceBenchmark.LoadAsync(http.BaseAddress, IngestBenchmark.Batches(n, 512, seed: 42));
-    var put = await http.PutAsJsonAsync($"indexes/{FacetBenchmark.Name}", FacetBenchmark.Definition, JsonSerializerOptions.Web);
-    if (!put.IsSuccessStatusCode) throw new InvalidOperationException(await put.Content.ReadAsStringAsync());
-    while (true)
-    {
-        var status = (await http.GetFromJsonAsync<JsonElement>($"indexes/{FacetBenchmark.Name}")).GetProperty("status");
-        if (!status.GetProperty("isStale").GetBoolean() && status.GetProperty("entries").GetInt64() == n) break;
-        await Task.Delay(200);
-    }
+    await IndexBenchmark.DefineAsync(http, FacetBenchmark.Name, FacetBenchmark.Definition);
+    await IndexBenchmark.WaitIndexedAsync([http], n, TimeSpan.FromMinutes(30), FacetBenchmark.Name);
 
     var rows = new List<(string Case, double ColdMs, FacetBenchmark.Latencies Facets, FacetBenchmark.Latencies PerTerm, int Queries)>();
     foreach (var (label, filter) in new[] { ("match-all", (string?)null), ("10% filter", FacetBenchmark.Filter) })
@@ -363,14 +357,8 @@ async Task RunPgAsync()
     using var http = new HttpClient { BaseAddress = new Uri($"http://127.0.0.1:{port}/"), Timeout = TimeSpan.FromMinutes(5) };
     Console.WriteLine($"loading {n:N0} synthetic posts and indexing them…");
     await MapReduceBenchmark.LoadAsync(http.BaseAddress, IngestBenchmark.Batches(n, 512, seed: 42));
-    var put = await http.PutAsJsonAsync($"indexes/{PgBenchmark.Name}", PgBenchmark.Definition, JsonSerializerOptions.Web);
-    if (!put.IsSuccessStatusCode) throw new InvalidOperationException(await put.Content.ReadAsStringAsync());
-    while (true)
-    {
-        var status = (await http.GetFromJsonAsync<JsonElement>($"indexes/{PgBenchmark.Name}")).GetProperty("status");
-        if (!status.GetProperty("isStale").GetBoolean() && status.GetProperty("entries").GetInt64() == n) break;
-        await Task.Delay(200);
-    }
+    await IndexBenchmark.DefineAsync(http, PgBenchmark.Name, PgBenchmark.Definition);
+    await IndexBenchmark.WaitIndexedAsync([http], n, TimeSpan.FromMinutes(30), PgBenchmark.Name);
     var connection = $"Host=127.0.0.1;Port={pgPort};Username=bench;Database=magpie;Pooling=false;Server Compatibility Mode=NoTypeLoading;Command Timeout=600";
     await PgBenchmark.TimeGroupedAsync(connection, 3);   // warm-up (JIT, facet columns)
     var grouped = await PgBenchmark.TimeGroupedAsync(connection, runs);
@@ -380,8 +368,7 @@ async Task RunPgAsync()
     magpie.WaitForExit();
     try { Directory.Delete(run, recursive: true); } catch (IOException) { }
     if (grouped.Posts != n || streamed.Rows != n) throw new InvalidOperationException($"expected {n} posts, the aggregate counted {grouped.Posts}, the stream gave {streamed.Rows}");
-    var sorted = grouped.Ms.Order().ToList();
-    double P(double q) => sorted[Math.Min(sorted.Count - 1, (int)Math.Ceiling(q * sorted.Count) - 1)];
+    double P(double q) => IndexBenchmark.Percentile(grouped.Ms, q);
     Console.WriteLine();
     Console.WriteLine($"streamed SELECT of {streamed.Rows:N0} rows: {streamed.Rows / streamed.Elapsed.TotalSeconds:N0} rows/s ({streamed.Elapsed.TotalSeconds:F1} s)");
     Console.WriteLine($"time-grouped aggregate ({grouped.Buckets} buckets over {grouped.Posts:N0} posts): p50 {P(0.5):F1} ms, p99 {P(0.99):F1} ms ({runs} runs, {Environment.ProcessorCount} cores)");
