@@ -119,8 +119,7 @@ public sealed partial class PgCatalog(IndexSchemas schemas)
         return last.Trim('"').ToLowerInvariant();
     }
 
-    private static string? Alias(string sql) => SelectItems(sql) is [var only] && AliasOf().Match(only) is { Success: true } m
-        ? (m.Groups[1].Success ? m.Groups[1].Value : m.Groups[2].Value.ToLowerInvariant()) : null;
+    private static string? Alias(string sql) => SelectItems(sql) is [var only] && AliasOf().IsMatch(only) ? NameOf(only) : null;
 
     /// <summary>A name as the statement asked for it: quote_ident(x) quotes what needs quoting, as PostgreSQL does.</summary>
     private static string Ident(string sql, string column, string name) =>

@@ -81,7 +81,7 @@ public sealed class PgServer(PgOptions options, Func<IPgStatements> statements, 
             try { await wire.FlushAsync(ct); } catch (IOException) { }
             return;
         }
-        try { await new PgSession(stream, options, certificate, statements(), _cancellations, log).RunAsync(ct); }
+        try { await new PgSession(stream, options, certificate, statements(), _cancellations).RunAsync(ct); }
         catch (Exception e) when (e is not OperationCanceledException) { log.LogWarning(e, "PostgreSQL session ended by an error"); }
         finally { _slots.Release(); }
     }

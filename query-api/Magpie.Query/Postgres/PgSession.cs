@@ -1,7 +1,6 @@
 using System.Net.Security;
 using System.Security.Cryptography.X509Certificates;
 using System.Text;
-using Microsoft.Extensions.Logging;
 
 namespace Magpie.Query.Postgres;
 
@@ -11,12 +10,13 @@ namespace Magpie.Query.Postgres;
 /// one (Parse/Bind/Describe/Execute/Sync/Close/Flush, as Npgsql and pgx use it), each statement under a timeout and
 /// cancellable by a CancelRequest. Errors are ErrorResponses with SQLSTATE codes; the connection stays usable.
 /// </summary>
-public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2? certificate, IPgStatements statements, PgCancellations cancellations, ILogger log)
+public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2? certificate, IPgStatements statements, PgCancellations cancellations)
 {
     private readonly PgWire _wire = new(stream);
     private readonly Dictionary<string, (string Sql, int[] ParameterTypes)> _prepared = [];
     private readonly Dictionary<string, Portal> _portals = [];
     private CancellationTokenSource? _running;
+    private bool _cancelledByClient;
 
     private sealed class Portal(string sql, short[] resultFormats)
     {
@@ -283,19 +283,23 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
     /// <summary>Runs a statement under the statement timeout, cancellable by a CancelRequest.</summary>
     private async Task<PgOutcome> RunAsync(string sql, CancellationToken ct)
     {
-        using var running = CancellationTokenSource.CreateLinkedTokenSource(ct);
-        running.CancelAfter(options.StatementTimeout);
-        _cancelledByClient = false;
-        _running = running;
+        using var running = Running(ct);
         try { return await statements.RunAsync(sql, running.Token); }
-        catch (OperationCanceledException) when (!ct.IsCancellationRequested) { throw Canceled(running); }
+        catch (OperationCanceledException) when (!ct.IsCancellationRequested) { throw Canceled(); }
         finally { _running = null; }
     }
 
-    private PgException Canceled(CancellationTokenSource running) => new(PgException.QueryCanceled,
-        running.IsCancellationRequested && _cancelledByClient ? "canceling statement due to user request" : "canceling statement due to statement timeout");
+    /// <summary>The token of the statement starting now: the statement timeout, and <see cref="CancelByClient"/>.</summary>
+    private CancellationTokenSource Running(CancellationToken ct)
+    {
+        var running = CancellationTokenSource.CreateLinkedTokenSource(ct);
+        running.CancelAfter(options.StatementTimeout);
+        _cancelledByClient = false;
+        return _running = running;
+    }
 
-    private bool _cancelledByClient;
+    private PgException Canceled() => new(PgException.QueryCanceled,
+        _cancelledByClient ? "canceling statement due to user request" : "canceling statement due to statement timeout");
 
     /// <summary>
     /// Rows are written as they come and sent every 64 KB, so a large result never sits in memory whole; the statement
@@ -309,10 +313,8 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
             case PgCommand c: _wire.CommandComplete(c.Tag); return;
             case PgRows rows:
                 if (describe) _wire.RowDescription(rows.Columns, binary);
-                using (var running = CancellationTokenSource.CreateLinkedTokenSource(ct))
+                using (var running = Running(ct))
                 {
-                    running.CancelAfter(options.StatementTimeout);
-                    _running = running;
                     long n = 0;
                     try
                     {
@@ -328,7 +330,7 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
                             }
                         }
                     }
-                    catch (OperationCanceledException) when (!ct.IsCancellationRequested) { throw Canceled(running); }
+                    catch (OperationCanceledException) when (!ct.IsCancellationRequested) { throw Canceled(); }
                     finally { _running = null; }
                     _wire.CommandComplete($"SELECT {n}");
                 }

@@ -47,7 +47,7 @@ public sealed class PgStatements(PgCatalog catalog, SqlRunner sql, QueryCoordina
         {
             ShardPage page;
             try { page = await coordinator.PageAsync(request, query, 1, 0, null, false, ct); }
-            catch (QueryProblem e) { throw SqlRunner.Problem(e); }
+            catch (QueryProblem e) { throw QueryHits.Problem(e); }
             var facets = Facets.FacetResults.Shape(query.Facets, page.Facets!);
             return PgRows.Of([new("facet", PgType.Text), new("value", PgType.Text), new("count", PgType.Int8)],
                 facets.SelectMany(f => f.Values.Select(v => new object?[] { f.Name, v.Value is null ? null : Convert.ToString(v.Value, System.Globalization.CultureInfo.InvariantCulture), v.Count })));
@@ -60,26 +60,13 @@ public sealed class PgStatements(PgCatalog catalog, SqlRunner sql, QueryCoordina
 
     private async IAsyncEnumerable<object?[]> RqlRowsAsync(QueryRequest request, Rql.RqlQuery query, [EnumeratorCancellation] CancellationToken ct = default)
     {
-        QueryStream stream;
-        var remaining = query.Limit ?? long.MaxValue;
-        try { stream = await coordinator.StreamAsync(request, query, (int)Math.Min(1000, remaining), ct); }
-        catch (QueryProblem e) { throw SqlRunner.Problem(e); }
-        await using var _ = stream;
-        var page = stream.First;
-        while (true)
+        await foreach (var hit in QueryHits.StreamAsync(coordinator, request, query, ct))
         {
-            foreach (var hit in page.Hits)
-            {
-                var r = hit.Result;
-                if (query.Select.Count > 0)
-                    yield return [.. query.Select.Select(s => r.TryGetProperty(s.Alias, out var v) && v.ValueKind != JsonValueKind.Null ? (object?)v.GetRawText() : null)];
-                else
-                    yield return [r.TryGetProperty("@metadata", out var m) && m.TryGetProperty("@id", out var id) ? id.GetString() : null, r.GetRawText()];
-            }
-            remaining -= page.Hits.Count;
-            if (remaining <= 0 || page.Hits.Count < 1000) yield break;
-            try { page = await stream.NextAsync(page.Hits[^1].Cursor, (int)Math.Min(1000, remaining), ct); }
-            catch (QueryProblem e) { throw SqlRunner.Problem(e); }
+            var r = hit.Result;
+            if (query.Select.Count > 0)
+                yield return [.. query.Select.Select(s => r.TryGetProperty(s.Alias, out var v) && v.ValueKind != JsonValueKind.Null ? (object?)v.GetRawText() : null)];
+            else
+                yield return [r.TryGetProperty("@metadata", out var m) && m.TryGetProperty("@id", out var id) ? id.GetString() : null, r.GetRawText()];
         }
     }
 }

@@ -93,11 +93,16 @@ final class FacetColumns {
 
     private synchronized void dropCore(IndexReader.CacheKey core) {
         watched.remove(core);
-        var it = cache.entrySet().iterator();
-        while (it.hasNext()) {
-            var e = it.next();
-            if (e.getKey().core == core) { bytes -= e.getValue().bytes; it.remove(); }
-        }
+        drop(e -> e.getKey().core == core);
+    }
+
+    /** Lets go of the columns that match (their bytes no longer count against the budget). */
+    private synchronized void drop(java.util.function.Predicate<Map.Entry<Key, Entry>> which) {
+        cache.entrySet().removeIf(e -> {
+            if (!which.test(e)) return false;
+            bytes -= e.getValue().bytes;
+            return true;
+        });
     }
 
     /** Cache figures: this index's bytes and entries, then the host's bytes, budget, entries, hits, misses, evictions. */
@@ -108,11 +113,7 @@ final class FacetColumns {
     }
 
     synchronized void dropIndex(int index) {
-        var it = cache.entrySet().iterator();
-        while (it.hasNext()) {
-            var e = it.next();
-            if (e.getValue().index == index) { bytes -= e.getValue().bytes; it.remove(); }
-        }
+        drop(e -> e.getValue().index == index);
     }
 
     static Column buildStrings(LeafReader leaf, String field) throws IOException {

@@ -90,7 +90,7 @@ public final class LuceneHost {
                 case COMMIT -> commit(in, w);
                 case REFRESH -> index(in.readInt()).searchers.maybeRefreshBlocking();
                 case SEARCH -> search(in, w);
-                case STATS -> stats(index(in.readInt()), w);
+                case STATS -> stats(in.readInt(), w);
                 case CLOSE -> close(in.readInt());
                 case DELETE_ALL -> { var index = index(in.readInt()); index.writer.deleteAll(); index.searchers.maybeRefreshBlocking(); }
                 case SNAPSHOT -> snapshot(index(in.readInt()), w);
@@ -144,10 +144,11 @@ public final class LuceneHost {
             }
         }
         w.writeInt(handle);
-        stats(indexes.get(handle), w);
+        stats(handle, w);
     }
 
-    void stats(Index index, DataOutputStream w) throws IOException {
+    void stats(int handle, DataOutputStream w) throws IOException {
+        var index = index(handle);
         var data = new TreeMap<String, String>();
         var live = index.writer.getLiveCommitData();
         if (live != null) for (var e : live) data.put(e.getKey(), e.getValue());
@@ -158,12 +159,7 @@ public final class LuceneHost {
             var reader = searcher.getIndexReader();
             w.writeLong(reader.numDocs() - (reader.docFreq(STATE_TERM) > 0 ? searcher.count(new TermQuery(STATE_TERM)) : 0));
         } finally { index.searchers.release(searcher); }
-        for (var v : facetColumns.stats(handle(index))) w.writeLong(v);
-    }
-
-    int handle(Index index) {
-        for (var e : indexes.entrySet()) if (e.getValue() == index) return e.getKey();
-        return -1;
+        for (var v : facetColumns.stats(handle)) w.writeLong(v);
     }
 
     /** Searches never see state entries; the clause costs nothing on an index that has none. */

@@ -17,7 +17,6 @@ namespace Magpie.Query.Postgres.Sql;
 public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator)
 {
     private static readonly HashSet<string> Aggregates = ["count", "sum", "avg", "min", "max"];
-    private const int Page = 1000;
 
     public async Task<PgOutcome> RunAsync(SqlSelect select, CancellationToken ct)
     {
@@ -78,27 +77,12 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
 
     private async IAsyncEnumerable<object?[]> StreamAsync(string rql, List<PgType> types, [EnumeratorCancellation] CancellationToken ct = default)
     {
-        var request = new QueryRequest { Query = rql };
-        var query = LocalShardOwner.Parse(rql, null, null);
-        var remaining = query.Limit ?? long.MaxValue;
-        QueryStream stream;
-        try { stream = await coordinator.StreamAsync(request, query, (int)Math.Min(Page, remaining), ct); }
-        catch (QueryProblem e) { throw Problem(e); }
-        await using var _ = stream;
-        var page = stream.First;
-        while (true)
+        await foreach (var hit in QueryHits.StreamAsync(coordinator, new QueryRequest { Query = rql }, LocalShardOwner.Parse(rql, null, null), ct))
         {
-            foreach (var hit in page.Hits)
-            {
-                var row = new object?[types.Count];
-                for (var i = 0; i < types.Count; i++)
-                    row[i] = PgValues.FromJson(hit.Result.ValueKind == JsonValueKind.Object && hit.Result.TryGetProperty("c" + i, out var v) ? v : null, types[i]);
-                yield return row;
-            }
-            remaining -= page.Hits.Count;
-            if (remaining <= 0 || page.Hits.Count < Page) yield break;
-            try { page = await stream.NextAsync(page.Hits[^1].Cursor, (int)Math.Min(Page, remaining), ct); }
-            catch (QueryProblem e) { throw Problem(e); }
+            var row = new object?[types.Count];
+            for (var i = 0; i < types.Count; i++)
+                row[i] = PgValues.FromJson(hit.Result.ValueKind == JsonValueKind.Object && hit.Result.TryGetProperty("c" + i, out var v) ? v : null, types[i]);
+            yield return row;
         }
     }
 
@@ -165,7 +149,7 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
         var request = new QueryRequest { Query = from, Facets = [JsonSerializer.SerializeToElement(facet)], FacetsOnly = true, PageSize = 1 };
         ShardPage page;
         try { page = await coordinator.PageAsync(request, LocalShardOwner.Parse(from, null, request.Facets, facetsOnly: true), 1, 0, null, false, ct); }
-        catch (QueryProblem e) { throw Problem(e); }
+        catch (QueryProblem e) { throw QueryHits.Problem(e); }
         var buckets = page.Facets![0];
         var rows = buckets.Select(b => outputs.Select(o => o.Value(b)).ToArray()).ToList();
 
@@ -255,12 +239,4 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
         }
         return PgRows.Of(columns, [[.. row]]);
     }
-
-    public static PgException Problem(QueryProblem e) => e.Status switch
-    {
-        404 => new PgException(PgException.UndefinedTable, e.Message),
-        400 => new PgException(PgException.SyntaxError, e.Message),
-        503 => new PgException(PgException.ServiceUnavailable, e.Message),
-        _ => new PgException(PgException.InternalError, e.Message),
-    };
 }
