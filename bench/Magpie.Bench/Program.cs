@@ -204,9 +204,7 @@ async Task RunFreshnessAsync()
     await IndexBenchmark.WaitIndexedAsync([http], n, TimeSpan.FromMinutes(30));
     Console.WriteLine($"{n:N0} posts indexed; writing {rate:N0} docs/s with {probes} probes…");
     var (samples, batches) = await IndexBenchmark.FreshnessWithBatchesAsync(http, rate, probes);
-    magpie.Kill();
-    magpie.WaitForExit();
-    try { Directory.Delete(run, recursive: true); } catch (IOException) { }
+    StopMagpie(magpie);
     double P(IEnumerable<double> v, double q) => IndexBenchmark.Percentile(v.ToList(), q);
     Console.WriteLine($"freshness at {rate:N0} docs/s over {n:N0}: p50 {P(samples, 0.5):F1} ms, p99 {P(samples, 0.99):F1} ms, max {samples.Max():F1} ms");
     Console.WriteLine($"{"batches: " + batches.Count,-16} {"p50",8} {"p99",8} {"max",8}");
@@ -233,14 +231,10 @@ void RunReduceTree()
 async Task RunMapReduceAsync()
 {
     var n = (int)Arg("--docs", 1_000_000);
-    var port = 18000 + Random.Shared.Next(1000);
-    using var magpie = StartMagpie(Path.Combine(run, "map-reduce"), port);
-    await WaitHealthy(port);
-    using var http = new HttpClient { BaseAddress = new Uri($"http://127.0.0.1:{port}/"), Timeout = TimeSpan.FromMinutes(5) };
-    Console.WriteLine($"loading {n:N0} synthetic posts…");
-    await MapReduceBenchmark.LoadAsync(http.BaseAddress, IngestBenchmark.Batches(n, 512, seed: 42));
+    using var loaded = await StartLoadedAsync("map-reduce", n);
+    var (magpie, http) = (loaded.Process, loaded.Http);
     // Warm-up: both indexes over a small collection first (JIT, the Lucene host), then each alone over the posts.
-    await MapReduceBenchmark.LoadAsync(http.BaseAddress, IngestBenchmark.Batches(20_000, 512, seed: 7).Select(b => b.Select(w => w with { Id = "warmup/" + w.Id }).ToArray()).ToList());
+    await MapReduceBenchmark.LoadAsync(http.BaseAddress!, IngestBenchmark.Batches(20_000, 512, seed: 7).Select(b => b.Select(w => w with { Id = "warmup/" + w.Id }).ToArray()).ToList());
     var timeout = TimeSpan.FromMinutes(60);
     foreach (var (name, d) in new[] { ("Warmup.Map", MapReduceBenchmark.PlainMap), ("Warmup.Reduce", MapReduceBenchmark.PerUserPerDay) })
         await MapReduceBenchmark.BuildAsync(http, name, d with { Maps = [.. d.Maps.Select(m => m.Replace("map('Posts'", "map('Warmup'"))] }, 20_000, timeout);
@@ -248,9 +242,7 @@ async Task RunMapReduceAsync()
     Console.WriteLine($"plain map: {plain.EntriesPerSecond:N0} entries/s ({plain.Elapsed.TotalSeconds:F1} s)");
     var reduce = await MapReduceBenchmark.BuildAsync(http, "Bench/PerUserPerDay", MapReduceBenchmark.PerUserPerDay, n, timeout);
     Console.WriteLine($"map/reduce: {reduce.EntriesPerSecond:N0} entries/s ({reduce.Elapsed.TotalSeconds:F1} s, {reduce.Results:N0} (user, day) results)");
-    magpie.Kill();
-    magpie.WaitForExit();
-    try { Directory.Delete(run, recursive: true); } catch (IOException) { }
+    StopMagpie(magpie);
     var ratio = reduce.EntriesPerSecond / plain.EntriesPerSecond;
     Console.WriteLine();
     Console.WriteLine($"{"side",-46} {"map entries/s",14} {"seconds",8} {"results",10}");
@@ -271,12 +263,8 @@ async Task RunFacetsAsync()
     var n = (int)Arg("--docs", 1_000_000);
     var runs = (int)Arg("--runs", 30);
     var perTermRuns = (int)Arg("--per-term-runs", 3);
-    var port = 18000 + Random.Shared.Next(1000);
-    using var magpie = StartMagpie(Path.Combine(run, "facets"), port);
-    await WaitHealthy(port);
-    using var http = new HttpClient { BaseAddress = new Uri($"http://127.0.0.1:{port}/"), Timeout = TimeSpan.FromMinutes(5) };
-    Console.WriteLine($"loading {n:N0} synthetic posts and indexing them…");
-    await MapReduceBenchmark.LoadAsync(http.BaseAddress, IngestBenchmark.Batches(n, 512, seed: 42));
+    using var loaded = await StartLoadedAsync("facets", n);
+    var (magpie, http) = (loaded.Process, loaded.Http);
     await IndexBenchmark.DefineAsync(http, FacetBenchmark.Name, FacetBenchmark.Definition);
     await IndexBenchmark.WaitIndexedAsync([http], n, TimeSpan.FromMinutes(30), FacetBenchmark.Name);
 
@@ -294,9 +282,7 @@ async Task RunFacetsAsync()
         rows.Add((label, cold.Ms[0], facets, perTerm, queries));
     }
     var cache = (await http.GetFromJsonAsync<JsonElement>($"indexes/{FacetBenchmark.Name}/stats")).GetProperty("facetCache");
-    magpie.Kill();
-    magpie.WaitForExit();
-    try { Directory.Delete(run, recursive: true); } catch (IOException) { }
+    StopMagpie(magpie);
 
     Console.WriteLine();
     Console.WriteLine($"{"case",-12} {"cold ms",8} {"facets p50",11} {"p99",8} {"per-term p50",13} {"queries",8} {"ratio",7}");
@@ -318,12 +304,8 @@ async Task RunFacetsAsync()
 async Task RunSubscriptionsAsync()
 {
     var n = (int)Arg("--docs", 200_000);
-    var port = 18000 + Random.Shared.Next(1000);
-    using var magpie = StartMagpie(Path.Combine(run, "subscriptions"), port);
-    await WaitHealthy(port);
-    using var http = new HttpClient { BaseAddress = new Uri($"http://127.0.0.1:{port}/"), Timeout = TimeSpan.FromMinutes(5) };
-    Console.WriteLine($"loading {n:N0} synthetic posts…");
-    await MapReduceBenchmark.LoadAsync(http.BaseAddress, IngestBenchmark.Batches(n, 512, seed: 42));
+    using var loaded = await StartLoadedAsync("subscriptions", n);
+    var (magpie, http) = (loaded.Process, loaded.Http);
     await SubscriptionBenchmark.RunAsync(http, "warmup", "from Posts", 1024, Math.Min(n, 20_000));
     var sides = new List<SubscriptionBenchmark.Side>();
     foreach (var batch in new[] { 100, 1024 })
@@ -332,9 +314,7 @@ async Task RunSubscriptionsAsync()
         Console.WriteLine($"batches of {batch}: {side.DocsPerSecond:N0} docs/s");
         sides.Add(side);
     }
-    magpie.Kill();
-    magpie.WaitForExit();
-    try { Directory.Delete(run, recursive: true); } catch (IOException) { }
+    StopMagpie(magpie);
     Console.WriteLine();
     Console.WriteLine($"{"subscription",-14} {"batch",6} {"documents",10} {"seconds",8} {"docs/s",10}");
     foreach (var s in sides) Console.WriteLine($"{s.Name,-14} {s.BatchSize,6} {s.Documents,10:N0} {s.Elapsed.TotalSeconds,8:F1} {s.DocsPerSecond,10:N0}");
@@ -350,13 +330,9 @@ async Task RunPgAsync()
 {
     var n = (int)Arg("--docs", 1_000_000);
     var runs = (int)Arg("--runs", 30);
-    var port = 18000 + Random.Shared.Next(1000);
     var pgPort = FreePort.Next();
-    using var magpie = StartMagpie(Path.Combine(run, "pg"), port, "--pg-port", pgPort.ToString(CultureInfo.InvariantCulture));
-    await WaitHealthy(port);
-    using var http = new HttpClient { BaseAddress = new Uri($"http://127.0.0.1:{port}/"), Timeout = TimeSpan.FromMinutes(5) };
-    Console.WriteLine($"loading {n:N0} synthetic posts and indexing them…");
-    await MapReduceBenchmark.LoadAsync(http.BaseAddress, IngestBenchmark.Batches(n, 512, seed: 42));
+    using var loaded = await StartLoadedAsync("pg", n, "--pg-port", pgPort.ToString(CultureInfo.InvariantCulture));
+    var (magpie, http) = (loaded.Process, loaded.Http);
     await IndexBenchmark.DefineAsync(http, PgBenchmark.Name, PgBenchmark.Definition);
     await IndexBenchmark.WaitIndexedAsync([http], n, TimeSpan.FromMinutes(30), PgBenchmark.Name);
     var connection = $"Host=127.0.0.1;Port={pgPort};Username=bench;Database=magpie;Pooling=false;Server Compatibility Mode=NoTypeLoading;Command Timeout=600";
@@ -364,9 +340,7 @@ async Task RunPgAsync()
     var grouped = await PgBenchmark.TimeGroupedAsync(connection, runs);
     await PgBenchmark.StreamAsync(connection);            // warm-up
     var streamed = await PgBenchmark.StreamAsync(connection);
-    magpie.Kill();
-    magpie.WaitForExit();
-    try { Directory.Delete(run, recursive: true); } catch (IOException) { }
+    StopMagpie(magpie);
     if (grouped.Posts != n || streamed.Rows != n) throw new InvalidOperationException($"expected {n} posts, the aggregate counted {grouped.Posts}, the stream gave {streamed.Rows}");
     double P(double q) => IndexBenchmark.Percentile(grouped.Ms, q);
     Console.WriteLine();
@@ -382,6 +356,25 @@ async Task RunPgAsync()
 
 long Arg(string name, long fallback) => ArgText(name) is { } v ? long.Parse(v, CultureInfo.InvariantCulture) : fallback;
 string? ArgText(string name) => Array.IndexOf(args, name) is var i and >= 0 && i + 1 < args.Length ? args[i + 1] : null;
+
+/// <summary>A magpie process of its own (embedded) holding <paramref name="n"/> synthetic posts (seed 42), and a client for it.</summary>
+async Task<LoadedMagpie> StartLoadedAsync(string name, int n, params string[] extra)
+{
+    var port = 18000 + Random.Shared.Next(1000);
+    var magpie = StartMagpie(Path.Combine(run, name), port, extra);
+    await WaitHealthy(port);
+    var http = new HttpClient { BaseAddress = new Uri($"http://127.0.0.1:{port}/"), Timeout = TimeSpan.FromMinutes(5) };
+    Console.WriteLine($"loading {n:N0} synthetic posts…");
+    await MapReduceBenchmark.LoadAsync(http.BaseAddress, IngestBenchmark.Batches(n, 512, seed: 42));
+    return new LoadedMagpie(magpie, http);
+}
+
+void StopMagpie(Process magpie)
+{
+    magpie.Kill();
+    magpie.WaitForExit();
+    try { Directory.Delete(run, recursive: true); } catch (IOException) { }
+}
 
 static Process StartMagpie(string dataDir, int port, params string[] extra)
 {
@@ -416,4 +409,14 @@ static string FindRoot()
     for (var d = new DirectoryInfo(AppContext.BaseDirectory); d is not null; d = d.Parent)
         if (File.Exists(Path.Combine(d.FullName, "Magpie.sln"))) return d.FullName;
     throw new InvalidOperationException("run from inside the repository");
+}
+
+/// <summary>A benchmark's magpie process and its client; disposing lets go of both (the process is stopped by StopMagpie).</summary>
+sealed record LoadedMagpie(Process Process, HttpClient Http) : IDisposable
+{
+    public void Dispose()
+    {
+        Http.Dispose();
+        Process.Dispose();
+    }
 }
