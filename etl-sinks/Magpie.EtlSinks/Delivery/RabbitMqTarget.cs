@@ -2,6 +2,7 @@ using System.Net.Sockets;
 using Magpie.EtlSinks.Configuration;
 using Magpie.EtlSinks.Messages;
 using RabbitMQ.Client;
+using RabbitMQ.Client.Events;
 using RabbitMQ.Client.Exceptions;
 
 namespace Magpie.EtlSinks.Delivery;
@@ -11,9 +12,17 @@ namespace Magpie.EtlSinks.Delivery;
 /// publish completes on the broker's ack). Persistent messages; CloudEvents binary mode or the MassTransit
 /// envelope. Recovery is ours, not the client's: on any failure the task drops this target, backs off,
 /// opens a new one and re-publishes from its last confirmed position.
+/// The client can leave a publish waiting for its confirm forever once the broker has gone
+/// (rabbitmq-dotnet-client#1930), so every publish is also cut short by the connection's or channel's
+/// shutdown and by <see cref="ConfirmTimeout"/>.
 /// </summary>
 public sealed class RabbitMqTarget(EtlConnection connection, EtlTaskDefinition task, string taskName, string source) : IMessageTarget
 {
+    /// <summary>A healthy broker confirms a 1,024-message chunk in milliseconds; this long without it means trouble.</summary>
+    public static readonly TimeSpan ConfirmTimeout = TimeSpan.FromSeconds(20);
+
+    private readonly CancellationTokenSource _closed = new();
+    private ShutdownEventArgs? _closeReason;
     private readonly HashSet<string> _declared = new(StringComparer.Ordinal);
     private IConnection? _connection;
     private IChannel? _channel;
@@ -35,8 +44,10 @@ public sealed class RabbitMqTarget(EtlConnection connection, EtlTaskDefinition t
                 ClientProvidedName = $"magpie-etl-{taskName}",
             };
             _connection = await factory.CreateConnectionAsync(ct);
+            _connection.ConnectionShutdownAsync += (_, e) => Closed(e);
             _channel = await _connection.CreateChannelAsync(new CreateChannelOptions(
                 publisherConfirmationsEnabled: true, publisherConfirmationTrackingEnabled: true), ct);
+            _channel.ChannelShutdownAsync += (_, e) => Closed(e);
             if (task.SkipAutomaticDeclaration) return;
             foreach (var exchange in destinations.Concat(task.Queues?.Select(q => q.Exchange) ?? []))
                 await DeclareExchangeAsync(exchange, ct);
@@ -52,18 +63,33 @@ public sealed class RabbitMqTarget(EtlConnection connection, EtlTaskDefinition t
     public async Task PublishAsync(IReadOnlyList<OutgoingMessage> messages, CancellationToken ct)
     {
         var channel = _channel ?? throw new InvalidOperationException("not open");
+        using var publish = CancellationTokenSource.CreateLinkedTokenSource(ct, _closed.Token);
+        publish.CancelAfter(ConfirmTimeout);
         try
         {
             var confirms = new List<Task>(messages.Count);
             foreach (var m in messages)
             {
-                if (!task.SkipAutomaticDeclaration && !_declared.Contains(m.Destination)) await DeclareExchangeAsync(m.Destination, ct);
+                if (!task.SkipAutomaticDeclaration && !_declared.Contains(m.Destination)) await DeclareExchangeAsync(m.Destination, publish.Token);
                 var (properties, body) = Serialize(m);
-                confirms.Add(channel.BasicPublishAsync(m.Destination, m.Loaded.RoutingKey ?? "", mandatory: false, properties, body, ct).AsTask());
+                confirms.Add(channel.BasicPublishAsync(m.Destination, m.Loaded.RoutingKey ?? "", mandatory: false, properties, body, publish.Token).AsTask());
             }
-            await Task.WhenAll(confirms).WaitAsync(TimeSpan.FromSeconds(60), ct);
+            await Task.WhenAll(confirms).WaitAsync(publish.Token);
         }
-        catch (Exception e) when (e is not OperationCanceledException || !ct.IsCancellationRequested) { throw Classify(e); }
+        catch (Exception e) when (!ct.IsCancellationRequested)
+        {
+            // Cut short by our own token: say why (the broker closed us, or it stayed silent).
+            if (e is OperationCanceledException) e = _closeReason is { } reason ? new AlreadyClosedException(reason) : new TimeoutException();
+            throw Classify(e);
+        }
+    }
+
+    private Task Closed(ShutdownEventArgs reason)
+    {
+        Interlocked.CompareExchange(ref _closeReason, reason, null);
+        // Not inline: cancelling runs the publish's continuations, which must not run on the client's dispatch loop.
+        _ = Task.Run(() => { try { _closed.Cancel(); } catch (ObjectDisposedException) { } });
+        return Task.CompletedTask;
     }
 
     private (BasicProperties, byte[]) Serialize(OutgoingMessage m)
@@ -112,7 +138,7 @@ public sealed class RabbitMqTarget(EtlConnection connection, EtlTaskDefinition t
         {
             BrokerUnreachableException b => $"RabbitMQ unreachable: {b.InnerException?.Message ?? b.Message}",
             PublishException p => $"RabbitMQ did not confirm message #{p.PublishSequenceNumber} ({(p.IsReturn ? "returned" : "nacked")})",
-            TimeoutException => "RabbitMQ did not confirm within 60 s",
+            TimeoutException => $"RabbitMQ did not confirm within {ConfirmTimeout.TotalSeconds:0} s",
             SocketException or IOException => $"RabbitMQ connection lost: {e.Message}",
             _ when reason is not null => $"RabbitMQ connection closed: {reason.ReplyCode} {reason.ReplyText}",
             _ => $"RabbitMQ: {e.GetType().Name}: {e.Message}",
@@ -124,5 +150,6 @@ public sealed class RabbitMqTarget(EtlConnection connection, EtlTaskDefinition t
     {
         try { if (_channel is not null) await _channel.DisposeAsync(); } catch { /* broker already gone */ }
         try { if (_connection is not null) await _connection.DisposeAsync(); } catch { /* broker already gone */ }
+        _closed.Dispose();
     }
 }
