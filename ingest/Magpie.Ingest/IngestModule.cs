@@ -3,6 +3,7 @@ using Magpie.Ingest.Changes;
 using Magpie.Ingest.Documents;
 using Magpie.Ingest.Http;
 using Magpie.Ingest.Kafka;
+using Magpie.Ingest.Metrics;
 using Magpie.Kafka;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Http;
@@ -57,9 +58,15 @@ public static class IngestModule
         return app;
     }
 
-    private sealed class StoreLifetime(DocumentStore store) : IHostedService
+    private sealed class StoreLifetime(DocumentStore store, IServiceProvider services) : IHostedService
     {
-        public Task StartAsync(CancellationToken cancellationToken) => Task.CompletedTask;
+        public Task StartAsync(CancellationToken cancellationToken)
+        {
+            var relay = services.GetService<ChangeRelay>();
+            IngestMetrics.Observe(store, relay is null ? null : () => relay.Lag());
+            return Task.CompletedTask;
+        }
+
         public async Task StopAsync(CancellationToken cancellationToken) => await store.DisposeAsync();
     }
 }

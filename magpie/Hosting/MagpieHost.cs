@@ -1,4 +1,6 @@
 using System.Threading.RateLimiting;
+using Magpie.Hosting.Health;
+using Magpie.Hosting.Metrics;
 using Magpie.Ingest.Http;
 using Magpie.Modules;
 using Microsoft.AspNetCore.Builder;
@@ -47,6 +49,9 @@ public static class MagpieHost
                     .ExecuteAsync(ctx.HttpContext);
             };
         });
+        builder.AddMetricsEndpoint();
+        builder.Services.AddHealthChecks();
+        if (!settings.Embedded) builder.Services.AddKafkaReadiness(settings.Kafka!);
         foreach (var m in modules) m.AddServices(builder, settings);
 
         var app = builder.Build();
@@ -54,6 +59,8 @@ public static class MagpieHost
         app.UseExceptionHandler();
         app.UseRateLimiter();
         app.MapGet("/health", () => Results.Ok(new { status = "ok", target = settings.Target, modules = modules.Select(m => m.Name) }));
+        app.MapHealthEndpoints(settings.Target);
+        app.MapMetricsEndpoint();
         foreach (var m in modules) m.Map(app, settings);
         app.Lifetime.ApplicationStarted.Register(() => startup.LogInformation(
             "magpie target '{Target}' ({Mode}) listening on :{Port}, data in {DataDir}",

@@ -1,6 +1,8 @@
 using System.Net;
 using Magpie.Hosting;
+using Magpie.Hosting.Health;
 using Magpie.Indexer;
+using Magpie.Indexer.Indexing;
 using Magpie.Query;
 using Magpie.Query.Postgres;
 using Microsoft.AspNetCore.Builder;
@@ -26,6 +28,7 @@ public sealed class IndexerModuleWiring(bool ingestInProcess) : IMagpieModule
     {
         builder.Services.AddIndexer(Options(settings, ingestInProcess));
         builder.Services.AddLocalShards();
+        builder.Services.AddReadinessCheck("lucene", (sp, _) => Task.FromResult(sp.GetRequiredService<IndexRegistry>().HostFailure));
     }
 
     public void Map(WebApplication app, MagpieSettings settings)

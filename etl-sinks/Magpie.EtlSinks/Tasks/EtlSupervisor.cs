@@ -19,6 +19,7 @@ public sealed class EtlSupervisor(EtlConfigStore config, IChangeFeed feed, EtlOp
 
     public async Task StartAsync(CancellationToken cancellationToken)
     {
+        EtlMetrics.Observe(this);
         config.Changed += _ => ReconcileSafelyAsync();
         await ReconcileAsync();
     }
@@ -44,6 +45,9 @@ public sealed class EtlSupervisor(EtlConfigStore config, IChangeFeed feed, EtlOp
         var state = task.Disabled ? EtlTaskState.Disabled : EtlTaskState.Starting;
         return new EtlTaskStatsSnapshot(name, state, 0, null, 0, 0, 0, 0, 0, null, null, null, new EtlTimeSpent(0, 0, 0, 0), []);
     }
+
+    /// <summary>Every configured task's stats (for metrics).</summary>
+    public IReadOnlyList<EtlTaskStatsSnapshot> AllStats() => config.Current.Tasks.Keys.Select(Stats).OfType<EtlTaskStatsSnapshot>().ToList();
 
     /// <summary>Publishes everything again from the beginning of the change feed.</summary>
     public async Task ResetAsync(string name)

@@ -39,6 +39,7 @@ public sealed class EtlTaskStats(string name)
     public void Batch(long lastEtag, int documents, int filtered, int messages)
     {
         lock (_lock) { _lastEtag = lastEtag; _processed += documents; _filtered += filtered; _sent += messages; _lastBatchAt = DateTimeOffset.UtcNow; }
+        EtlMetrics.Batch(name, documents, messages);
     }
 
     public void Spent(TimeSpan read = default, TimeSpan transform = default, TimeSpan publish = default, TimeSpan persist = default)
@@ -49,6 +50,7 @@ public sealed class EtlTaskStats(string name)
     public void ScriptError(string documentId, string message)
     {
         lock (_lock) { _scriptErrors++; Remember(new EtlError(DateTimeOffset.UtcNow, message, documentId)); }
+        EtlMetrics.Error(name, "script");
     }
 
     /// <summary>The task stopped publishing: <paramref name="state"/> says whether it waits for the broker or for a person; it retries at <paramref name="retryAt"/>.</summary>
@@ -62,6 +64,7 @@ public sealed class EtlTaskStats(string name)
             _nextAttemptAt = retryAt;
             Remember(new EtlError(DateTimeOffset.UtcNow, message, null));
         }
+        EtlMetrics.Error(name, "delivery");
     }
 
     public void Failed(string message) { lock (_lock) { _state = EtlTaskState.Failed; _lastError = message; Remember(new EtlError(DateTimeOffset.UtcNow, message, null)); } }

@@ -38,6 +38,7 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
 
     public async Task StartAsync(CancellationToken cancellationToken)
     {
+        IndexingMetrics.Observe(this);
         definitions.Changed += () => _ = ReconcileLoggedAsync();
         shards.Changed += () => _ = ReconcileLoggedAsync();
         await shards.StartAsync(cancellationToken);
@@ -51,6 +52,16 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
 
     /// <summary>Kafka mode's map-side workers of a map/reduce index (their errors are the index's map errors); empty otherwise.</summary>
     public IReadOnlyList<IndexWorker> MapSide(string name) => WorkersOf(name, mapSide: true);
+
+    /// <summary>
+    /// Every running worker, for metrics: its index, its side ("map" for Kafka mode's map stage of a map/reduce index, else
+    /// "results"), and whether it reduces (the results side of a map/reduce index).
+    /// </summary>
+    public IReadOnlyList<(string Index, string Side, bool Reduces, IndexWorker Worker)> Running()
+    {
+        lock (_workers)
+            return _workers.Select(w => (w.Key.Name, w.Key.MapSide ? "map" : "results", !w.Key.MapSide && w.Value.Definition.Reduce is not null, w.Value.Worker)).ToList();
+    }
 
     private List<IndexWorker> WorkersOf(string name, bool mapSide)
     {

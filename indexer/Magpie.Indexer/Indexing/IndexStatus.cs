@@ -12,7 +12,7 @@ public sealed record IndexStatusSnapshot(long IndexedEtag, long Entries, long Ba
     IReadOnlyList<IndexError> Errors, IReadOnlyList<IndexBatchStats> RecentBatches, string? Failure);
 
 /// <summary>Live progress of one index, written by its worker, read by status and stats requests.</summary>
-public sealed class IndexStatus
+public sealed class IndexStatus(string index)
 {
     private const int Kept = 20;
     private readonly Lock _lock = new();
@@ -36,6 +36,7 @@ public sealed class IndexStatus
             _documents += stats.Documents;
             _failure = null;
             Keep(_batches, stats);
+            IndexingMetrics.Batch(index, stats);
             return _batchCount;
         }
     }
@@ -43,6 +44,7 @@ public sealed class IndexStatus
     /// <summary>Batch number <paramref name="batch"/> was committed, which took <paramref name="ms"/> (batches between commits show 0).</summary>
     public void Committed(long batch, double ms)
     {
+        IndexingMetrics.Committed(index, ms);
         lock (_lock)
         {
             var i = _batches.Count - 1 - (int)(_batchCount - batch);
@@ -50,7 +52,11 @@ public sealed class IndexStatus
         }
     }
 
-    public void Error(string documentId, string message) { lock (_lock) { _errorCount++; Keep(_errors, new IndexError(DateTimeOffset.UtcNow, documentId, message)); } }
+    public void Error(string documentId, string message)
+    {
+        IndexingMetrics.Error(index);
+        lock (_lock) { _errorCount++; Keep(_errors, new IndexError(DateTimeOffset.UtcNow, documentId, message)); }
+    }
 
     /// <summary>The worker itself stopped on something other than a document (Lucene gone, feed failed); it retries.</summary>
     public void Failed(string message) { lock (_lock) _failure = message; }

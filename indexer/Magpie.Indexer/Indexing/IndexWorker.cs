@@ -39,7 +39,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
     /// <summary>The longest a searchable batch stays uncommitted while more batches keep coming.</summary>
     public static readonly TimeSpan CommitInterval = TimeSpan.FromSeconds(1);
 
-    public IndexStatus Status { get; } = new();
+    public IndexStatus Status { get; } = new(name);
 
     /// <summary>The shard of the change feed this worker indexes (<c>IIndexShards.All</c> when embedded).</summary>
     public int Shard { get; init; } = -1;

@@ -131,6 +131,7 @@ public sealed partial class DocumentStore : IAsyncDisposable
             _writeLock.Release();
         }
         if (written > 0) await _log.WaitForCommitAsync(end);
+        Metrics.IngestMetrics.Wrote(outcomes, fromKafka: progress is not null);
         return outcomes;
     }
 

@@ -41,17 +41,20 @@ public sealed class ChangeRelay(ChangeLogTail tail, IngestOptions options, ILogg
     }
 
     /// <summary>What the relay has done, for <c>GET /stats/pipeline</c>.</summary>
-    public object Status()
+    public object Status() => new
+    {
+        published = Interlocked.Read(ref _published),
+        confirmedEtag = ConfirmedEtag(),
+        lagEtags = Lag(),
+    };
+
+    /// <summary>Changes written but not yet confirmed by Kafka (0 = caught up).</summary>
+    public long Lag() => Math.Max(0, tail.LastEtag - ConfirmedEtag());
+
+    private long ConfirmedEtag()
     {
         var confirmed = Interlocked.Read(ref _confirmedEtag);
-        if (confirmed < 0) confirmed = _position.Load()?.Etag ?? 0;
-        return new
-        {
-            published = Interlocked.Read(ref _published),
-            confirmedEtag = confirmed,
-            // Changes written but not yet confirmed by Kafka (0 = caught up).
-            lagEtags = Math.Max(0, tail.LastEtag - confirmed),
-        };
+        return confirmed >= 0 ? confirmed : _position.Load()?.Etag ?? 0;
     }
 
     protected override async Task ExecuteAsync(CancellationToken stoppingToken)

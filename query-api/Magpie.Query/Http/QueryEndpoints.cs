@@ -29,13 +29,17 @@ public static class QueryEndpoints
         app.MapPost("/queries", async (HttpContext ctx, QueryCoordinator coordinator) =>
         {
             var started = Stopwatch.GetTimestamp();
+            var kind = "page";
+            var failed = true;
             try
             {
                 var (request, query) = await ReadAsync(ctx);
+                if (query.FacetsOnly) kind = "facets";
                 if (request.PageSize is < 1 or > MaxPageSize) return Problem(new QueryProblem(400, $"pageSize must be 1 to {MaxPageSize}"));
                 var pageSize = query.Limit ?? request.PageSize;
                 var page = await coordinator.PageAsync(request, query, pageSize, query.Offset ?? request.Start, request.Cursor,
                     request.WaitForNonStaleResults, ctx.RequestAborted);
+                failed = false;
                 return Results.Json(new
                 {
                     results = page.Hits.Select(h => h.Result),
@@ -48,10 +52,12 @@ public static class QueryEndpoints
                 });
             }
             catch (QueryProblem e) { return Problem(e); }
+            finally { QueryMetrics.Queried(kind, started, failed); }
         });
 
         app.MapPost("/streams/queries", async (HttpContext ctx, QueryCoordinator coordinator) =>
         {
+            var started = Stopwatch.GetTimestamp();
             QueryStream stream;
             long remaining;
             try
@@ -69,18 +75,31 @@ public static class QueryEndpoints
             // The same JSON settings as POST /queries, so a streamed result reads exactly like a paged one.
             var json = ctx.RequestServices.GetRequiredService<IOptions<JsonOptions>>().Value.SerializerOptions;
             var page = stream.First;
-            while (!ctx.RequestAborted.IsCancellationRequested)
+            long bytes = 0;
+            var failed = true;
+            try
             {
-                foreach (var hit in page.Hits)
+                while (!ctx.RequestAborted.IsCancellationRequested)
                 {
-                    await JsonSerializer.SerializeAsync(ctx.Response.Body, hit.Result, json, ctx.RequestAborted);
-                    await ctx.Response.Body.WriteAsync(NewLine, ctx.RequestAborted);
+                    foreach (var hit in page.Hits)
+                    {
+                        var line = JsonSerializer.SerializeToUtf8Bytes(hit.Result, json);
+                        await ctx.Response.Body.WriteAsync(line, ctx.RequestAborted);
+                        await ctx.Response.Body.WriteAsync(NewLine, ctx.RequestAborted);
+                        bytes += line.Length + 1;
+                    }
+                    await ctx.Response.Body.FlushAsync(ctx.RequestAborted);
+                    remaining -= page.Hits.Count;
+                    if (remaining <= 0 || page.Hits.Count < StreamPage) break;
+                    // Headers are gone: a shard failing now can only end the stream early (the client sees it cut short).
+                    page = await stream.NextAsync(page.Hits[^1].Cursor, (int)Math.Min(StreamPage, remaining), ctx.RequestAborted);
                 }
-                await ctx.Response.Body.FlushAsync(ctx.RequestAborted);
-                remaining -= page.Hits.Count;
-                if (remaining <= 0 || page.Hits.Count < StreamPage) break;
-                // Headers are gone: a shard failing now can only end the stream early (the client sees it cut short).
-                page = await stream.NextAsync(page.Hits[^1].Cursor, (int)Math.Min(StreamPage, remaining), ctx.RequestAborted);
+                failed = ctx.RequestAborted.IsCancellationRequested;
+            }
+            finally
+            {
+                QueryMetrics.Streamed("http", bytes);
+                QueryMetrics.Queried("stream", started, failed);
             }
         });
         return app;

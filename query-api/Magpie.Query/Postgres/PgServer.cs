@@ -81,8 +81,9 @@ public sealed class PgServer(PgOptions options, Func<IPgStatements> statements, 
             try { await wire.FlushAsync(ct); } catch (IOException) { }
             return;
         }
+        QueryMetrics.PgSessionOpened();
         try { await new PgSession(stream, options, certificate, statements(), _cancellations).RunAsync(ct); }
         catch (Exception e) when (e is not OperationCanceledException) { log.LogWarning(e, "PostgreSQL session ended by an error"); }
-        finally { _slots.Release(); }
+        finally { _slots.Release(); QueryMetrics.PgSessionClosed(); }
     }
 }

@@ -1,3 +1,4 @@
+using System.Diagnostics;
 using System.Net.Security;
 using System.Security.Cryptography.X509Certificates;
 using System.Text;
@@ -284,10 +285,13 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
     private async Task<PgOutcome> RunAsync(string sql, CancellationToken ct)
     {
         using var running = Running(ct);
+        _statementStarted = Stopwatch.GetTimestamp();
         try { return await statements.RunAsync(sql, running.Token); }
         catch (OperationCanceledException) when (!ct.IsCancellationRequested) { throw Canceled(); }
         finally { _running = null; }
     }
+
+    private long _statementStarted;
 
     /// <summary>The token of the statement starting now: the statement timeout, and <see cref="CancelByClient"/>.</summary>
     private CancellationTokenSource Running(CancellationToken ct)
@@ -315,7 +319,8 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
                 if (describe) _wire.RowDescription(rows.Columns, binary);
                 using (var running = Running(ct))
                 {
-                    long n = 0;
+                    long n = 0, sent = 0;
+                    var failed = true;
                     try
                     {
                         await foreach (var row in rows.Rows.WithCancellation(running.Token))
@@ -324,14 +329,21 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
                             n++;
                             if (_wire.Pending > 64 * 1024)
                             {
+                                sent += _wire.Pending;
                                 await _wire.FlushAsync(running.Token);
                                 // The timeout bounds waiting for rows, not a long result a client keeps reading.
                                 running.CancelAfter(options.StatementTimeout);
                             }
                         }
+                        failed = false;
                     }
                     catch (OperationCanceledException) when (!ct.IsCancellationRequested) { throw Canceled(); }
-                    finally { _running = null; }
+                    finally
+                    {
+                        _running = null;
+                        QueryMetrics.Streamed("pg", sent + _wire.Pending);
+                        QueryMetrics.Queried("sql", _statementStarted, failed);
+                    }
                     _wire.CommandComplete($"SELECT {n}");
                 }
                 return;

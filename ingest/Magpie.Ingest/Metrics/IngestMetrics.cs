@@ -1,0 +1,44 @@
+using System.Diagnostics.Metrics;
+using Magpie.Ingest.Documents;
+
+namespace Magpie.Ingest.Metrics;
+
+/// <summary>
+/// What the ingest stage reports on <c>/metrics</c> (meter <c>Magpie.Ingest</c>). Counters are bumped where the
+/// work happens; the gauges read the store and the relay when scraped.
+/// </summary>
+public static class IngestMetrics
+{
+    public const string MeterName = "Magpie.Ingest";
+    private static readonly Meter Meter = new(MeterName);
+
+    private static readonly Counter<long> Written = Meter.CreateCounter<long>("magpie.documents.written", "{document}",
+        "Writes made durable in the document store, by method (put, patch, delete) and source (http, kafka).");
+    private static readonly Counter<long> Rejected = Meter.CreateCounter<long>("magpie.documents.rejected", "{document}",
+        "Writes the store refused (conflict, not found, invalid, patch failed), by reason.");
+    private static readonly Counter<long> DeadLettered = Meter.CreateCounter<long>("magpie.dlq.messages", "{message}",
+        "Input-topic messages sent to magpie.documents.dlq because they could not be applied.");
+
+    public static void Wrote(IReadOnlyList<WriteOutcome> outcomes, bool fromKafka)
+    {
+        var source = new KeyValuePair<string, object?>("source", fromKafka ? "kafka" : "http");
+        foreach (var o in outcomes)
+        {
+            if (o is null) continue;
+            if (o.Error is { } e) Rejected.Add(1, new KeyValuePair<string, object?>("reason", e.Kind.ToString().ToLowerInvariant()), source);
+            else Written.Add(1, new KeyValuePair<string, object?>("method", o.Method.ToString().ToLowerInvariant()), source);
+        }
+    }
+
+    public static void DeadLetter(int messages) => DeadLettered.Add(messages);
+
+    /// <summary>Gauges over the live store (and the relay in Kafka mode); called once per process when they exist.</summary>
+    public static void Observe(DocumentStore store, Func<long?>? relayLag)
+    {
+        Meter.CreateObservableGauge("magpie.documents.last_etag", () => store.LastEtag, "{etag}", "The newest etag the store has made durable.");
+        Meter.CreateObservableGauge("magpie.documents.stored", () => store.Stats().Documents, "{document}", "Documents in the store (latest versions, deletes excluded).");
+        if (relayLag is not null)
+            Meter.CreateObservableGauge("magpie.relay.lag", () => relayLag() ?? 0, "{change}",
+                "Changes committed to the store and not yet confirmed by Kafka on magpie.changes.");
+    }
+}
