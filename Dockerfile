@@ -12,13 +12,15 @@ RUN dotnet publish magpie -c Release -o /app
 
 FROM mcr.microsoft.com/dotnet/aspnet:10.0
 # librdkafka links zlib; OpenSSL is already in the .NET runtime image. Indexes run Lucene on a Java 17 runtime.
-RUN apt-get update && apt-get install -y --no-install-recommends zlib1g openjdk-17-jre-headless liblucene8-java \
+# curl serves compose's health checks (GET /readyz).
+RUN apt-get update && apt-get install -y --no-install-recommends zlib1g openjdk-17-jre-headless liblucene8-java curl \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /native/librdkafka.so.1 /usr/local/lib/librdkafka.so.1
 COPY --from=build /app /app
 WORKDIR /app
 ENV MAGPIE__DATADIR=/data MAGPIE__HTTPPORT=8080
 VOLUME /data
-EXPOSE 8080
+# 8080: HTTP (API, /metrics, /healthz, /readyz); 5433: the query target's PostgreSQL wire endpoint.
+EXPOSE 8080 5433
 ENTRYPOINT ["dotnet", "/app/magpie.dll"]
 CMD ["run"]

@@ -155,10 +155,10 @@ public sealed class PostgresEndpointTests(PgSampleFixture fx) : IClassFixture<Pg
         Assert.Equal("1", psql.Output.Trim());
     }
 
-    private static async Task<List<object?[]>> RowsAsync(NpgsqlConnection db, string sql, params (string Name, string Type)[] columns) =>
+    internal static async Task<List<object?[]>> RowsAsync(NpgsqlConnection db, string sql, params (string Name, string Type)[] columns) =>
         await RowsAsync(db, sql, [], columns);
 
-    private static async Task<List<object?[]>> RowsAsync(NpgsqlConnection db, string sql, object[] parameters, params (string Name, string Type)[] columns)
+    internal static async Task<List<object?[]>> RowsAsync(NpgsqlConnection db, string sql, object[] parameters, params (string Name, string Type)[] columns)
     {
         await using var cmd = new NpgsqlCommand(sql, db);
         foreach (var p in parameters) cmd.Parameters.Add(new NpgsqlParameter { Value = p });
