@@ -29,6 +29,13 @@ public sealed partial class PgCatalog(IndexSchemas schemas)
             if (!Settings.TryGetValue(name, out var value)) throw new PgException(PgException.UndefinedObject, $"unrecognized configuration parameter \"{name}\"");
             return PgRows.Of([new PgColumn(name.ToLowerInvariant(), PgType.Text)], [[value]]);
         }
+        if (SleepFunction().Match(sql) is { Success: true } sleep)
+        {
+            // PostgreSQL's pg_sleep: what clients and scripts use to try cancel requests and statement timeouts.
+            var seconds = double.Parse(sleep.Groups[1].Value, System.Globalization.CultureInfo.InvariantCulture);
+            await Task.Delay(TimeSpan.FromSeconds(Math.Min(seconds, 3600)), ct);
+            return PgRows.Of([new PgColumn(Alias(sql) ?? "pg_sleep", PgType.Text)], [[""]]);
+        }
         if (VersionFunction().IsMatch(sql))
             return PgRows.Of([new PgColumn(Alias(sql) ?? "version", PgType.Text)], [[$"PostgreSQL {Version} (Magpie: RQL and a SQL subset over its indexes)"]]);
         if (CurrentSetting().Match(sql) is { Success: true } setting && !sql.Contains("information_schema", StringComparison.OrdinalIgnoreCase))
@@ -129,6 +136,9 @@ public sealed partial class PgCatalog(IndexSchemas schemas)
 
     [GeneratedRegex(@"^\s*show\s+([A-Za-z_.""]+)\s*$", RegexOptions.IgnoreCase)]
     private static partial Regex ShowStatement();
+
+    [GeneratedRegex(@"^\s*select\s+(?:pg_catalog\.)?pg_sleep\(\s*(\d+(?:\.\d+)?)\s*\)", RegexOptions.IgnoreCase)]
+    private static partial Regex SleepFunction();
 
     [GeneratedRegex(@"^\s*select\s+(pg_catalog\.)?version\(\)", RegexOptions.IgnoreCase)]
     private static partial Regex VersionFunction();

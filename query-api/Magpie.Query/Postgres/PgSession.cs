@@ -11,7 +11,10 @@ namespace Magpie.Query.Postgres;
 /// one (Parse/Bind/Describe/Execute/Sync/Close/Flush, as Npgsql and pgx use it), each statement under a timeout and
 /// cancellable by a CancelRequest. Errors are ErrorResponses with SQLSTATE codes; the connection stays usable.
 /// </summary>
-public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2? certificate, IPgStatements statements, PgCancellations cancellations)
+/// <remarks><paramref name="refusal"/>: the server is full; as PostgreSQL does, the session still negotiates TLS and honours a
+/// CancelRequest, then answers the startup message with this error instead of authenticating.</remarks>
+public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2? certificate, IPgStatements statements, PgCancellations cancellations,
+    PgException? refusal = null)
 {
     private readonly PgWire _wire = new(stream);
     private readonly Dictionary<string, (string Sql, int[] ParameterTypes)> _prepared = [];
@@ -89,6 +92,7 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
                         parameters[name] = r.CString();
                     }
                     var user = parameters.GetValueOrDefault("user") ?? throw new PgException(PgException.InvalidAuthorization, "no user in the startup message", fatal: true);
+                    if (refusal is not null) throw refusal;
                     await AuthenticateAsync(user, ct);
                     return user;
                 default:

@@ -177,13 +177,15 @@ public sealed class PostgresEndpointTests(PgSampleFixture fx) : IClassFixture<Pg
     private Task<(int Exit, string Output, string Error)> PsqlAsync(string sql) => PsqlAsync(fx.Magpie.PgPort, sql);
 
     /// <summary>psql as a user runs it (simple protocol), unaligned, tuples only, errors verbose (with their SQLSTATE).</summary>
-    private static async Task<(int Exit, string Output, string Error)> PsqlAsync(int port, string sql, string user = "grafana", string? password = null)
+    internal static async Task<(int Exit, string Output, string Error)> PsqlAsync(int port, string sql, string user = "grafana", string? password = null,
+        string sslMode = "prefer")
     {
         var psi = new ProcessStartInfo("psql") { RedirectStandardOutput = true, RedirectStandardError = true };
         foreach (var a in new[] { "-h", "127.0.0.1", "-p", port.ToString(CultureInfo.InvariantCulture), "-U", user, "-d", "magpie", "-X", "-A", "-t", "-F", "|",
                      "-v", "ON_ERROR_STOP=1", "-v", "VERBOSITY=verbose", "-c", sql })
             psi.ArgumentList.Add(a);
         psi.Environment["PGCONNECT_TIMEOUT"] = "10";
+        psi.Environment["PGSSLMODE"] = sslMode;
         if (password is not null) psi.Environment["PGPASSWORD"] = password;
         using var p = Process.Start(psi)!;
         var output = p.StandardOutput.ReadToEndAsync();

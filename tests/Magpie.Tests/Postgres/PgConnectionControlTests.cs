@@ -1,0 +1,95 @@
+using System.Diagnostics;
+using System.Security.Cryptography;
+using System.Security.Cryptography.X509Certificates;
+using Magpie.Tests.Fixtures;
+using Npgsql;
+
+namespace Magpie.Tests.Postgres;
+
+/// <summary>
+/// The PostgreSQL endpoint's connection controls over real connections: TLS with a configured PKCS#12 certificate
+/// (and refused without one), cancel requests, the per-statement timeout, and the connection limit, each answered with
+/// PostgreSQL's SQLSTATE and leaving the session usable.
+/// </summary>
+public sealed class PgConnectionControlTests
+{
+    [Fact]
+    public async Task Tls_cancel_requests_statement_timeouts_and_the_connection_limit_behave_like_postgresql()
+    {
+        var dir = Directory.CreateTempSubdirectory("magpie-pg-tls-").FullName;
+        var pfx = Path.Combine(dir, "server.pfx");
+        using (var rsa = RSA.Create(2048))
+        {
+            var request = new CertificateRequest("CN=localhost", rsa, HashAlgorithmName.SHA256, RSASignaturePadding.Pkcs1);
+            using var cert = request.CreateSelfSigned(DateTimeOffset.UtcNow.AddDays(-1), DateTimeOffset.UtcNow.AddDays(30));
+            await File.WriteAllBytesAsync(pfx, cert.Export(X509ContentType.Pkcs12));
+        }
+        await using var magpie = await MagpieProcess.StartAsync(environment: new()
+        {
+            ["MAGPIE__PG__CERTIFICATE"] = pfx,
+            ["MAGPIE__PG__USERS__0"] = "grafana:secret",
+            ["MAGPIE__PG__STATEMENTTIMEOUTSECONDS"] = "2",
+            ["MAGPIE__PG__MAXCONNECTIONS"] = "3",
+        });
+        string Connection(string sslMode) =>
+            $"Host=127.0.0.1;Port={magpie.PgPort};Username=grafana;Password=secret;Database=magpie;Pooling=false;SSL Mode={sslMode};Server Compatibility Mode=NoTypeLoading";
+
+        // TLS: Npgsql and psql insist on it and get it.
+        await using (var tls = new NpgsqlConnection(Connection("Require")))
+        {
+            await tls.OpenAsync();
+            await using var one = new NpgsqlCommand("SELECT 1", tls);
+            Assert.Equal("1", (await one.ExecuteScalarAsync())!.ToString());
+        }
+        var psql = await PostgresEndpointTests.PsqlAsync(magpie.PgPort, "select 1", password: "secret", sslMode: "require");
+        Assert.True(psql.Exit == 0, psql.Error);
+        Assert.Equal("1", psql.Output.Trim());
+        // Without a certificate the server answers SSLRequest with 'N', so a client requiring TLS stops.
+        await using (var plain = await MagpieProcess.StartAsync())
+        {
+            var refused = await PostgresEndpointTests.PsqlAsync(plain.PgPort, "select 1", sslMode: "require");
+            Assert.NotEqual(0, refused.Exit);
+            Assert.Contains("server does not support SSL", refused.Error);
+        }
+
+        await using var db = new NpgsqlConnection(Connection("Prefer"));
+        await db.OpenAsync();
+        // A cancel request (Npgsql sends it on a second connection with the session's key) ends the running statement.
+        await using (var sleep = new NpgsqlCommand("SELECT pg_sleep(20)", db))
+        {
+            var running = sleep.ExecuteScalarAsync();
+            await Task.Delay(500);
+            var clock = Stopwatch.StartNew();
+            sleep.Cancel();
+            var e = await Assert.ThrowsAnyAsync<Exception>(() => running);
+            var pg = Assert.IsType<PostgresException>(e is OperationCanceledException { InnerException: { } inner } ? inner : e);
+            Assert.Equal("57014", pg.SqlState);
+            Assert.Contains("user request", pg.MessageText);
+            Assert.True(clock.Elapsed < TimeSpan.FromSeconds(10), $"cancel took {clock.Elapsed}");
+        }
+        // The statement timeout (2 s here) ends a statement that waits too long; the session goes on.
+        await using (var slow = new NpgsqlCommand("SELECT pg_sleep(10)", db) { CommandTimeout = 0 })
+        {
+            var clock = Stopwatch.StartNew();
+            var e = await Assert.ThrowsAsync<PostgresException>(() => slow.ExecuteScalarAsync());
+            Assert.Equal("57014", e.SqlState);
+            Assert.Contains("statement timeout", e.MessageText);
+            Assert.InRange(clock.Elapsed, TimeSpan.FromSeconds(1.5), TimeSpan.FromSeconds(8));
+        }
+        await using (var after = new NpgsqlCommand("SELECT 1", db))
+            Assert.Equal("1", (await after.ExecuteScalarAsync())!.ToString());
+
+        // The connection limit (3): two more sessions fit, the next is refused with 53300.
+        await using var second = new NpgsqlConnection(Connection("Prefer"));
+        await using var third = new NpgsqlConnection(Connection("Prefer"));
+        await second.OpenAsync();
+        await third.OpenAsync();
+        await using var fourth = new NpgsqlConnection(Connection("Prefer"));
+        Assert.Equal("53300", (await Assert.ThrowsAsync<PostgresException>(() => fourth.OpenAsync())).SqlState);
+        await third.CloseAsync();
+        await Task.Delay(200);   // the server frees the slot when it sees the Terminate
+        await fourth.OpenAsync();
+
+        try { Directory.Delete(dir, recursive: true); } catch (IOException) { }
+    }
+}
