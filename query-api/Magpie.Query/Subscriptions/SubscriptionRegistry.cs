@@ -55,7 +55,9 @@ public sealed partial class SubscriptionRegistry
         {
             null => (0L, (DateTimeOffset?)null),
             { ValueKind: JsonValueKind.String } s when s.GetString() == "beginning" => (0L, null),
-            { ValueKind: JsonValueKind.String } s when s.GetString() == "now" => (0L, DateTimeOffset.UtcNow),
+            // Whole milliseconds: changes carry their last-modified time in milliseconds, so a write made later in the same
+            // millisecond as the subscription must not look older than it (it was being skipped).
+            { ValueKind: JsonValueKind.String } s when s.GetString() == "now" => (0L, DateTimeOffset.FromUnixTimeMilliseconds(DateTimeOffset.UtcNow.ToUnixTimeMilliseconds())),
             { ValueKind: JsonValueKind.Number } n when n.TryGetInt64(out var etag) && etag >= 0 => (etag, null),
             _ => throw new SubscriptionException(400, "startFrom must be \"beginning\", \"now\" or an etag (changes after it are delivered)"),
         };
