@@ -1,7 +1,5 @@
 using Magpie.Hosting;
-using Magpie.Hosting.Health;
 using Magpie.Ingest;
-using Magpie.Ingest.Documents;
 using Microsoft.AspNetCore.Builder;
 
 namespace Magpie.Modules;
@@ -15,13 +13,9 @@ public sealed class IngestModuleWiring(bool indexerInProcess) : IMagpieModule
 {
     public string Name => "ingest";
 
-    public void AddServices(WebApplicationBuilder builder, MagpieSettings settings)
-    {
+    // No readiness check of its own: the store is opened (recovered from its checkpoint and log tail) before HTTP serves.
+    public void AddServices(WebApplicationBuilder builder, MagpieSettings settings) =>
         builder.Services.AddIngest(Options(settings));
-        // The store is opened (recovered from its checkpoint and log tail) before HTTP serves; this says how far it got.
-        builder.Services.AddReadinessCheck("store", (sp, _) =>
-            Task.FromResult(sp.GetRequiredService<DocumentStore>().LastEtag >= 0 ? null : "the document store is not open"));
-    }
 
     public void Map(WebApplication app, MagpieSettings settings) => app.MapIngest(Options(settings));
 

@@ -24,9 +24,9 @@ public static class IngestMetrics
         var source = new KeyValuePair<string, object?>("source", fromKafka ? "kafka" : "http");
         foreach (var o in outcomes)
         {
-            if (o is null) continue;
             if (o.Error is { } e) Rejected.Add(1, new KeyValuePair<string, object?>("reason", e.Kind.ToString().ToLowerInvariant()), source);
-            else Written.Add(1, new KeyValuePair<string, object?>("method", o.Method.ToString().ToLowerInvariant()), source);
+            // No etag: a delete of an absent document, which writes nothing.
+            else if (o.Etag is not null) Written.Add(1, new KeyValuePair<string, object?>("method", o.Method.ToString().ToLowerInvariant()), source);
         }
     }
 

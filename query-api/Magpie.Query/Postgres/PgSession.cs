@@ -21,6 +21,7 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
     private readonly Dictionary<string, Portal> _portals = [];
     private CancellationTokenSource? _running;
     private bool _cancelledByClient;
+    private long _statementStarted;
 
     private sealed class Portal(string sql, short[] resultFormats)
     {
@@ -294,8 +295,6 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
         catch (OperationCanceledException) when (!ct.IsCancellationRequested) { throw Canceled(); }
         finally { _running = null; }
     }
-
-    private long _statementStarted;
 
     /// <summary>The token of the statement starting now: the statement timeout, and <see cref="CancelByClient"/>.</summary>
     private CancellationTokenSource Running(CancellationToken ct)
