@@ -20,12 +20,14 @@ public sealed class ScriptRunException(string message) : Exception(message);
 /// samples the bytes allocated since a run started and, past the budget, ends the run through Jint's own
 /// timeout check (the next statement throws). The count is process-wide (<see cref="GC.GetTotalAllocatedBytes"/>;
 /// only the running thread could read its own), so heavy allocation elsewhere during a long script can end
-/// it early; the default budget is far above what a transform of one document allocates.
+/// it early; the default budget is far above what a transform of one document allocates. The watchdog is its
+/// own thread, not a timer: timer callbacks wait for a free thread-pool thread, and a busy pool (CI once)
+/// delayed the check past the script's deadline, so a runaway allocation was reported as a timeout.
 /// </summary>
 public sealed class ScriptSandbox : IDisposable
 {
     private static readonly ConcurrentDictionary<ScriptSandbox, byte> Running = new();
-    private static readonly Timer Watchdog = new(_ => { foreach (var s in Running.Keys) s.CheckMemory(); }, null, 25, 25);
+    private static readonly Thread Watchdog = StartWatchdog();
 
     private readonly ScriptLimits _limits;
     private Options _options = null!;
@@ -84,6 +86,20 @@ public sealed class ScriptSandbox : IDisposable
             _options.TimeoutInterval(TimeSpan.FromTicks(1));
             Engine.ResetTimeoutTicks();
         }
+    }
+
+    private static Thread StartWatchdog()
+    {
+        var thread = new Thread(() =>
+        {
+            while (true)
+            {
+                Thread.Sleep(25);
+                foreach (var s in Running.Keys) s.CheckMemory();
+            }
+        }) { IsBackground = true, Name = "script memory watchdog", Priority = ThreadPriority.AboveNormal };
+        thread.Start();
+        return thread;
     }
 
     public void Dispose() => Running.TryRemove(this, out _);

@@ -125,7 +125,7 @@ public sealed class TransformScriptTests
         using var loop = TransformScript.Compile("while (true) { }", limits with { MaxStatements = int.MaxValue, MaxAllocatedBytes = long.MaxValue });
         Assert.Contains("longer than 500 ms", Assert.Throws<ScriptRunException>(() => loop.Run(Put("x/1", "{}"))).Message);
 
-        using var memory = TransformScript.Compile("var s = 'x'; var keep = []; while (true) { s = s + s; keep.push(s); }", limits with { MaxStatements = int.MaxValue });
+        using var memory = TransformScript.Compile("var s = 'x'; var keep = []; while (true) { s = s + s; keep.push(s); }", limits with { MaxStatements = int.MaxValue, Timeout = TimeSpan.FromSeconds(30) });
         Assert.Contains("more than 64 MB", Assert.Throws<ScriptRunException>(() => memory.Run(Put("x/1", "{}"))).Message);
 
         using var recursion = TransformScript.Compile("function f(n) { return f(n + 1); } f(0);", limits);
