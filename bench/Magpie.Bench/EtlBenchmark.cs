@@ -13,13 +13,18 @@ namespace Magpie.Bench;
 /// creation until its confirmed position covers the last etag. The limit, in the same run, same broker,
 /// same bodies: a bare RabbitMQ.Client loop with publisher confirms, persistent messages, the same window
 /// of 1,024 unconfirmed messages — once with the body alone, once with the properties and CloudEvents
-/// headers magpie sends (headers cost the broker about as much as the body does).
+/// headers magpie sends. Each side also records the CPU time the broker and the publisher used, to show
+/// which of them is the bottleneck.
 /// </summary>
 public static class EtlBenchmark
 {
     private const int Window = 1024;
 
-    public static async Task<(BenchResult Etl, BenchResult Bare, BenchResult BareWithHeaders)> RunAsync(Uri magpie, string rabbitUrl, IReadOnlyList<DocumentWrite[]> batches, string label)
+    /// <summary>One side's figures; CPU seconds are null when the broker is not a local process this run started.</summary>
+    public sealed record Side(BenchResult Result, double? BrokerCpuSeconds, double PublisherCpuSeconds);
+
+    public static async Task<(Side Etl, Side Bare, Side BareWithHeaders)> RunAsync(
+        Uri magpie, Process magpieProcess, string rabbitUrl, Func<TimeSpan?> brokerCpu, IReadOnlyList<DocumentWrite[]> batches, string label)
     {
         var docs = batches.SelectMany(b => b).ToList();
         using var http = new HttpClient { BaseAddress = magpie, Timeout = TimeSpan.FromMinutes(5) };
@@ -40,6 +45,7 @@ public static class EtlBenchmark
         var exchange = $"bench-etl-{label}";
         await DeclareAsync(rabbitUrl, exchange);
         (await http.PutAsJsonAsync($"etl/connections/bench-{label}", new { type = "rabbitmq", url = rabbitUrl })).EnsureSuccessStatusCode();
+        var cpu = CpuClock.Start(brokerCpu, magpieProcess);
         var watch = Stopwatch.StartNew();
         (await http.PutAsJsonAsync($"etl/tasks/bench-{label}", new
         {
@@ -55,23 +61,26 @@ public static class EtlBenchmark
             await Task.Delay(20);
         }
         watch.Stop();
+        var etlCpu = cpu.Stop();
         Console.WriteLine($"  {label}: task time spent {stats.GetProperty("timeSpent")}");
         (await http.DeleteAsync($"etl/tasks/bench-{label}")).EnsureSuccessStatusCode();
         var bytes = docs.Sum(d => (long)d.Body!.Length);
-        var etl = new BenchResult($"magpie ETL feed → RabbitMQ ({label})", stats.GetProperty("messagesSent").GetInt64(), bytes, watch.Elapsed, [0]);
+        var etl = new Side(new BenchResult($"magpie ETL feed → RabbitMQ ({label})", stats.GetProperty("messagesSent").GetInt64(), bytes, watch.Elapsed, [0]), etlCpu.Broker, etlCpu.Publisher);
 
         var bodies = docs.Select(d => d.Body!).ToList();
-        var bare = await BareLoopAsync(rabbitUrl, $"bench-bare-{label}", bodies, withHeaders: false);
-        var bareWithHeaders = await BareLoopAsync(rabbitUrl, $"bench-bareh-{label}", bodies, withHeaders: true);
+        var bare = await BareLoopAsync(rabbitUrl, brokerCpu, $"bench-bare-{label}", bodies, withHeaders: false);
+        var bareWithHeaders = await BareLoopAsync(rabbitUrl, brokerCpu, $"bench-bareh-{label}", bodies, withHeaders: true);
         return (etl, bare, bareWithHeaders);
     }
 
-    private static async Task<BenchResult> BareLoopAsync(string rabbitUrl, string exchange, IReadOnlyList<byte[]> bodies, bool withHeaders)
+    private static async Task<Side> BareLoopAsync(string rabbitUrl, Func<TimeSpan?> brokerCpu, string exchange, IReadOnlyList<byte[]> bodies, bool withHeaders)
     {
         await DeclareAsync(rabbitUrl, exchange);
         await using var connection = await new ConnectionFactory { Uri = new Uri(rabbitUrl) }.CreateConnectionAsync();
         await using var channel = await connection.CreateChannelAsync(new CreateChannelOptions(publisherConfirmationsEnabled: true, publisherConfirmationTrackingEnabled: true));
         var properties = new BasicProperties { Persistent = true, ContentType = "application/json" };
+        using var self = Process.GetCurrentProcess();
+        var cpu = CpuClock.Start(brokerCpu, self);
         var watch = Stopwatch.StartNew();
         for (var i = 0; i < bodies.Count; i += Window)
         {
@@ -81,7 +90,26 @@ public static class EtlBenchmark
             await Task.WhenAll(confirms);
         }
         watch.Stop();
-        return new BenchResult(withHeaders ? "bare loop, same properties + headers" : "bare RabbitMQ.Client confirms loop", bodies.Count, bodies.Sum(b => (long)b.Length), watch.Elapsed, [0]);
+        var used = cpu.Stop();
+        var result = new BenchResult(withHeaders ? "bare loop, same properties + headers" : "bare RabbitMQ.Client confirms loop", bodies.Count, bodies.Sum(b => (long)b.Length), watch.Elapsed, [0]);
+        return new Side(result, used.Broker, used.Publisher);
+    }
+
+    /// <summary>CPU used by the broker and by the publishing process between Start and Stop.</summary>
+    private sealed class CpuClock(Func<TimeSpan?> broker, Process publisher, TimeSpan? brokerStart, TimeSpan publisherStart)
+    {
+        public static CpuClock Start(Func<TimeSpan?> broker, Process publisher)
+        {
+            publisher.Refresh();
+            return new CpuClock(broker, publisher, broker(), publisher.TotalProcessorTime);
+        }
+
+        public (double? Broker, double Publisher) Stop()
+        {
+            publisher.Refresh();
+            var brokerNow = broker();
+            return (brokerNow is { } b && brokerStart is { } s ? (b - s).TotalSeconds : null, (publisher.TotalProcessorTime - publisherStart).TotalSeconds);
+        }
     }
 
     /// <summary>Properties and headers shaped like magpie's CloudEvents (same names, similar lengths).</summary>

@@ -75,26 +75,32 @@ async Task RunEtlAsync()
     await WaitHealthy(etlPort);
     var uri = new Uri($"http://127.0.0.1:{etlPort}/");
     Console.WriteLine($"warm-up (10,000 docs), then {n:N0} synthetic posts; RabbitMQ at {rabbitUrl}");
-    await EtlBenchmark.RunAsync(uri, rabbitUrl, IngestBenchmark.Batches(10_000, 128, seed: 7).Select(b => b.Select(w => w with { Id = "warmup/" + w.Id }).ToArray()).ToList(), "warmup");
-    var (etl, bare, bareHeaders) = await EtlBenchmark.RunAsync(uri, rabbitUrl, IngestBenchmark.Batches(n, 128, seed: 42), "measured");
+    Func<TimeSpan?> brokerCpu = () => rabbit?.ServerCpu();
+    await EtlBenchmark.RunAsync(uri, etlMagpie, rabbitUrl, brokerCpu, IngestBenchmark.Batches(10_000, 128, seed: 7).Select(b => b.Select(w => w with { Id = "warmup/" + w.Id }).ToArray()).ToList(), "warmup");
+    var (etl, bare, bareHeaders) = await EtlBenchmark.RunAsync(uri, etlMagpie, rabbitUrl, brokerCpu, IngestBenchmark.Batches(n, 128, seed: 42), "measured");
     etlMagpie.Kill();
     etlMagpie.WaitForExit();
     await EtlBenchmark.CleanUpAsync(rabbitUrl, ["warmup", "measured"]);
     try { Directory.Delete(run, recursive: true); } catch (IOException) { }
-    var etlRatio = etl.DocsPerSecond / bare.DocsPerSecond;
-    var sameHeadersRatio = etl.DocsPerSecond / bareHeaders.DocsPerSecond;
+    var etlRatio = etl.Result.DocsPerSecond / bare.Result.DocsPerSecond;
+    var sameHeadersRatio = etl.Result.DocsPerSecond / bareHeaders.Result.DocsPerSecond;
     Console.WriteLine();
-    Console.WriteLine($"{"side",-44} {"msgs/s",12} {"MB/s",8} {"seconds",8}");
-    foreach (var r in new[] { etl, bare, bareHeaders })
-        Console.WriteLine($"{r.Name,-44} {r.DocsPerSecond,12:N0} {r.MBPerSecond,8:F1} {r.Elapsed.TotalSeconds,8:F1}");
+    Console.WriteLine($"{"side",-44} {"msgs/s",12} {"MB/s",8} {"seconds",8} {"broker cpu s",13} {"publisher cpu s",16}");
+    foreach (var side in new[] { etl, bare, bareHeaders })
+    {
+        var r = side.Result;
+        Console.WriteLine($"{r.Name,-44} {r.DocsPerSecond,12:N0} {r.MBPerSecond,8:F1} {r.Elapsed.TotalSeconds,8:F1} {side.BrokerCpuSeconds,13:F1} {side.PublisherCpuSeconds,16:F1}");
+    }
     Console.WriteLine($"ratio magpie/bare: {etlRatio:F2}; magpie/bare with the same headers: {sameHeadersRatio:F2}   ({n:N0} docs, {Environment.ProcessorCount} cores)");
     Console.WriteLine(JsonSerializer.Serialize(new
     {
         benchmark = "etl-rabbitmq", docs = n, cores = Environment.ProcessorCount,
-        magpie_msgs_per_s = Math.Round(etl.DocsPerSecond), bare_msgs_per_s = Math.Round(bare.DocsPerSecond),
-        bare_same_headers_msgs_per_s = Math.Round(bareHeaders.DocsPerSecond),
-        magpie_mb_per_s = Math.Round(etl.MBPerSecond, 1), bare_mb_per_s = Math.Round(bare.MBPerSecond, 1),
+        magpie_msgs_per_s = Math.Round(etl.Result.DocsPerSecond), bare_msgs_per_s = Math.Round(bare.Result.DocsPerSecond),
+        bare_same_headers_msgs_per_s = Math.Round(bareHeaders.Result.DocsPerSecond),
+        magpie_mb_per_s = Math.Round(etl.Result.MBPerSecond, 1), bare_mb_per_s = Math.Round(bare.Result.MBPerSecond, 1),
         ratio = Math.Round(etlRatio, 3), ratio_same_headers = Math.Round(sameHeadersRatio, 3),
+        broker_cpu_s = new { magpie = etl.BrokerCpuSeconds, bare = bare.BrokerCpuSeconds, bare_same_headers = bareHeaders.BrokerCpuSeconds },
+        publisher_cpu_s = new { magpie = etl.PublisherCpuSeconds, bare = bare.PublisherCpuSeconds, bare_same_headers = bareHeaders.PublisherCpuSeconds },
     }));
 }
 

@@ -131,6 +131,15 @@ public sealed class RabbitMqBroker : IAsyncDisposable
         }
     }
 
+    /// <summary>CPU time the broker's Erlang VM has used, when this run started it as a local process (benchmarks split costs with it).</summary>
+    public TimeSpan? ServerCpu()
+    {
+        var pidFile = _dir is null ? null : Path.Combine(_dir, "rabbitmq.pid");
+        if (pidFile is null || !File.Exists(pidFile) || !int.TryParse(File.ReadAllText(pidFile).Trim(), out var beam)) return null;
+        try { using var p = Process.GetProcessById(beam); return p.TotalProcessorTime; }
+        catch (ArgumentException) { return null; }
+    }
+
     public async Task RestartAsync()
     {
         if (_container is not null) { await DockerCli.RunAsync($"start {_container}"); await WaitReadyAsync(() => true); return; }
