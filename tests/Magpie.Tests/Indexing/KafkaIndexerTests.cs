@@ -147,10 +147,12 @@ public sealed class KafkaIndexerTests(ITestOutputHelper output)
         output.WriteLine($"killed with {entries} of 40000 entries indexed");
         Assert.InRange(entries, 2_000, 39_999);
         await crashing.StartAsync();
+        var restarted = System.Diagnostics.Stopwatch.StartNew();
 
         await using var fresh = await MagpieProcess.StartAsync(kafka, target: "indexer", environment: Group("fresh"));
         await using var freshQuery = await MagpieProcess.StartAsync(kafka, target: "query", environment: Group("fresh"));
         Assert.Equal(40_000, (await NonStaleAsync(crashingQuery, "from index 'Synthetic'")).GetProperty("totalResults").GetInt64());
+        output.WriteLine($"restarted indexer caught up {restarted.Elapsed.TotalSeconds:F1} s after its restart");
         Assert.Equal(40_000, (await NonStaleAsync(freshQuery, "from index 'Synthetic'")).GetProperty("totalResults").GetInt64());
         Assert.Equal(40_000, await EntriesAsync(crashing));   // no duplicate entries
         Assert.Equal(40_000, await EntriesAsync(fresh));
