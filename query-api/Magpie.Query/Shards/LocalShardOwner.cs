@@ -18,6 +18,9 @@ namespace Magpie.Query.Shards;
 public sealed class LocalShardOwner(IndexDefinitionStore definitions, IndexRegistry registry, IDocumentLookup? documents, SnapshotLeases leases)
     : IShardOwner
 {
+    /// <summary>Results of one page resolved at once (document reads in flight).</summary>
+    private const int ResultReads = 8;
+
     public string Name => "local";
 
     public Task ReleaseAsync(string snapshot) => leases.ReleaseAsync(snapshot);
@@ -93,9 +96,15 @@ public sealed class LocalShardOwner(IndexDefinitionStore definitions, IndexRegis
         catch (RqlException e) { throw new QueryProblem(400, e.Message, e.Line, e.Column); }
         catch (LuceneException e) { throw new QueryProblem(400, $"the index refused the query: {e.Message}"); }
 
-        var hits = new List<ShardHit>(pages[0].Hits.Count);
-        foreach (var hit in pages[0].Hits)
-            if (await ResultOf(hit, query, ct) is { } r) hits.Add(new ShardHit(r, hit.Cursor.ToString()));
+        // Each hit's result may need its document from the store (a read of the log): several at once, so a page
+        // does not wait on one read after another (a streamed projection of 300k hits: 11 s one by one).
+        var page = pages[0].Hits;
+        var results = new JsonElement?[page.Count];
+        await Parallel.ForEachAsync(Enumerable.Range(0, page.Count), new ParallelOptions { MaxDegreeOfParallelism = ResultReads, CancellationToken = ct },
+            async (i, token) => results[i] = await ResultOf(page[i], query, token));
+        var hits = new List<ShardHit>(page.Count);
+        for (var i = 0; i < page.Count; i++)
+            if (results[i] is { } r) hits.Add(new ShardHit(r, page[i].Cursor.ToString()));
         return new ShardPage(pages.Sum(p => p.TotalHits), hits, stale, shards.Max(s => s.Worker.Status.IndexedEtag), plan.NumericSorts, lease, facets);
     }
 
