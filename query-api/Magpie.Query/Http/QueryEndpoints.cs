@@ -21,7 +21,6 @@ namespace Magpie.Query.Http;
 public static class QueryEndpoints
 {
     private const int MaxPageSize = 1024;
-    private const int StreamPage = 1000;
     private static readonly ReadOnlyMemory<byte> NewLine = "\n"u8.ToArray();
 
     public static IEndpointRouteBuilder MapQueryEndpoints(this IEndpointRouteBuilder app)
@@ -60,11 +59,13 @@ public static class QueryEndpoints
             var started = Stopwatch.GetTimestamp();
             QueryStream stream;
             long remaining;
+            int asked;
             try
             {
                 var (request, query) = await ReadAsync(ctx);
                 remaining = query.Limit ?? long.MaxValue;
-                stream = await coordinator.StreamAsync(request, query, (int)Math.Min(StreamPage, remaining), ctx.RequestAborted);
+                asked = (int)Math.Min(QueryStream.FirstPageSize, remaining);
+                stream = await coordinator.StreamAsync(request, query, asked, ctx.RequestAborted);
             }
             catch (QueryProblem e) { await Problem(e).ExecuteAsync(ctx); return; }
             // The snapshots go when the stream ends, fails, or its client goes away (the aborted write throws).
@@ -90,9 +91,10 @@ public static class QueryEndpoints
                     }
                     await ctx.Response.Body.FlushAsync(ctx.RequestAborted);
                     remaining -= page.Hits.Count;
-                    if (remaining <= 0 || page.Hits.Count < StreamPage) break;
+                    if (remaining <= 0 || page.Hits.Count < asked) break;
                     // Headers are gone: a shard failing now can only end the stream early (the client sees it cut short).
-                    page = await stream.NextAsync(page.Hits[^1].Cursor, (int)Math.Min(StreamPage, remaining), ctx.RequestAborted);
+                    asked = (int)Math.Min(QueryStream.NextPageSize, remaining);
+                    page = await stream.NextAsync(page.Hits[^1].Cursor, asked, ctx.RequestAborted);
                 }
                 failed = ctx.RequestAborted.IsCancellationRequested;
             }

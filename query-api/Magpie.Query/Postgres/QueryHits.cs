@@ -8,14 +8,13 @@ namespace Magpie.Query.Postgres;
 /// <summary>Every hit of a query, page after page from one snapshot (a coordinator stream), its problems as PostgreSQL errors.</summary>
 public static class QueryHits
 {
-    private const int Page = 1000;
-
     public static async IAsyncEnumerable<ShardHit> StreamAsync(QueryCoordinator coordinator, QueryRequest request, RqlQuery query,
         [EnumeratorCancellation] CancellationToken ct = default)
     {
         var remaining = query.Limit ?? long.MaxValue;
+        var asked = (int)Math.Min(QueryStream.FirstPageSize, remaining);
         QueryStream stream;
-        try { stream = await coordinator.StreamAsync(request, query, (int)Math.Min(Page, remaining), ct); }
+        try { stream = await coordinator.StreamAsync(request, query, asked, ct); }
         catch (QueryProblem e) { throw Problem(e); }
         await using var _ = stream;
         var page = stream.First;
@@ -23,8 +22,9 @@ public static class QueryHits
         {
             foreach (var hit in page.Hits) yield return hit;
             remaining -= page.Hits.Count;
-            if (remaining <= 0 || page.Hits.Count < Page) yield break;
-            try { page = await stream.NextAsync(page.Hits[^1].Cursor, (int)Math.Min(Page, remaining), ct); }
+            if (remaining <= 0 || page.Hits.Count < asked) yield break;
+            asked = (int)Math.Min(QueryStream.NextPageSize, remaining);
+            try { page = await stream.NextAsync(page.Hits[^1].Cursor, asked, ct); }
             catch (QueryProblem e) { throw Problem(e); }
         }
     }
