@@ -59,12 +59,13 @@ public static class QueryEndpoints
             var started = Stopwatch.GetTimestamp();
             QueryStream stream;
             long remaining;
-            int asked;
+            int asked, nextPageSize;
             try
             {
                 var (request, query) = await ReadAsync(ctx);
                 remaining = query.Limit ?? long.MaxValue;
                 asked = (int)Math.Min(QueryStream.FirstPageSize, remaining);
+                nextPageSize = QueryStream.NextPageSize(query);
                 stream = await coordinator.StreamAsync(request, query, asked, ctx.RequestAborted);
             }
             catch (QueryProblem e) { await Problem(e).ExecuteAsync(ctx); return; }
@@ -93,7 +94,7 @@ public static class QueryEndpoints
                     remaining -= page.Hits.Count;
                     if (remaining <= 0 || page.Hits.Count < asked) break;
                     // Headers are gone: a shard failing now can only end the stream early (the client sees it cut short).
-                    asked = (int)Math.Min(QueryStream.NextPageSize, remaining);
+                    asked = (int)Math.Min(nextPageSize, remaining);
                     page = await stream.NextAsync(page.Hits[^1].Cursor, asked, ctx.RequestAborted);
                 }
                 failed = ctx.RequestAborted.IsCancellationRequested;

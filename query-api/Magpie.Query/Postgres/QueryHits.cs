@@ -23,7 +23,7 @@ public static class QueryHits
             foreach (var hit in page.Hits) yield return hit;
             remaining -= page.Hits.Count;
             if (remaining <= 0 || page.Hits.Count < asked) yield break;
-            asked = (int)Math.Min(QueryStream.NextPageSize, remaining);
+            asked = (int)Math.Min(QueryStream.NextPageSize(query), remaining);
             try { page = await stream.NextAsync(page.Hits[^1].Cursor, asked, ct); }
             catch (QueryProblem e) { throw Problem(e); }
         }

@@ -120,11 +120,11 @@ public sealed class QueryStream(QueryCoordinator coordinator, List<HeldOwner> ow
     public const int FirstPageSize = 1_000;
 
     /// <summary>
-    /// Later pages are large: Lucene visits every hit of the query for each page after a cursor (it keeps the top
-    /// N past the cursor), so pages of 1,000 made a 1M-hit stream cost 1,000 full passes (31.7k rows/s at 1M
-    /// hits against 41k at 300k).
+    /// Later pages of projections are large: Lucene visits every hit of the query for each page after a cursor (it
+    /// keeps the top N past the cursor), so pages of 1,000 made a 1M-hit stream cost 1,000 full passes (31.7k rows/s
+    /// at 1M hits against 41k at 300k). Whole documents (up to 16 MB each) stay at 1,000 a page to bound memory.
     /// </summary>
-    public const int NextPageSize = 10_000;
+    public static int NextPageSize(RqlQuery query) => query.Select.Count > 0 ? 10_000 : FirstPageSize;
 
     public ShardPage First { get; } = first;
 
