@@ -58,15 +58,10 @@ public static class QueryEndpoints
         {
             var started = Stopwatch.GetTimestamp();
             QueryStream stream;
-            long remaining;
-            int asked, nextPageSize;
             try
             {
                 var (request, query) = await ReadAsync(ctx);
-                remaining = query.Limit ?? long.MaxValue;
-                asked = (int)Math.Min(QueryStream.FirstPageSize, remaining);
-                nextPageSize = QueryStream.NextPageSize(query);
-                stream = await coordinator.StreamAsync(request, query, asked, ctx.RequestAborted);
+                stream = await coordinator.StreamAsync(request, query, ctx.RequestAborted);
             }
             catch (QueryProblem e) { await Problem(e).ExecuteAsync(ctx); return; }
             // The snapshots go when the stream ends, fails, or its client goes away (the aborted write throws).
@@ -76,12 +71,12 @@ public static class QueryEndpoints
             ctx.Response.ContentType = "application/x-ndjson";
             // The same JSON settings as POST /queries, so a streamed result reads exactly like a paged one.
             var json = ctx.RequestServices.GetRequiredService<IOptions<JsonOptions>>().Value.SerializerOptions;
-            var page = stream.First;
             long bytes = 0;
             var failed = true;
             try
             {
-                while (!ctx.RequestAborted.IsCancellationRequested)
+                // Headers are gone after the first page: a shard failing later can only end the stream early (the client sees it cut short).
+                await foreach (var page in stream.PagesAsync(ctx.RequestAborted))
                 {
                     foreach (var hit in page.Hits)
                     {
@@ -91,11 +86,7 @@ public static class QueryEndpoints
                         bytes += line.Length + 1;
                     }
                     await ctx.Response.Body.FlushAsync(ctx.RequestAborted);
-                    remaining -= page.Hits.Count;
-                    if (remaining <= 0 || page.Hits.Count < asked) break;
-                    // Headers are gone: a shard failing now can only end the stream early (the client sees it cut short).
-                    asked = (int)Math.Min(nextPageSize, remaining);
-                    page = await stream.NextAsync(page.Hits[^1].Cursor, asked, ctx.RequestAborted);
+                    if (ctx.RequestAborted.IsCancellationRequested) break;
                 }
                 failed = ctx.RequestAborted.IsCancellationRequested;
             }

@@ -11,21 +11,16 @@ public static class QueryHits
     public static async IAsyncEnumerable<ShardHit> StreamAsync(QueryCoordinator coordinator, QueryRequest request, RqlQuery query,
         [EnumeratorCancellation] CancellationToken ct = default)
     {
-        var remaining = query.Limit ?? long.MaxValue;
-        var asked = (int)Math.Min(QueryStream.FirstPageSize, remaining);
         QueryStream stream;
-        try { stream = await coordinator.StreamAsync(request, query, asked, ct); }
+        try { stream = await coordinator.StreamAsync(request, query, ct); }
         catch (QueryProblem e) { throw Problem(e); }
         await using var _ = stream;
-        var page = stream.First;
+        await using var pages = stream.PagesAsync(ct).GetAsyncEnumerator(ct);
         while (true)
         {
-            foreach (var hit in page.Hits) yield return hit;
-            remaining -= page.Hits.Count;
-            if (remaining <= 0 || page.Hits.Count < asked) yield break;
-            asked = (int)Math.Min(QueryStream.NextPageSize(query), remaining);
-            try { page = await stream.NextAsync(page.Hits[^1].Cursor, asked, ct); }
+            try { if (!await pages.MoveNextAsync()) yield break; }
             catch (QueryProblem e) { throw Problem(e); }
+            foreach (var hit in pages.Current.Hits) yield return hit;
         }
     }
 

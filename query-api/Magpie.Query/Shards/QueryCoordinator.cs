@@ -1,3 +1,4 @@
+using System.Runtime.CompilerServices;
 using Magpie.Indexer.Definitions;
 using Magpie.Indexer.Lucene;
 using Magpie.Query.Facets;
@@ -23,10 +24,11 @@ public sealed class QueryCoordinator(IShardDirectory directory, IndexDefinitionS
 
     /// <summary>
     /// The first page of a stream: each owner holds a snapshot of its shards, so every later page
-    /// (<see cref="QueryStream.NextAsync"/>) reads the same point in time. Dispose the stream to let them go.
+    /// (<see cref="QueryStream.PagesAsync"/>) reads the same point in time. Dispose the stream to let them go.
     /// </summary>
-    public async Task<QueryStream> StreamAsync(QueryRequest request, RqlQuery query, int take, CancellationToken ct)
+    public async Task<QueryStream> StreamAsync(QueryRequest request, RqlQuery query, CancellationToken ct)
     {
+        var take = QueryStream.FirstTake(query);
         if (query.Facets.Count > 0) throw new QueryProblem(400, "facets are answered by POST /queries, not streamed");
         var after = request.Cursor;
         var (index, layout) = await LayoutForAsync(request, query, after, request.WaitForNonStaleResults, ct);
@@ -117,19 +119,32 @@ public sealed class QueryStream(QueryCoordinator coordinator, List<HeldOwner> ow
     : IAsyncDisposable
 {
     /// <summary>The first page is small, so the first rows go out at once.</summary>
-    public const int FirstPageSize = 1_000;
+    private const int FirstPageSize = 1_000;
 
     /// <summary>
     /// Later pages of projections are large: Lucene visits every hit of the query for each page after a cursor (it
     /// keeps the top N past the cursor), so pages of 1,000 made a 1M-hit stream cost 1,000 full passes (31.7k rows/s
     /// at 1M hits against 41k at 300k). Whole documents (up to 16 MB each) stay at 1,000 a page to bound memory.
     /// </summary>
-    public static int NextPageSize(RqlQuery query) => query.Select.Count > 0 ? 10_000 : FirstPageSize;
+    private int NextPageSize => query.Select.Count > 0 ? 10_000 : FirstPageSize;
 
-    public ShardPage First { get; } = first;
+    internal static int FirstTake(RqlQuery query) => (int)Math.Min(FirstPageSize, query.Limit ?? long.MaxValue);
 
-    public async Task<ShardPage> NextAsync(string after, int take, CancellationToken ct) =>
-        (await coordinator.AskAsync(owners, baseQuery, query, take, 0, after, hold: false, complete: true, ct)).Page;
+    /// <summary>Every page up to the query's limit: the first (already read), then one after another from the held snapshots.</summary>
+    public async IAsyncEnumerable<ShardPage> PagesAsync([EnumeratorCancellation] CancellationToken ct = default)
+    {
+        var remaining = query.Limit ?? long.MaxValue;
+        var asked = FirstTake(query);
+        var page = first;
+        while (true)
+        {
+            yield return page;
+            remaining -= page.Hits.Count;
+            if (remaining <= 0 || page.Hits.Count < asked) yield break;
+            asked = (int)Math.Min(NextPageSize, remaining);
+            page = (await coordinator.AskAsync(owners, baseQuery, query, asked, 0, page.Hits[^1].Cursor, hold: false, complete: true, ct)).Page;
+        }
+    }
 
     public async ValueTask DisposeAsync() => await QueryCoordinator.ReleaseAsync(owners);
 }
