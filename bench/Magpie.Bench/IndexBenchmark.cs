@@ -3,8 +3,11 @@ using System.Net.Http.Json;
 using System.Text;
 using System.Text.Json;
 using Magpie.Contracts.Indexes;
+using Magpie.Indexer.Engine;
+using Magpie.Contracts.Search;
 using Magpie.Indexer.Lucene;
 using Magpie.Indexer.Maps;
+using Microsoft.Extensions.Logging.Abstractions;
 using Magpie.Producers;
 
 namespace Magpie.Bench;
@@ -14,8 +17,8 @@ namespace Magpie.Bench;
 /// Score, CreationDate numeric/date). The pipeline side is everything a user runs: HTTP bulk writes, the
 /// store, the change feed (FasterLog tail, or Kafka), the JS map in Jint, Lucene writes and commits, until
 /// the index holds every document. The raw side is the limit: the same Lucene fields built in C# straight
-/// from the JSON (no store, no feed, no JS), written into the same Lucene IndexWriter in the same batches
-/// of 4,096 with a commit each.
+/// from the JSON (no store, no feed, no JS), written into the same Lucene.Net IndexWriter (the engine's, in this
+/// process) in the same batches of 4,096 with a commit and a refresh each.
 /// </summary>
 public static class IndexBenchmark
 {
@@ -29,8 +32,8 @@ public static class IndexBenchmark
 
     public static async Task<(double DocsPerSecond, TimeSpan Elapsed)> RawLuceneAsync(string dir, IReadOnlyList<DocumentWrite[]> batches)
     {
-        await using var host = LuceneHostProcess.Start(1024);
-        var index = await LuceneIndex.OpenAsync(host, dir);
+        using var engine = new LuceneEngine(NullLogger.Instance);
+        var index = engine.Open(dir);
         var docs = batches.SelectMany(b => b).ToList();
         var watch = Stopwatch.StartNew();
         foreach (var chunk in docs.Chunk(4096))
@@ -42,6 +45,7 @@ public static class IndexBenchmark
         }
         watch.Stop();
         var state = await index.StateAsync();
+        index.Close();
         if (state.Entries != docs.Count) throw new InvalidOperationException($"raw index holds {state.Entries}, expected {docs.Count}");
         return (docs.Count / watch.Elapsed.TotalSeconds, watch.Elapsed);
     }

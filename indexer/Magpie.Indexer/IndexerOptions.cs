@@ -9,9 +9,8 @@ public sealed class IndexerOptions
 
     /// <summary>Changes per Lucene writer batch (one commit each).</summary>
     public int BatchSize { get; init; } = 4096;
-    public int LuceneHeapMegabytes { get; init; } = 1024;
 
-    /// <summary>What the Lucene host may keep for facets (columns of value ordinals, range document sets), within its heap.</summary>
+    /// <summary>What the engine may keep for facets (columns of value ordinals, range document sets), over all indexes.</summary>
     public int FacetCacheMegabytes { get; init; } = 256;
 
     /// <summary>Kafka bootstrap servers when the indexer runs as its own process (Kafka mode); null = embedded.</summary>

@@ -32,7 +32,7 @@ public sealed class MagpieSettings
     public int RequestQueueLimit { get; set; } = 1024;
     public int CheckpointIntervalSeconds { get; set; } = 60;
 
-    /// <summary>The Lucene host's budget for facet columns (per-segment value ordinals and range document sets), in MB.</summary>
+    /// <summary>The index engine's budget for facet columns (all indexes together) (per-segment value ordinals and range document sets), in MB.</summary>
     public int FacetCacheMegabytes { get; set; } = 256;
 
     /// <summary>The PostgreSQL wire endpoint of the query target (<c>Magpie:Pg:*</c>, <c>MAGPIE__PG__PORT</c>, <c>--pg-port</c>, <c>--pg-user</c>).</summary>

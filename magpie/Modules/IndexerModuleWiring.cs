@@ -10,8 +10,8 @@ using Microsoft.AspNetCore.Builder;
 namespace Magpie.Modules;
 
 /// <summary>
-/// indexer: index definitions and one Lucene worker per index and shard. Needs: a data directory, a Java 17
-/// runtime and Debian's liblucene8-java once an index is defined, and the change feed — embedded when
+/// indexer: index definitions and one worker per index and shard on Lucene.Net, in-process. Needs: a data directory
+/// and the change feed — embedded when
 /// ingest runs in the same process (one shard, definitions in the data directory); otherwise Kafka:
 /// definitions in magpie.indexes, shards = the partitions of magpie.changes this process owns in the
 /// indexer consumer group, answered to query processes on POST /shards/queries.
@@ -28,7 +28,6 @@ public sealed class IndexerModuleWiring(bool ingestInProcess) : IMagpieModule
     {
         builder.Services.AddIndexer(Options(settings, ingestInProcess));
         builder.Services.AddLocalShards();
-        builder.Services.AddReadinessCheck("lucene", (sp, _) => Task.FromResult(sp.GetRequiredService<IndexRegistry>().HostFailure));
     }
 
     public void Map(WebApplication app, MagpieSettings settings)

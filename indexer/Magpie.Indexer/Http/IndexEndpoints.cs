@@ -2,7 +2,8 @@ using System.Text.Json;
 using Magpie.Contracts.Indexes;
 using Magpie.Indexer.Definitions;
 using Magpie.Indexer.Indexing;
-using Magpie.Indexer.Lucene;
+using Magpie.Indexer.Engine;
+using Magpie.Contracts.Search;
 using Magpie.Indexer.Shards;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Http;
@@ -71,7 +72,7 @@ public static class IndexEndpoints
         // Kafka map/reduce: the map side (its own workers) records the map errors and can fail on its own.
         var mapSide = registry.MapSide(name).Select(w => w.Status.Snapshot()).ToList();
         var all = shards.Select(s => s.State).Concat(mapSide).ToList();
-        var failure = all.Select(s => s.Failure).FirstOrDefault(f => f is not null) ?? registry.HostFailure;
+        var failure = all.Select(s => s.Failure).FirstOrDefault(f => f is not null) ;
         var embedded = shards is [{ Worker.Shard: IIndexShards.All }];
         return new
         {
@@ -100,12 +101,12 @@ public static class IndexEndpoints
     {
         var workers = registry.Workers(name);
         var shards = workers.Select(w => w.Status.Snapshot()).ToList();
-        // The Lucene host's facet columns: this index's share (over its shards here) and the host's total within its budget.
+        // The engine's facet columns: this index's share (over its shards here) and the engine's total within its budget.
         var caches = new List<FacetCacheStats>();
-        foreach (var index in workers.Select(w => w.Index).OfType<LuceneIndex>())
+        foreach (var index in workers.Select(w => w.Index).OfType<IIndexPersistence>())
         {
             try { caches.Add((await index.StateAsync(ct)).FacetCache); }
-            catch (LuceneException) { }   // closing under us: left out of the figures
+            catch (IndexEngineException) { }   // closing under us: left out of the figures
         }
         var mapSide = registry.MapSide(name).Select(w => w.Status.Snapshot()).ToList();
         var all = shards.Concat(mapSide).ToList();
@@ -124,9 +125,9 @@ public static class IndexEndpoints
             {
                 bytes = caches.Sum(c => c.IndexBytes),
                 columns = caches.Sum(c => c.IndexEntries),
-                hostBytes = caches[0].HostBytes,
-                hostBudgetBytes = caches[0].BudgetBytes,
-                hostColumns = caches[0].HostEntries,
+                engineBytes = caches[0].TotalBytes,
+                engineBudgetBytes = caches[0].BudgetBytes,
+                engineColumns = caches[0].TotalEntries,
                 hits = caches[0].Hits,
                 misses = caches[0].Misses,
                 evictions = caches[0].Evictions,

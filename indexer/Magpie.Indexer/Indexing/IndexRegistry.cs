@@ -4,7 +4,9 @@ using Magpie.Contracts.Indexes;
 using Magpie.Contracts.Changes;
 using Magpie.Indexer.Definitions;
 using Magpie.Indexer.Indexing.Stages;
+using Magpie.Indexer.Engine;
 using Magpie.Indexer.Lucene;
+using Magpie.Contracts.Search;
 using Magpie.Indexer.MapReduce;
 using Magpie.Indexer.Shards;
 using Microsoft.Extensions.Hosting;
@@ -17,7 +19,6 @@ namespace Magpie.Indexer.Indexing;
 /// its workers (which rebuild: the commit's fingerprint no longer matches), a deleted one stops and its
 /// files go; a shard gained (Kafka rebalance) starts a worker on its local Lucene index, resuming from its
 /// commit or rebuilding from the compacted topic; a shard lost stops its worker and keeps the files.
-/// The Lucene host (a JVM) starts with the first index, so a magpie without indexes needs no Java.
 /// </summary>
 public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards shards, IndexerOptions options, ILoggerFactory logs,
     Contracts.Documents.IDocumentOutput? documents = null)
@@ -32,8 +33,7 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
     /// </summary>
     private readonly record struct WorkerKey(string Name, int Shard, bool MapSide = false);
     private readonly ILogger _log = logs.CreateLogger("Magpie.Indexes");
-    private LuceneHostProcess? _host;
-    private string? _hostFailure;
+    private readonly IIndexEngine _engine = new LuceneEngine(logs.CreateLogger("Magpie.Indexes.Engine"), (long)options.FacetCacheMegabytes << 20);
     private bool _disposed;
 
     public async Task StartAsync(CancellationToken cancellationToken)
@@ -98,9 +98,6 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
         return results.All(r => r);
     }
 
-    /// <summary>Why no index can run (Java or the Lucene jars missing), or null.</summary>
-    public string? HostFailure => _hostFailure;
-
     public async Task ResetAsync(string name)
     {
         await _gate.WaitAsync();
@@ -140,8 +137,7 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
             foreach (var shard in owned)
             {
                 if (_workers.Keys.Any(k => k.Name == name && k.Shard == shard)) continue;
-                if (HostOrNull() is not { } host) continue;
-                foreach (var (key, worker) in WorkersFor(name, definition, shard, host))
+                foreach (var (key, worker) in WorkersFor(name, definition, shard))
                 {
                     lock (_workers) _workers[key] = (definition, worker);
                     worker.Start();
@@ -156,10 +152,10 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
     /// feed. Kafka mode splits a map/reduce index in two: the map side reads the changes and publishes to the mapped
     /// topic, the reduce side reads the same partition number of the mapped topic and holds the results.
     /// </summary>
-    private List<(WorkerKey, IndexWorker)> WorkersFor(string name, IndexDefinition definition, int shard, LuceneHostProcess host)
+    private List<(WorkerKey, IndexWorker)> WorkersFor(string name, IndexDefinition definition, int shard)
     {
         IndexWorker Worker(IChangeFeed feed, string directory, Func<IndexStatus, IIndexStage> stage) =>
-            new(name, definition, feed, host, directory, stage, _log, options.BatchSize) { Shard = shard };
+            new(name, definition, feed, _engine, directory, stage, _log, options.BatchSize) { Shard = shard };
         var limits = options.ScriptLimits;
         if (definition.Reduce is null)
             return [(new WorkerKey(name, shard), Worker(shards.FeedOf(shard), DirectoryOf(name, shard), s => new MapStage(definition, limits, s, options.StoreSource)))];
@@ -174,22 +170,6 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
         ];
     }
 
-    private LuceneHostProcess? HostOrNull()
-    {
-        if (_host is not null) return _host;
-        try
-        {
-            _host = LuceneHostProcess.Start(options.LuceneHeapMegabytes, options.FacetCacheMegabytes);
-            _hostFailure = null;
-        }
-        catch (Exception e)
-        {
-            _hostFailure = e.Message;
-            _log.LogError("indexes can't run: {Error}", e.Message);
-        }
-        return _host;
-    }
-
     private List<WorkerKey> KeysOf(string name)
     {
         lock (_workers) return _workers.Keys.Where(k => k.Name == name).ToList();
@@ -202,7 +182,7 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
             if (!_workers.Remove(key, out entry)) return;
         var worker = entry.Item2;
         await worker.DisposeAsync();
-        if (worker.Index is { } index) try { await index.CloseAsync(); } catch (LuceneException) { }
+        worker.Index?.Close();
     }
 
     private void DeleteFiles(string name)
@@ -228,8 +208,7 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
             lock (_workers) keys = [.. _workers.Keys];
             foreach (var key in keys) await StopWorkerAsync(key);
             await shards.DisposeAsync();
-            if (_host is not null) await _host.DisposeAsync();
-            _host = null;
+            _engine.Dispose();
         }
         finally { _gate.Release(); }
     }

@@ -5,7 +5,8 @@ using System.Threading.Channels;
 using Magpie.Contracts.Changes;
 using Magpie.Contracts.Indexes;
 using Magpie.Indexer.Indexing.Stages;
-using Magpie.Indexer.Lucene;
+using Magpie.Indexer.Engine;
+using Magpie.Contracts.Search;
 using Microsoft.Extensions.Logging;
 
 namespace Magpie.Indexer.Indexing;
@@ -18,14 +19,15 @@ namespace Magpie.Indexer.Indexing;
 /// replaces the same entries again — so the index equals a fresh rebuild. A commit made by another definition (a
 /// changed index) is wiped and rebuilt from the beginning of the feed.
 /// </summary>
-public sealed class IndexWorker(string name, IndexDefinition definition, IChangeFeed feed, LuceneHostProcess host, string directory,
+public sealed class IndexWorker(string name, IndexDefinition definition, IChangeFeed feed, IIndexEngine engine, string directory,
     Func<IndexStatus, IIndexStage> stages, ILogger log, int batchSize = 4096) : IAsyncDisposable
 {
     public const string PositionKey = "magpie.position", EtagKey = "magpie.etag", DefinitionKey = "magpie.definition", SourceKey = "magpie.source";
     public const string SourceField = "@source";
 
     private readonly CancellationTokenSource _stop = new();
-    private readonly string _fingerprint = Fingerprint(definition);
+    /// <summary>What the commit's <see cref="DefinitionKey"/> says: the definition and the engine that wrote the index (another of either is rebuilt).</summary>
+    private readonly string _fingerprint = $"{Fingerprint(definition)}@{engine.Name}";
     private readonly List<(long Etag, TaskCompletionSource Done)> _waiters = [];
     private Task _loop = Task.CompletedTask;
     private ChangeFeedPosition _position = ChangeFeedPosition.Beginning;
@@ -80,8 +82,8 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
 
     private int _heldSnapshots;
 
-    /// <summary>The open Lucene index, for queries (null until the worker opened it).</summary>
-    public LuceneIndex? Index { get; private set; }
+    /// <summary>The open index, for queries (null until the worker opened it).</summary>
+    public IIndexPersistence? Index { get; private set; }
 
     public static string Fingerprint(IndexDefinition definition) =>
         Convert.ToHexString(SHA256.HashData(JsonSerializer.SerializeToUtf8Bytes(definition)))[..16];
@@ -117,7 +119,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
             {
                 using var stage = stages(Status);
                 await stage.PrepareAsync(ct);
-                Index ??= await LuceneIndex.OpenAsync(host, directory, ct);
+                Index ??= engine.Open(directory);
                 var position = await ResumeAsync(Index, stage, ct);
                 _position = position;
                 ReleaseWaiters(Status.IndexedEtag);
@@ -135,11 +137,11 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
     }
 
     /// <summary>
-    /// Two loops, so the JS maps (here) and Lucene (in the Java host) work at the same time: batch n+1 is read and
+    /// Two loops, so the JS maps (here) and the engine's writes work at the same time: batch n+1 is read and
     /// mapped while batch n is applied (reduced), written and committed. At most <see cref="IIndexStage.MapAhead"/> mapped batches wait.
     /// A failure anywhere ends the attempt; the worker resumes from the last commit.
     /// </summary>
-    private async Task IndexFromAsync(LuceneIndex index, IIndexStage stage, ChangeFeedPosition position, CancellationToken ct)
+    private async Task IndexFromAsync(IIndexPersistence index, IIndexStage stage, ChangeFeedPosition position, CancellationToken ct)
     {
         using var attempt = CancellationTokenSource.CreateLinkedTokenSource(ct);
         lock (_commitLock) _commitFailure = null;
@@ -161,7 +163,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
             }
             catch (Exception e) { mapped.Writer.Complete(e); }
         }, attempt.Token);
-        // The stage applies batch n+1 (the reduce, in .NET) while Lucene writes batch n (in the Java host); writes stay in order.
+        // The stage applies batch n+1 (the reduce) while the engine writes batch n on another thread; writes stay in order.
         var writing = Task.CompletedTask;
         try
         {
@@ -170,7 +172,8 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
                 var started = Stopwatch.GetTimestamp();
                 var applied = await stage.ApplyAsync(batch, attempt.Token) with { ApplyMs = Ms(Stopwatch.GetElapsedTime(started)) };
                 await writing;
-                writing = WriteAsync(index, applied, moreWaiting: mapped.Reader.Count > 0, attempt.Token);
+                var more = mapped.Reader.Count > 0;
+                writing = Task.Run(() => WriteAsync(index, applied, moreWaiting: more, attempt.Token), attempt.Token);
             }
             await writing;
         }
@@ -187,14 +190,14 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
     /// Where the last commit says this index got to, with the stage's state reloaded; a commit of another definition
     /// is wiped first and the index starts from the beginning of its feed.
     /// </summary>
-    private async Task<ChangeFeedPosition> ResumeAsync(LuceneIndex index, IIndexStage stage, CancellationToken ct)
+    private async Task<ChangeFeedPosition> ResumeAsync(IIndexPersistence index, IIndexStage stage, CancellationToken ct)
     {
         var state = await index.StateAsync(ct);
         var data = state.CommitData;
         _sourcePosition = stage.FedByAllPartitions ? ChangeFeedPosition.Beginning : null;
         if (data.GetValueOrDefault(DefinitionKey) != _fingerprint)
         {
-            if (data.Count > 0) log.LogInformation("index {Index}: definition changed, rebuilding from the beginning", name);
+            if (data.Count > 0) log.LogInformation("index {Index}: definition or engine changed, rebuilding from the beginning", name);
             await index.DeleteAllAsync(ct);
             await index.CommitAsync(Commit(ChangeFeedPosition.Beginning, 0), ct);
             Status.Resumed(0, 0);
@@ -215,7 +218,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
     /// that batch may land in it too, which is harmless, since after a crash the index resumes from the
     /// position in the commit and re-applies what followed, replacing the same entries again.
     /// </summary>
-    private async Task WriteAsync(LuceneIndex index, MappedBatch batch, bool moreWaiting, CancellationToken ct)
+    private async Task WriteAsync(IIndexPersistence index, MappedBatch batch, bool moreWaiting, CancellationToken ct)
     {
         var started = Stopwatch.GetTimestamp();
         if (batch.Deletes.Count > 0 || batch.Documents.Count > 0) await index.WriteAsync(batch.Deletes, batch.Documents, ct);
@@ -232,7 +235,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
         _lastCommit = Stopwatch.GetTimestamp();
         lock (_commitLock)
         {
-            if (_commitFailure is { } failed) { _commitFailure = null; throw new LuceneException($"commit failed: {failed.Message}"); }
+            if (_commitFailure is { } failed) { _commitFailure = null; throw new IndexEngineException($"commit failed: {failed.Message}"); }
             _nextCommit = (number, Commit(batch.Source.After, lastEtag));
             // Not cancelled with the worker: a stop waits for the commit asked for (short), so a restart does not redo that work.
             if (_committing.IsCompleted) _committing = Task.Run(() => CommitLoopAsync(index), CancellationToken.None);
@@ -240,7 +243,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
     }
 
     /// <summary>Commits the newest requested position until none is waiting: one commit in flight, the latest request next.</summary>
-    private async Task CommitLoopAsync(LuceneIndex index)
+    private async Task CommitLoopAsync(IIndexPersistence index)
     {
         while (true)
         {

@@ -1,217 +1,242 @@
+using System.Collections.Concurrent;
+using Lucene.Net.Documents;
+using Lucene.Net.Index;
+using Lucene.Net.Search;
+using Lucene.Net.Util;
+using Magpie.Contracts.Search;
+using Magpie.Indexer.Engine;
+using Query = Lucene.Net.Search.Query;
 
 namespace Magpie.Indexer.Lucene;
 
 /// <summary>
-/// What a query asks of one index. <see cref="After"/> (a cursor from a previous page) replaces <see cref="Skip"/>; <see cref="StoredFields"/>
-/// null = all stored fields; <see cref="Snapshot"/> (from <see cref="LuceneIndex.AcquireSnapshotAsync"/>) searches that point in time, 0 = now.
+/// One Lucene.Net index: its <see cref="IndexWriter"/> and near-real-time <see cref="SearcherManager"/>. Searches acquire the
+/// current searcher (or a held snapshot) for their duration; writes go on meanwhile.
 /// </summary>
-public sealed record SearchRequest(LuceneQuery Query, IReadOnlyList<SortField> Sort, int PageSize, int Skip = 0, SearchCursor? After = null,
-    IReadOnlyList<string>? StoredFields = null, long Snapshot = 0);
-
-public sealed record SearchHit(string Id, float Score, IReadOnlyDictionary<string, IReadOnlyList<object>> Stored, SearchCursor Cursor);
-
-public sealed record SearchPage(long TotalHits, IReadOnlyList<SearchHit> Hits);
-
-/// <summary>Commit user data (how far the index consumed its source), the live entry count, the facet cache's figures.</summary>
-public sealed record LuceneIndexState(IReadOnlyDictionary<string, string> CommitData, long Entries, FacetCacheStats FacetCache);
-
-/// <summary>
-/// One Lucene index in the host: an IndexWriter on an NIOFSDirectory and a near-real-time searcher.
-/// Writes are visible to searches after <see cref="RefreshAsync"/>, durable after <see cref="CommitAsync"/>,
-/// whose user data records the position the index has consumed.
-/// </summary>
-public sealed class LuceneIndex
+internal sealed class LuceneIndex : IIndexPersistence
 {
-    private readonly LuceneHostProcess _host;
-    private readonly int _handle;
+    private readonly LuceneEngine _engine;
+    private readonly IndexWriter _writer;
+    private readonly SearcherManager _searchers;
+    private readonly ConcurrentDictionary<long, IndexSearcher> _snapshots = new();
+    private long _nextSnapshot;
+    private volatile bool _closed;
 
-    private LuceneIndex(LuceneHostProcess host, int handle, LuceneIndexState opened)
+    public LuceneIndex(LuceneEngine engine, IndexWriter writer)
     {
-        _host = host;
-        _handle = handle;
-        Opened = opened;
+        _engine = engine;
+        _writer = writer;
+        _searchers = new SearcherManager(writer, applyAllDeletes: true, new SimilarSearchers(engine.Similarity));
+        Opened = State();
     }
 
-    /// <summary>The state of the last commit when the index was opened.</summary>
-    public LuceneIndexState Opened { get; }
-
-    public static async Task<LuceneIndex> OpenAsync(LuceneHostProcess host, string directory, CancellationToken ct = default)
+    /// <summary>Searchers that score as the writer indexed (BM25).</summary>
+    private sealed class SimilarSearchers(global::Lucene.Net.Search.Similarities.Similarity similarity) : SearcherFactory
     {
-        Directory.CreateDirectory(directory);
-        var r = await host.CallAsync(LuceneProtocol.Open, w => w.String(Path.GetFullPath(directory)), ct);
-        var handle = r.Int();
-        return new LuceneIndex(host, handle, ReadState(r));
+        public override IndexSearcher NewSearcher(IndexReader reader) => new(reader) { Similarity = similarity };
     }
 
-    /// <summary>Deletes every entry of <paramref name="deletes"/>, then replaces each document's entries (not visible before a refresh).</summary>
-    public async Task WriteAsync(IReadOnlyCollection<string> deletes, IReadOnlyList<IndexedDocument> documents, CancellationToken ct = default) =>
-        await _host.CallAsync(LuceneProtocol.Write, w =>
+    public IndexState Opened { get; }
+
+    public Task WriteAsync(IReadOnlyCollection<string> deletes, IReadOnlyList<IndexedDocument> documents, CancellationToken ct = default)
+    {
+        Guard(() =>
         {
-            w.Int(_handle).Int(deletes.Count);
-            foreach (var id in deletes) w.String(id);
-            w.Int(documents.Count);
+            if (deletes.Count > 0) _writer.DeleteDocuments([.. deletes.Select(id => new Term(LuceneDocuments.Id, id))]);
             foreach (var d in documents)
             {
-                w.String(d.Id).Int(d.Entries.Count);
-                foreach (var e in d.Entries)
-                {
-                    w.Int(e.Fields.Count);
-                    foreach (var f in e.Fields) f.Write(w);
-                }
+                var term = new Term(LuceneDocuments.Id, d.Id);
+                if (d.Entries.Count == 1) _writer.UpdateDocument(term, LuceneDocuments.Build(d.Id, d.Entries[0]));
+                else _writer.UpdateDocuments(term, d.Entries.Select(e => LuceneDocuments.Build(d.Id, e)).ToList());
             }
-        }, ct);
+        });
+        return Task.CompletedTask;
+    }
 
-    /// <summary>Makes everything written so far durable, with <paramref name="commitData"/> as the commit's user data.</summary>
-    public async Task CommitAsync(IReadOnlyDictionary<string, string> commitData, CancellationToken ct = default) =>
-        await _host.CallAsync(LuceneProtocol.Commit, w =>
-        {
-            w.Int(_handle).Int(commitData.Count);
-            foreach (var (k, v) in commitData) w.String(k).String(v);
-        }, ct);
-
-    /// <summary>Opens a new near-real-time searcher if anything changed.</summary>
-    public async Task RefreshAsync(CancellationToken ct = default) => await _host.CallAsync(LuceneProtocol.Refresh, w => w.Int(_handle), ct);
-
-    public async Task DeleteAllAsync(CancellationToken ct = default) => await _host.CallAsync(LuceneProtocol.DeleteAll, w => w.Int(_handle), ct);
-
-    public async Task<LuceneIndexState> StateAsync(CancellationToken ct = default) =>
-        ReadState(await _host.CallAsync(LuceneProtocol.Stats, w => w.Int(_handle), ct));
-
-    /// <summary>
-    /// Holds the current searcher (a point in time) until <see cref="ReleaseSnapshotAsync"/>: searches with its id see
-    /// exactly what it saw, while writes, refreshes and merges go on. Each held snapshot keeps its segment files open.
-    /// </summary>
-    public async Task<long> AcquireSnapshotAsync(CancellationToken ct = default) =>
-        (await _host.CallAsync(LuceneProtocol.Snapshot, w => w.Int(_handle), ct)).Long();
-
-    public async Task ReleaseSnapshotAsync(long snapshot) => await _host.CallAsync(LuceneProtocol.Release, w => w.Long(snapshot));
-
-    /// <summary>
-    /// Every state entry (<see cref="StateEntry"/>) as of now, a page at a time from one snapshot: what a map/reduce
-    /// index reloads when it starts, instead of replaying its feed.
-    /// </summary>
-    public async IAsyncEnumerable<StateEntry> ScanStateAsync([System.Runtime.CompilerServices.EnumeratorCancellation] CancellationToken ct = default)
+    public Task CommitAsync(IReadOnlyDictionary<string, string> commitData, CancellationToken ct = default)
     {
-        var snapshot = await AcquireSnapshotAsync(ct);
+        Guard(() =>
+        {
+            _writer.SetCommitData(new Dictionary<string, string>(commitData));
+            _writer.Commit();
+        });
+        return Task.CompletedTask;
+    }
+
+    public Task RefreshAsync(CancellationToken ct = default)
+    {
+        Guard(_searchers.MaybeRefreshBlocking);
+        return Task.CompletedTask;
+    }
+
+    public Task DeleteAllAsync(CancellationToken ct = default)
+    {
+        Guard(() =>
+        {
+            _writer.DeleteAll();
+            _searchers.MaybeRefreshBlocking();
+        });
+        return Task.CompletedTask;
+    }
+
+    public Task<IndexState> StateAsync(CancellationToken ct = default) => Task.FromResult(Guard(State));
+
+    private IndexState State()
+    {
+        var data = new SortedDictionary<string, string>(_writer.CommitData ?? new Dictionary<string, string>(), StringComparer.Ordinal);
+        var entries = WithSearcher(0, s => s.IndexReader.NumDocs - CountState(s));
+        return new IndexState(data, entries, _engine.Columns.Stats(this));
+    }
+
+    /// <summary>Live state entries: never counted as entries.</summary>
+    private static int CountState(IndexSearcher searcher)
+    {
+        if (searcher.IndexReader.DocFreq(LuceneDocuments.StateTerm) == 0) return 0;
+        var count = new TotalHitCountCollector();
+        searcher.Search(new global::Lucene.Net.Search.TermQuery(LuceneDocuments.StateTerm), count);
+        return count.TotalHits;
+    }
+
+    public long AcquireSnapshot()
+    {
+        var searcher = Guard(_searchers.Acquire);
+        var id = Interlocked.Increment(ref _nextSnapshot);
+        _snapshots[id] = searcher;
+        return id;
+    }
+
+    public void ReleaseSnapshot(long snapshot)
+    {
+        if (!_snapshots.TryRemove(snapshot, out var searcher)) return;
+        try { _searchers.Release(searcher); }
+        catch (ObjectDisposedException) { }   // the index closed first: its readers went with it
+    }
+
+    public IEnumerable<StateEntry> ScanState()
+    {
+        var snapshot = AcquireSnapshot();
         try
         {
-            for (var from = 0; from >= 0;)
+            var searcher = _snapshots[snapshot];
+            var fields = new HashSet<string> { StateEntry.KeyField, StateEntry.SourceField, StateEntry.ValuesField };
+            foreach (var leaf in searcher.IndexReader.Leaves)
             {
-                var r = await _host.CallAsync(LuceneProtocol.ScanState, w => w.Long(snapshot).Int(from).Int(8192), ct);
-                from = r.Int();
-                var page = new StateEntry[r.Int()];
-                for (var i = 0; i < page.Length; i++) page[i] = new StateEntry(r.String()!, r.String()!, r.String());
-                foreach (var e in page) yield return e;
-            }
-        }
-        finally { await ReleaseSnapshotAsync(snapshot); }
-    }
-
-    public async Task CloseAsync() => await _host.CallAsync(LuceneProtocol.Close, w => w.Int(_handle));
-
-    public async Task<SearchPage> SearchAsync(SearchRequest request, CancellationToken ct = default)
-    {
-        var r = await _host.CallAsync(LuceneProtocol.Search, w =>
-        {
-            w.Int(_handle).Long(request.Snapshot);
-            request.Query.Write(w);
-            w.Int(request.Sort.Count);
-            foreach (var s in request.Sort) w.Byte((byte)s.Kind).String(s.Field).Bool(s.Descending);
-            w.Int(request.Skip).Int(request.PageSize).Bool(request.After is not null);
-            if (request.After is not null) w.Bytes(request.After.Values);
-            // null: every stored field; a list: just those.
-            w.Int(request.StoredFields?.Count ?? -1);
-            foreach (var f in request.StoredFields ?? []) w.String(f);
-        }, ct);
-        var total = r.Long();
-        var hits = new SearchHit[r.Int()];
-        for (var i = 0; i < hits.Length; i++)
-        {
-            var id = r.String()!;
-            var score = r.Float();
-            var stored = new Dictionary<string, IReadOnlyList<object>>();
-            for (var n = r.Int(); n > 0; n--)
-            {
-                var name = r.String()!;
-                object value = r.Byte() switch
+                var docs = leaf.AtomicReader.GetTermDocsEnum(LuceneDocuments.StateTerm);   // live documents only
+                if (docs is null) continue;
+                for (var doc = docs.NextDoc(); doc != DocIdSetIterator.NO_MORE_DOCS; doc = docs.NextDoc())
                 {
-                    LuceneProtocol.FieldLong => r.Long(),
-                    LuceneProtocol.FieldDouble => r.Double(),
-                    _ => r.String()!,
-                };
-                stored[name] = stored.TryGetValue(name, out var list) ? [.. list, value] : [value];
+                    var d = leaf.AtomicReader.Document(doc, fields);
+                    yield return new StateEntry(d.Get(StateEntry.KeyField), d.Get(StateEntry.SourceField), d.Get(StateEntry.ValuesField));
+                }
             }
-            hits[i] = new SearchHit(id, score, stored, new SearchCursor(ReadCursor(r)));
         }
-        return new SearchPage(total, hits);
+        finally { ReleaseSnapshot(snapshot); }
     }
 
-    /// <summary>
-    /// Counts <paramref name="facets"/> over the entries <paramref name="query"/> matches, in one pass in the host (at
-    /// <paramref name="snapshot"/>, or now when 0). Every value comes back; the caller orders, cuts and merges shards.
-    /// </summary>
-    public async Task<FacetCounts> FacetsAsync(LuceneQuery query, IReadOnlyList<FacetSpec> facets, long snapshot = 0, CancellationToken ct = default)
+    public Task<SearchPage> SearchAsync(SearchRequest request, CancellationToken ct = default) =>
+        Task.FromResult(WithSearcher(request.Snapshot, searcher => Search(searcher, request)));
+
+    private SearchPage Search(IndexSearcher searcher, SearchRequest request)
     {
-        var r = await _host.CallAsync(LuceneProtocol.Facets, w =>
+        var query = WithoutState(searcher, LuceneQueries.Build(request.Query, _engine.Analyzer));
+        var fields = request.Sort.Select(LuceneQueries.Sort).Append(LuceneQueries.ById).ToArray();
+        var after = request.After is { } cursor ? SortValues.ToFieldDoc(cursor, fields) : null;
+        var byScore = request.Sort.Any(s => s.Kind == SortKind.Score);
+        // A page can't hold more hits than the index has entries: the collector's queue is allocated at its full size.
+        var wanted = Math.Max(1, Math.Min(after is not null ? request.PageSize : (long)request.Skip + request.PageSize, Math.Max(1, searcher.IndexReader.MaxDoc)));
+        var weight = searcher.CreateNormalizedWeight(query);
+        // Every hit counted (totalResults exact); scores only where they sort.
+        var collector = TopFieldCollector.Create(new Sort(fields), (int)wanted, after, fillFields: true, trackDocScores: byScore, trackMaxScore: false,
+            docsScoredInOrder: !weight.ScoresDocsOutOfOrder);
+        searcher.Search(query, collector);
+        var top = collector.GetTopDocs();
+        var from = after is not null ? 0 : Math.Min(request.Skip, top.ScoreDocs.Length);
+        ISet<string>? stored = request.StoredFields is null ? null : new HashSet<string>(request.StoredFields) { LuceneDocuments.Id };
+        var hits = new SearchHit[top.ScoreDocs.Length - from];
+        for (var i = from; i < top.ScoreDocs.Length; i++)
         {
-            w.Int(_handle).Long(snapshot);
-            query.Write(w);
-            w.Int(facets.Count);
-            foreach (var f in facets) f.Write(w);
-        }, ct);
-        var total = r.Long();
-        var result = new IReadOnlyList<FacetBucket>[r.Int()];
-        for (var i = 0; i < result.Length; i++)
+            var hit = (FieldDoc)top.ScoreDocs[i];
+            var doc = stored is null ? searcher.Doc(hit.Doc) : searcher.Doc(hit.Doc, stored);
+            hits[i - from] = new SearchHit(doc.Get(LuceneDocuments.Id), float.IsNaN(hit.Score) ? 0f : hit.Score, StoredValues(doc), SortValues.ToCursor(hit));
+        }
+        return new SearchPage(top.TotalHits, hits);
+    }
+
+    private static Dictionary<string, IReadOnlyList<object>> StoredValues(Document doc)
+    {
+        var values = new Dictionary<string, List<object>>();
+        foreach (var f in doc.Fields)
         {
-            var ranges = facets[i] is RangeFacetSpec;
-            var buckets = new FacetBucket[r.Int()];
-            for (var b = 0; b < buckets.Length; b++)
+            if (f.Name == LuceneDocuments.Id) continue;
+            object value = f.NumericType switch
             {
-                string? text = null;
-                double? number = null;
-                if (!ranges && r.Byte() == LuceneProtocol.FieldDouble) number = r.Double();
-                else if (!ranges) text = r.String();
-                var count = r.Long();
-                var fields = new FieldTotals[r.Int()];
-                for (var a = 0; a < fields.Length; a++) fields[a] = new FieldTotals(r.Long(), r.Double(), r.Double(), r.Double());
-                buckets[b] = new FacetBucket(text, number, ranges ? b : -1, count, fields);
-            }
-            result[i] = buckets;
+                NumericFieldType.INT64 => f.GetInt64Value()!.Value,
+                NumericFieldType.DOUBLE => f.GetDoubleValue()!.Value,
+                _ => f.GetStringValue(),
+            };
+            if (!values.TryGetValue(f.Name, out var list)) values[f.Name] = list = [];
+            list.Add(value);
         }
-        return new FacetCounts(total, result);
+        return values.ToDictionary(v => v.Key, v => (IReadOnlyList<object>)v.Value);
     }
 
-    /// <summary>Every field name in the index as searched now (with Magpie's suffixes: <c>@num</c>, <c>@ticks</c>, <c>@cs</c>, …).</summary>
-    public async Task<IReadOnlyList<string>> FieldNamesAsync(CancellationToken ct = default)
-    {
-        var r = await _host.CallAsync(LuceneProtocol.Fields, w => w.Int(_handle), ct);
-        var names = new string[r.Int()];
-        for (var i = 0; i < names.Length; i++) names[i] = r.String()!;
-        return names;
-    }
-
-    /// <summary>The cursor is the sort values exactly as the host wrote them; it sends them back verbatim.</summary>
-    private static byte[] ReadCursor(FrameReader r)
-    {
-        var start = r.Position;
-        for (var n = r.Int(); n > 0; n--)
+    public Task<FacetCounts> FacetsAsync(SearchQuery query, IReadOnlyList<FacetSpec> facets, long snapshot = 0, CancellationToken ct = default) =>
+        Task.FromResult(WithSearcher(snapshot, searcher =>
         {
-            switch (r.Byte())
-            {
-                case 1: r.Bytes(r.Int()); break;
-                case 2: r.Long(); break;
-                case 3: r.Double(); break;
-                case 4: r.Float(); break;
-            }
-        }
-        return r.Slice(start, r.Position).ToArray();
+            var counter = new FacetCounter(_engine.Columns, this, searcher, facets, q => LuceneQueries.Build(q, _engine.Analyzer));
+            searcher.Search(WithoutState(searcher, LuceneQueries.Build(query, _engine.Analyzer)), counter);
+            return counter.Result();
+        }));
+
+    public IReadOnlyList<string> FieldNames() => WithSearcher(0, searcher =>
+        searcher.IndexReader.Leaves.SelectMany(l => l.AtomicReader.FieldInfos.Select(f => f.Name)).Distinct().Order(StringComparer.Ordinal).ToList());
+
+    /// <summary>Searches never see state entries; the clause costs nothing on an index that has none.</summary>
+    private static Query WithoutState(IndexSearcher searcher, Query query)
+    {
+        if (searcher.IndexReader.DocFreq(LuceneDocuments.StateTerm) == 0) return query;
+        return new BooleanQuery
+        {
+            { query, Occur.MUST },
+            { new global::Lucene.Net.Search.TermQuery(LuceneDocuments.StateTerm), Occur.MUST_NOT },
+        };
     }
 
-    private static LuceneIndexState ReadState(FrameReader r)
+    /// <summary>Runs <paramref name="read"/> on a held snapshot, or on the current searcher acquired for it.</summary>
+    private T WithSearcher<T>(long snapshot, Func<IndexSearcher, T> read)
     {
-        var data = new Dictionary<string, string>();
-        for (var n = r.Int(); n > 0; n--) data[r.String()!] = r.String()!;
-        var entries = r.Long();
-        return new LuceneIndexState(data, entries, new FacetCacheStats(r.Long(), r.Long(), r.Long(), r.Long(), r.Long(), r.Long(), r.Long(), r.Long()));
+        if (snapshot != 0)
+        {
+            if (!_snapshots.TryGetValue(snapshot, out var held)) throw new IndexEngineException($"snapshot {snapshot} was released");
+            return Guard(() => read(held));
+        }
+        var searcher = Guard(_searchers.Acquire);
+        try { return Guard(() => read(searcher)); }
+        finally { _searchers.Release(searcher); }
+    }
+
+    /// <summary>Lucene's refusals (too many clauses, a closed index, a bad cursor) as the engine's, with Lucene's reason.</summary>
+    private T Guard<T>(Func<T> action)
+    {
+        if (_closed) throw new IndexEngineException("the index is closed");
+        try { return action(); }
+        catch (Exception e) when (e is BooleanQuery.TooManyClausesException or ObjectDisposedException or ArgumentException or InvalidOperationException or IOException)
+        {
+            throw new IndexEngineException(_closed ? "the index is closed" : $"{e.GetType().Name}: {e.Message}", e);
+        }
+    }
+
+    private void Guard(Action action) => Guard(() => { action(); return 0; });
+
+    public void Close()
+    {
+        if (_closed) return;
+        _closed = true;
+        foreach (var id in _snapshots.Keys) ReleaseSnapshot(id);
+        _searchers.Dispose();
+        // Rollback, not Dispose: 4.8 commits on dispose, and uncommitted writes must never become durable beside an older position.
+        _writer.Rollback();
+        _engine.Columns.DropIndex(this);
+        _engine.Closed(this);
     }
 }

@@ -1,4 +1,5 @@
-using Magpie.Indexer.Lucene;
+using Magpie.Indexer.Engine;
+using Magpie.Contracts.Search;
 
 namespace Magpie.Indexer.MapReduce;
 

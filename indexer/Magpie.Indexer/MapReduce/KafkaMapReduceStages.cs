@@ -3,7 +3,8 @@ using Magpie.Contracts.Documents;
 using Magpie.Contracts.Indexes;
 using Magpie.Indexer.Indexing;
 using Magpie.Indexer.Indexing.Stages;
-using Magpie.Indexer.Lucene;
+using Magpie.Indexer.Engine;
+using Magpie.Contracts.Search;
 using Magpie.Scripting;
 
 namespace Magpie.Indexer.MapReduce;
@@ -21,9 +22,9 @@ public sealed class MappedTopicStage(IndexDefinition definition, ScriptLimits li
 
     public Task PrepareAsync(CancellationToken ct) => topics.EnsureAsync(topic, ct);
 
-    public async Task LoadAsync(LuceneIndex index, CancellationToken ct)
+    public async Task LoadAsync(IIndexPersistence index, CancellationToken ct)
     {
-        await foreach (var entry in index.ScanStateAsync(ct)) _map.Load(entry);
+        foreach (var entry in index.ScanState()) _map.Load(entry);
     }
 
     public MappedBatch Map(ChangeBatch batch) => new(batch, [], [], 0) { Changes = _map.Map(batch) };
@@ -59,9 +60,9 @@ public sealed class TopicReduceStage(IndexDefinition definition, ScriptLimits li
 
     public bool FedByAllPartitions => true;
 
-    public async Task LoadAsync(LuceneIndex index, CancellationToken ct)
+    public async Task LoadAsync(IIndexPersistence index, CancellationToken ct)
     {
-        await foreach (var entry in index.ScanStateAsync(ct)) _reduce.State.Load(entry);
+        foreach (var entry in index.ScanState()) _reduce.State.Load(entry);
         _reduce.State.Loaded();
     }
 

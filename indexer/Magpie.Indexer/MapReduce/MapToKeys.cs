@@ -3,7 +3,8 @@ using Magpie.Contracts.Documents;
 using Magpie.Contracts.Indexes;
 using Magpie.Indexer.Indexing;
 using Magpie.Indexer.Indexing.Stages;
-using Magpie.Indexer.Lucene;
+using Magpie.Indexer.Engine;
+using Magpie.Contracts.Search;
 using Magpie.Indexer.Maps;
 using Magpie.Scripting;
 
@@ -90,9 +91,9 @@ public sealed class LocalMapReduceStage(IndexDefinition definition, ScriptLimits
 
     public int MapAhead => 4;
 
-    public async Task LoadAsync(LuceneIndex index, CancellationToken ct)
+    public async Task LoadAsync(IIndexPersistence index, CancellationToken ct)
     {
-        await foreach (var entry in index.ScanStateAsync(ct))
+        foreach (var entry in index.ScanState())
         {
             _map.Load(entry);
             _reduce.State.Load(entry);

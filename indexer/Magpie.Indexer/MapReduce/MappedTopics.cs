@@ -68,7 +68,7 @@ public sealed class MappedTopics(string bootstrapServers, string group, int part
                 w.WriteRawValue(change.ValuesJson, skipInputValidation: true);
             });
             sent.Add(producer.ProduceAsync(new TopicPartition(topic, PartitionOf(change.Key)),
-                new Message<string, byte[]> { Key = Lucene.StateEntry.IdOf(change.Key, change.Source), Value = value }, ct));
+                new Message<string, byte[]> { Key = Engine.StateEntry.IdOf(change.Key, change.Source), Value = value }, ct));
         }
         var mark = Event($"{Watermark}/{sourcePartition}", Watermark, etag, now, w =>
         {

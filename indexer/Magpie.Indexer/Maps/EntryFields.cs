@@ -2,7 +2,8 @@ using System.Globalization;
 using System.Text.Json;
 using System.Text.RegularExpressions;
 using Magpie.Contracts.Indexes;
-using Magpie.Indexer.Lucene;
+using Magpie.Indexer.Engine;
+using Magpie.Contracts.Search;
 
 namespace Magpie.Indexer.Maps;
 

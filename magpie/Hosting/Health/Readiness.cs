@@ -10,8 +10,8 @@ namespace Magpie.Hosting.Health;
 
 /// <summary>
 /// <c>/healthz</c>: the process is alive and serving HTTP (nothing else is asked, so a busy dependency never gets a
-/// live process restarted). <c>/readyz</c>: every readiness check of the target's modules passes — Kafka answering,
-/// the Lucene host running; the document store has recovered before HTTP serves at all — 200 or 503, with each
+/// live process restarted). <c>/readyz</c>: every readiness check of the target's modules passes — Kafka answering;
+/// the document store has recovered before HTTP serves at all — 200 or 503, with each
 /// check's verdict as JSON.
 /// </summary>
 public static class Readiness

@@ -1,13 +1,14 @@
 using System.Text.Json;
 using Magpie.Contracts.Indexes;
-using Magpie.Indexer.Lucene;
+using Magpie.Indexer.Engine;
+using Magpie.Contracts.Search;
 using Magpie.Indexer.Maps;
 using Magpie.Query.Rql;
 
 namespace Magpie.Query.Facets;
 
 /// <summary>
-/// A query's facets as the Lucene host counts them, over the fields <see cref="EntryFields"/> wrote: a term facet
+/// A query's facets as the index engine counts them, over the fields <see cref="EntryFields"/> wrote: a term facet
 /// reads the values with their case (<c>F@cs</c>; a search field its lower-cased text) and the numbers (<c>F@num</c>);
 /// a range is the condition planned like a <c>where</c> (so numbers, ISO dates and strings range as they do there);
 /// aggregations read <c>F@num</c>.
@@ -27,7 +28,7 @@ public static class FacetPlan
                 var search = definition.FieldOptions(field).Indexing == IndexFieldOptions.Search;
                 return (FacetSpec)new TermFacetSpec([search ? field : field + EntryFields.CaseSensitive], [field + EntryFields.Number], aggregates);
             }
-            return new RangeFacetSpec(f.Ranges.Count == 0 ? [LuceneQuery.All] : [.. f.Ranges.Select(r => planner.Where(r.Expression))], aggregates);
+            return new RangeFacetSpec(f.Ranges.Count == 0 ? [SearchQuery.All] : [.. f.Ranges.Select(r => planner.Where(r.Expression))], aggregates);
         }).ToList();
     }
 }

@@ -1,5 +1,6 @@
 using System.Text.Json.Serialization;
-using Magpie.Indexer.Lucene;
+using Magpie.Indexer.Engine;
+using Magpie.Contracts.Search;
 using Magpie.Indexer.Maps;
 using Magpie.Query.Rql;
 

@@ -26,8 +26,8 @@ public sealed class IndexSchemas(IndexDefinitionStore definitions, IndexRegistry
 
     public async Task<IReadOnlyList<PgColumn>> ColumnsAsync(string index, CancellationToken ct)
     {
-        if (registry?.Workers(index).Select(w => w.Index).OfType<Indexer.Lucene.LuceneIndex>().FirstOrDefault() is { } lucene)
-            return FromFieldNames(await lucene.FieldNamesAsync(ct));
+        if (registry?.Workers(index).Select(w => w.Index).OfType<Indexer.Engine.IIndexPersistence>().FirstOrDefault() is { } lucene)
+            return FromFieldNames(lucene.FieldNames());
         return await SampleAsync(index, ct);
     }
 

@@ -1,8 +1,9 @@
 using System.Text.Json;
 using Magpie.Contracts.Indexes;
-using Magpie.Indexer.Lucene;
+using Magpie.Indexer.Engine;
+using Magpie.Contracts.Search;
 using Magpie.Indexer.Maps;
-using LuceneTermQuery = Magpie.Indexer.Lucene.TermQuery;
+using LuceneTermQuery = Magpie.Contracts.Search.TermQuery;
 
 namespace Magpie.Query.Rql;
 
@@ -14,9 +15,9 @@ namespace Magpie.Query.Rql;
 /// </summary>
 public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary<string, JsonElement>? parameters)
 {
-    public LuceneQuery Where(RqlExpression? where) => where is null ? LuceneQuery.All : Plan(where);
+    public SearchQuery Where(RqlExpression? where) => where is null ? SearchQuery.All : Plan(where);
 
-    private LuceneQuery Plan(RqlExpression e) => e switch
+    private SearchQuery Plan(RqlExpression e) => e switch
     {
         RqlAnd a => BoolQuery.And(Plan(a.Left), Plan(a.Right)),
         RqlOr o => BoolQuery.Or(Plan(o.Left), Plan(o.Right)),
@@ -30,7 +31,7 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
         _ => throw new ArgumentOutOfRangeException(nameof(e)),
     };
 
-    private LuceneQuery Compare(RqlCompare c)
+    private SearchQuery Compare(RqlCompare c)
     {
         var value = Resolve(c.Value);
         return c.Operator switch
@@ -45,7 +46,7 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
         };
     }
 
-    private LuceneQuery Equal(string field, object? value, bool exact) => value switch
+    private SearchQuery Equal(string field, object? value, bool exact) => value switch
     {
         null => new LuceneTermQuery(field, EntryFields.NullValue),
         bool b => new LuceneTermQuery(field, b ? "true" : "false"),
@@ -57,7 +58,7 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
     };
 
     /// <summary>Numbers range over <c>F@num</c>; ISO dates over <c>F@ticks</c>; other strings in term order.</summary>
-    private LuceneQuery Range(string field, object? low, bool includeLow, object? high, bool includeHigh, bool exact)
+    private SearchQuery Range(string field, object? low, bool includeLow, object? high, bool includeHigh, bool exact)
     {
         if (low is double or null && high is double or null && (low ?? high) is double)
         {

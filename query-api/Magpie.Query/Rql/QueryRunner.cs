@@ -1,7 +1,8 @@
 using System.Text.Json;
 using Magpie.Contracts.Indexes;
 using Magpie.Indexer.Indexing;
-using Magpie.Indexer.Lucene;
+using Magpie.Indexer.Engine;
+using Magpie.Contracts.Search;
 using Magpie.Indexer.Maps;
 
 namespace Magpie.Query.Rql;
@@ -10,13 +11,13 @@ namespace Magpie.Query.Rql;
 /// A query planned once (where → Lucene query, order by → sort fields, select → stored fields), then read
 /// a page at a time from any shard of the index.
 /// </summary>
-public sealed record QueryPlan(LuceneQuery Where, IReadOnlyList<SortField> Sort, IReadOnlyList<string>? StoredFields)
+public sealed record QueryPlan(SearchQuery Where, IReadOnlyList<SortField> Sort, IReadOnlyList<string>? StoredFields)
 {
     /// <summary>Fields this plan sorts numerically (an owner reports them so the coordinator can align owners).</summary>
     public IReadOnlyList<string> NumericSorts => Sort.Where(s => s.Kind == SortKind.Double).Select(s => s.Field[..^EntryFields.Number.Length]).ToList();
 
     /// <param name="snapshot">A point in time held on <paramref name="index"/> (a stream's), or 0 for now.</param>
-    public Task<SearchPage> PageAsync(LuceneIndex index, int pageSize, int skip, SearchCursor? after, CancellationToken ct = default, long snapshot = 0) =>
+    public Task<SearchPage> PageAsync(IIndexPersistence index, int pageSize, int skip, SearchCursor? after, CancellationToken ct = default, long snapshot = 0) =>
         index.SearchAsync(new SearchRequest(Where, Sort, pageSize, skip, after, StoredFields, snapshot), ct);
 }
 
@@ -25,7 +26,7 @@ public static class QueryRunner
 {
     /// <param name="numericSorts">Sort types already decided (by an earlier page, or the coordinator aligning shards):
     /// these fields sort numerically, other fields as strings; null = probe the shards.</param>
-    public static async Task<QueryPlan> PlanAsync(IReadOnlyList<LuceneIndex> shards, IndexDefinition definition, RqlQuery query,
+    public static async Task<QueryPlan> PlanAsync(IReadOnlyList<IIndexPersistence> shards, IndexDefinition definition, RqlQuery query,
         IReadOnlyDictionary<string, JsonElement>? parameters, IReadOnlyCollection<string>? numericSorts = null, CancellationToken ct = default)
     {
         var where = new QueryPlanner(definition, parameters).Where(query.Where);
@@ -40,7 +41,7 @@ public static class QueryRunner
     /// <c>as long/double</c> sorts numerically, <c>as string</c> by term; otherwise as already decided, or
     /// numerically if any shard holds numbers for the field (probed on a query's first page only).
     /// </summary>
-    private static async Task<SortField> SortOfAsync(IReadOnlyList<LuceneIndex> shards, RqlOrder order, IReadOnlyCollection<string>? numericSorts, CancellationToken ct)
+    private static async Task<SortField> SortOfAsync(IReadOnlyList<IIndexPersistence> shards, RqlOrder order, IReadOnlyCollection<string>? numericSorts, CancellationToken ct)
     {
         if (order.IsScore) return SortField.Score with { Descending = order.Descending };
         var numeric = order.As switch

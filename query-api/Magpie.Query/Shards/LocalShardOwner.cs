@@ -3,7 +3,8 @@ using Magpie.Contracts.Documents;
 using Magpie.Contracts.Indexes;
 using Magpie.Indexer.Definitions;
 using Magpie.Indexer.Indexing;
-using Magpie.Indexer.Lucene;
+using Magpie.Indexer.Engine;
+using Magpie.Contracts.Search;
 using Magpie.Indexer.Maps;
 using Magpie.Query.Facets;
 using Magpie.Query.Rql;
@@ -42,13 +43,13 @@ public sealed class LocalShardOwner(IndexDefinitionStore definitions, IndexRegis
         List<IndexWorker> Workers() => registry.Workers(name).Where(w => request.Partitions?.Contains(w.Shard) ?? true).ToList();
         bool Ready(List<IndexWorker> w) => w.Count > 0 && w.Count >= (request.Partitions?.Count ?? 0) && w.All(x => x.Index is not null);
         var workers = Workers();
-        while (!Ready(workers) && registry.HostFailure is null && DateTime.UtcNow < deadline)
+        while (!Ready(workers) && DateTime.UtcNow < deadline)
         {
             await Task.Delay(20, ct);
             workers = Workers();
         }
         if (!definitions.Current.TryGetValue(name, out definition)) throw new QueryProblem(404, $"index '{name}' does not exist");
-        if (!Ready(workers)) throw new QueryProblem(503, $"index '{name}' is not running here: {registry.HostFailure ?? "starting"}");
+        if (!Ready(workers)) throw new QueryProblem(503, $"index '{name}' is not running here yet (starting)");
 
         var stale = (await Task.WhenAll(workers.Select(w => IsStaleAsync(w, request, deadline, ct)))).Any(s => s);
         if (!request.HoldSnapshot)
@@ -94,7 +95,7 @@ public sealed class LocalShardOwner(IndexDefinitionStore definitions, IndexRegis
                 pages = [new SearchPage(pages.Sum(p => p.TotalHits), ShardMerge.Page(pages.SelectMany(p => p.Hits), h => h.Cursor, query, skip, request.Take))];
         }
         catch (RqlException e) { throw new QueryProblem(400, e.Message, e.Line, e.Column); }
-        catch (LuceneException e) { throw new QueryProblem(400, $"the index refused the query: {e.Message}"); }
+        catch (IndexEngineException e) { throw new QueryProblem(400, $"the index refused the query: {e.Message}"); }
 
         // Each hit's result may need its document from the store (a read of the log): several at once, so a page
         // does not wait on one read after another (a streamed projection of 300k hits: 11 s one by one).

@@ -1,6 +1,7 @@
 using System.Runtime.CompilerServices;
 using Magpie.Indexer.Definitions;
-using Magpie.Indexer.Lucene;
+using Magpie.Indexer.Engine;
+using Magpie.Contracts.Search;
 using Magpie.Query.Facets;
 using Magpie.Query.Http;
 using Magpie.Query.Rql;

@@ -1,4 +1,5 @@
-using Magpie.Indexer.Lucene;
+using Magpie.Indexer.Engine;
+using Magpie.Contracts.Search;
 using Magpie.Query.Rql;
 
 namespace Magpie.Query.Shards;

@@ -52,7 +52,7 @@ public sealed record ShardHit(JsonElement Result, string Cursor);
 /// and the query's facets counted over its shards (every value, for the coordinator to add up).
 /// </summary>
 public sealed record ShardPage(long TotalResults, IReadOnlyList<ShardHit> Hits, bool IsStale, long IndexEtag, IReadOnlyList<string> NumericSorts,
-    string? Snapshot = null, IReadOnlyList<IReadOnlyList<Magpie.Indexer.Lucene.FacetBucket>>? Facets = null);
+    string? Snapshot = null, IReadOnlyList<IReadOnlyList<Magpie.Contracts.Search.FacetBucket>>? Facets = null);
 
 /// <summary>A query that can't run, as the HTTP problem it becomes (RQL errors carry line and column).</summary>
 public sealed class QueryProblem(int status, string detail, int? line = null, int? column = null) : Exception(detail)

@@ -1,11 +1,12 @@
 using System.Collections.Concurrent;
 using Magpie.Indexer.Indexing;
-using Magpie.Indexer.Lucene;
+using Magpie.Indexer.Engine;
+using Magpie.Contracts.Search;
 
 namespace Magpie.Query.Shards;
 
 /// <summary>One shard's held point in time: the worker it came from (for its position) and the Lucene snapshot.</summary>
-public sealed record HeldShard(IndexWorker Worker, LuceneIndex Index, long Snapshot);
+public sealed record HeldShard(IndexWorker Worker, IIndexPersistence Index, long Snapshot);
 
 /// <summary>
 /// The index snapshots streams hold on this process's shards, by lease id. A stream's coordinator releases its
@@ -44,7 +45,7 @@ public sealed class SnapshotLeases : IAsyncDisposable
         {
             foreach (var w in workers)
             {
-                held.Add(new HeldShard(w, w.Index!, await w.Index!.AcquireSnapshotAsync(ct)));
+                held.Add(new HeldShard(w, w.Index!, w.Index!.AcquireSnapshot()));
                 w.SnapshotHeld(+1);
             }
         }
@@ -85,8 +86,8 @@ public sealed class SnapshotLeases : IAsyncDisposable
         foreach (var s in shards)
         {
             s.Worker.SnapshotHeld(-1);
-            try { await s.Index.ReleaseSnapshotAsync(s.Snapshot); }
-            catch (LuceneException) { }
+            try { s.Index.ReleaseSnapshot(s.Snapshot); }
+            catch (IndexEngineException) { }
         }
     }
 

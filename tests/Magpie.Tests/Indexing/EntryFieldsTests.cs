@@ -1,7 +1,10 @@
 using System.Text.Json;
 using Magpie.Contracts.Changes;
 using Magpie.Contracts.Indexes;
+using Magpie.Indexer.Engine;
 using Magpie.Indexer.Lucene;
+using Microsoft.Extensions.Logging.Abstractions;
+using Magpie.Contracts.Search;
 using Magpie.Indexer.Maps;
 using Magpie.Scripting;
 using Magpie.Tests.Fixtures;
@@ -26,15 +29,15 @@ public sealed class EntryFieldsTests
             ["posts/2"] = """{"Title":"Tag synonyms","Tags":["tag-synonyms"],"Score":-2.5,"Created":"2012-03-01T08:00:00","Answered":false}""",
             ["posts/3"] = """{"Title":"discussion about SOURCES","Tags":["discussion"],"Score":4,"Created":"2012-12-31","Answered":true,"Views":10}""",
         };
-        await using var host = LuceneHostProcess.Start(heapMegabytes: 128);
+        using var host = new LuceneEngine(NullLogger.Instance);
         var dir = Directory.CreateTempSubdirectory("magpie-lucene-").FullName;
-        var index = await LuceneIndex.OpenAsync(host, dir);
+        var index = host.Open(dir);
         await index.WriteAsync([], docs.Select(d => new IndexedDocument(d.Key,
             maps.Run(new ChangeEvent(d.Key, "posts", 1, ChangeOp.Put, DateTimeOffset.UtcNow, JsonDocument.Parse(d.Value).RootElement))
                 .Select(e => EntryFields.From(e, definition)).ToList())).ToList());
         await index.RefreshAsync();
 
-        async Task<string[]> Ids(LuceneQuery q) => (await index.SearchAsync(new SearchRequest(q, [], 10))).Hits.Select(h => h.Id).Order().ToArray();
+        async Task<string[]> Ids(SearchQuery q) => (await index.SearchAsync(new SearchRequest(q, [], 10))).Hits.Select(h => h.Id).Order().ToArray();
 
         Assert.Equal(["posts/1", "posts/3"], await Ids(new TermQuery("Tags", "discussion")));            // exact is case-insensitive…
         Assert.Equal(["posts/1"], await Ids(new TermQuery("Tags" + EntryFields.CaseSensitive, "Discussion"))); // …exact() is not

@@ -1,16 +1,19 @@
+using Magpie.Indexer.Engine;
 using Magpie.Indexer.Lucene;
+using Microsoft.Extensions.Logging.Abstractions;
+using Magpie.Contracts.Search;
 
 namespace Magpie.Tests.Indexing;
 
 /// <summary>
-/// The Lucene host's facet counting (FacetCounter/FacetColumns) through <see cref="LuceneIndex.FacetsAsync"/>: values of
+/// Lucene.Net facet counting (FacetCounter/FacetColumns) through <see cref="IIndexPersistence.FacetsAsync"/>: values of
 /// single- and multi-valued string and number fields, ranges, aggregations, over several segments with deleted entries,
 /// for a match-all and a filtered query; and the column cache staying within a budget it has to evict to keep.
 /// </summary>
 public sealed class FacetCountingTests : IAsyncLifetime
 {
     private readonly string _dir = Directory.CreateTempSubdirectory("magpie-facets-").FullName;
-    private LuceneHostProcess _host = null!;
+    private LuceneEngine _host = null!;
 
     private sealed record Entry(int N)
     {
@@ -30,20 +33,20 @@ public sealed class FacetCountingTests : IAsyncLifetime
 
     public Task InitializeAsync()
     {
-        _host = LuceneHostProcess.Start(heapMegabytes: 256, facetCacheMegabytes: 1);
+        _host = new LuceneEngine(NullLogger.Instance, facetCacheBytes: 1L << 20);
         return Task.CompletedTask;
     }
 
     public async Task DisposeAsync()
     {
-        await _host.DisposeAsync();
+        _host.Dispose();
         try { Directory.Delete(_dir, recursive: true); } catch (IOException) { }
     }
 
     [Fact]
     public async Task Counts_over_segments_leave_out_deleted_entries_match_the_model_and_the_cache_stays_within_its_budget()
     {
-        var index = await LuceneIndex.OpenAsync(_host, _dir);
+        var index = _host.Open(_dir);
         var entries = Enumerable.Range(0, 60_000).Select(n => new Entry(n)).ToList();
         foreach (var segment in entries.Chunk(20_000))   // three segments (a refresh after each)
         {
@@ -62,20 +65,20 @@ public sealed class FacetCountingTests : IAsyncLifetime
             new RangeFacetSpec([new DoubleRangeQuery("Value@num", 0, 4.5), new DoubleRangeQuery("Value@num", 5, double.PositiveInfinity)], ["Value@num"]),
             new TermFacetSpec(["Unique@cs"], [], []),
         ];
-        await AssertCountsAsync(index, LuceneQuery.All, specs, live);
+        await AssertCountsAsync(index, SearchQuery.All, specs, live);
         await AssertCountsAsync(index, new TermQuery("Kind@cs", "k3"), specs, live.Where(e => e.Kind == "k3").ToList());
 
         // Four string columns (one of 60,000 distinct values) and two number columns per segment are more than the
         // 1 MB budget: the oldest go, the host stays within it, and counting again (rebuilding what went) gives the same.
         var cache = (await index.StateAsync()).FacetCache;
         Assert.Equal(1L << 20, cache.BudgetBytes);
-        Assert.InRange(cache.HostBytes, 1, cache.BudgetBytes);
+        Assert.InRange(cache.TotalBytes, 1, cache.BudgetBytes);
         Assert.True(cache.Evictions > 0, $"no evictions: {cache}");
-        await AssertCountsAsync(index, LuceneQuery.All, specs, live);
-        Assert.True((await index.StateAsync()).FacetCache.HostBytes <= cache.BudgetBytes);
+        await AssertCountsAsync(index, SearchQuery.All, specs, live);
+        Assert.True((await index.StateAsync()).FacetCache.TotalBytes <= cache.BudgetBytes);
     }
 
-    private static async Task AssertCountsAsync(LuceneIndex index, LuceneQuery query, IReadOnlyList<FacetSpec> specs, List<Entry> model)
+    private static async Task AssertCountsAsync(IIndexPersistence index, SearchQuery query, IReadOnlyList<FacetSpec> specs, List<Entry> model)
     {
         var counts = await index.FacetsAsync(query, specs);
         Assert.Equal(model.Count, counts.TotalHits);

@@ -3,7 +3,10 @@ using System.Text.Json;
 using Magpie.Contracts.Indexes;
 using Magpie.Indexer.Indexing;
 using Magpie.Indexer.Indexing.Stages;
+using Magpie.Indexer.Engine;
 using Magpie.Indexer.Lucene;
+using Microsoft.Extensions.Logging.Abstractions;
+using Magpie.Contracts.Search;
 using Magpie.Ingest.Changes;
 using Magpie.Ingest.Documents;
 using Magpie.Scripting;
@@ -18,7 +21,7 @@ public sealed class IndexWorkerTests : IAsyncLifetime
     private readonly string _dir = Directory.CreateTempSubdirectory("magpie-indexer-").FullName;
     private readonly List<PostsIndexFixture.Post> _posts = new StackExchangeXmlPosts().Posts;
     private DocumentStore _store = null!;
-    private LuceneHostProcess _host = null!;
+    private LuceneEngine _host = null!;
     private long _lastEtag;
 
     private static readonly IndexDefinition ByTags = new()
@@ -38,12 +41,12 @@ public sealed class IndexWorkerTests : IAsyncLifetime
             })))).ToList(), atomic: true);
             _lastEtag = outcomes.Max(o => o.Etag!.Value);
         }
-        _host = LuceneHostProcess.Start(heapMegabytes: 256);
+        _host = new LuceneEngine(NullLogger.Instance);
     }
 
     public async Task DisposeAsync()
     {
-        await _host.DisposeAsync();
+        _host.Dispose();
         await _store.DisposeAsync();
         Directory.Delete(_dir, recursive: true);
     }
@@ -52,7 +55,7 @@ public sealed class IndexWorkerTests : IAsyncLifetime
         new(name, definition, new EmbeddedChangeFeed(new ChangeLogTail(_store)), _host, Path.Combine(_dir, "indexes", name),
             status => new MapStage(definition, ScriptLimits.Default, status, storeSource: false), NullLogger.Instance);
 
-    private static async Task<long> Count(IndexWorker worker, LuceneQuery q) => (await worker.Index!.SearchAsync(new SearchRequest(q, [], 1))).TotalHits;
+    private static async Task<long> Count(IndexWorker worker, SearchQuery q) => (await worker.Index!.SearchAsync(new SearchRequest(q, [], 1))).TotalHits;
 
     [Fact]
     public async Task Indexes_everything_then_follows_updates_and_deletes_and_resumes_without_redoing_work()
@@ -97,7 +100,7 @@ public sealed class IndexWorkerTests : IAsyncLifetime
 
     private static async Task<Dictionary<string, (long Count, long Score)>> Results(IndexWorker worker)
     {
-        var page = await worker.Index!.SearchAsync(new SearchRequest(LuceneQuery.All, [], 1000));
+        var page = await worker.Index!.SearchAsync(new SearchRequest(SearchQuery.All, [], 1000));
         return page.Hits.Select(h => JsonDocument.Parse((string)h.Stored[IndexWorker.SourceField][0]).RootElement)
             .ToDictionary(r => r.GetProperty("Year").GetString()!, r => (r.GetProperty("Count").GetInt64(), r.GetProperty("Score").GetInt64()));
     }

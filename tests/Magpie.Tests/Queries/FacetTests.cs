@@ -117,7 +117,7 @@ public sealed class FacetTests(ImportedSampleFixture fx) : IClassFixture<Importe
         var stats = await (await Http.GetAsync("indexes/Posts/FacetOptions/stats")).JsonAsync();
         var cache = stats.GetProperty("facetCache");
         Assert.True(cache.GetProperty("bytes").GetInt64() > 0);
-        Assert.True(cache.GetProperty("hostBytes").GetInt64() <= cache.GetProperty("hostBudgetBytes").GetInt64());
+        Assert.True(cache.GetProperty("engineBytes").GetInt64() <= cache.GetProperty("engineBudgetBytes").GetInt64());
         Assert.True(cache.GetProperty("hits").GetInt64() > 0);
     }
 

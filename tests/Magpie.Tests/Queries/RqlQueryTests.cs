@@ -1,7 +1,10 @@
 using System.Text.Json;
 using Magpie.Contracts.Changes;
 using Magpie.Contracts.Indexes;
+using Magpie.Indexer.Engine;
 using Magpie.Indexer.Lucene;
+using Microsoft.Extensions.Logging.Abstractions;
+using Magpie.Contracts.Search;
 using Magpie.Indexer.Maps;
 using Magpie.Query.Rql;
 using Magpie.Scripting;
@@ -20,16 +23,15 @@ public sealed class RqlPostsFixture : IAsyncLifetime
 
     private readonly string _dir = Directory.CreateTempSubdirectory("magpie-rql-").FullName;
     public List<PostsIndexFixture.Post> Posts { get; } = new StackExchangeXmlPosts().Posts;
-    public LuceneHostProcess Host { get; private set; } = null!;
-    public LuceneIndex Index { get; private set; } = null!;
+    public LuceneEngine Host { get; } = new(NullLogger.Instance);
+    public IIndexPersistence Index { get; private set; } = null!;
 
     // Answers have no ViewCount: the property is absent from their documents, as in the dump.
     private static readonly JsonSerializerOptions OmitNulls = new() { DefaultIgnoreCondition = System.Text.Json.Serialization.JsonIgnoreCondition.WhenWritingNull };
 
     public async Task InitializeAsync()
     {
-        Host = LuceneHostProcess.Start(heapMegabytes: 256);
-        Index = await LuceneIndex.OpenAsync(Host, _dir);
+        Index = Host.Open(_dir);
         using var maps = MapScript.Compile(Definition.Maps, ScriptLimits.Default);
         var docs = Posts.Select(p => new IndexedDocument(p.Id, maps.Run(new ChangeEvent(p.Id, "posts", 1, ChangeOp.Put, DateTimeOffset.UtcNow,
             JsonSerializer.SerializeToElement(new { p.Title, p.Tags, p.Score, Created = p.Created.ToString("yyyy-MM-ddTHH:mm:ss.fff"), p.Type, p.Views }, OmitNulls)))
@@ -40,7 +42,8 @@ public sealed class RqlPostsFixture : IAsyncLifetime
 
     public async Task DisposeAsync()
     {
-        await Host.DisposeAsync();
+        Index.Close();
+        Host.Dispose();
         Directory.Delete(_dir, recursive: true);
     }
 }

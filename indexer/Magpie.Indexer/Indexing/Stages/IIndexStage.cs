@@ -1,5 +1,6 @@
 using Magpie.Contracts.Changes;
-using Magpie.Indexer.Lucene;
+using Magpie.Indexer.Engine;
+using Magpie.Contracts.Search;
 using Magpie.Indexer.MapReduce;
 
 namespace Magpie.Indexer.Indexing.Stages;
@@ -33,7 +34,7 @@ public interface IIndexStage : IDisposable
     Task PrepareAsync(CancellationToken ct) => Task.CompletedTask;
 
     /// <summary>The index was opened at its last commit (not rebuilt): reload what the stage keeps beside the entries.</summary>
-    Task LoadAsync(LuceneIndex index, CancellationToken ct) => Task.CompletedTask;
+    Task LoadAsync(IIndexPersistence index, CancellationToken ct) => Task.CompletedTask;
 
     MappedBatch Map(ChangeBatch batch);
 

@@ -2,7 +2,8 @@ using System.Text;
 using System.Text.Json;
 using Magpie.Contracts.Changes;
 using Magpie.Contracts.Indexes;
-using Magpie.Indexer.Lucene;
+using Magpie.Indexer.Engine;
+using Magpie.Contracts.Search;
 using Magpie.Indexer.Maps;
 using Magpie.Scripting;
 

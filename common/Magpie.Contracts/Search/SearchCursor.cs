@@ -1,10 +1,10 @@
 using System.Buffers.Binary;
 
-namespace Magpie.Indexer.Lucene;
+namespace Magpie.Contracts.Search;
 
 /// <summary>
 /// Where a hit sits in the sort order: the next page starts after it (Lucene's searchAfter). It holds the
-/// hit's sort values as the host wrote them, the document id always last, so it means the same in every
+/// hit's sort values as the engine gave them, the document id always last, so it means the same in every
 /// shard: shards searched with one cursor continue from the same place, and hits from several shards merge
 /// by comparing cursors (<see cref="Compare"/>).
 /// </summary>
@@ -57,7 +57,36 @@ public sealed record SearchCursor(byte[] Values)
 
     private object?[]? _decoded;
 
-    /// <summary>The values: null, byte[] (a term), long, double, float (a score); format of LuceneHost.writeCursor.</summary>
+    /// <summary>
+    /// A cursor of sort values: null (no value), byte[] (a term; numbers sort as their order-preserving bytes), long, double,
+    /// float (a score). Big-endian: a count, then per value a tag and the value (cursors of earlier versions read the same).
+    /// </summary>
+    public static SearchCursor Of(IReadOnlyList<object?> values)
+    {
+        var size = 4;
+        foreach (var v in values) size += 1 + v switch { byte[] b => 4 + b.Length, long or double => 8, float => 4, _ => 0 };
+        var bytes = new byte[size];
+        var span = bytes.AsSpan();
+        BinaryPrimitives.WriteInt32BigEndian(span, values.Count);
+        var at = 4;
+        foreach (var v in values)
+        {
+            switch (v)
+            {
+                case null: span[at++] = 0; break;
+                case byte[] b: span[at++] = 1; BinaryPrimitives.WriteInt32BigEndian(span[at..], b.Length); b.CopyTo(span[(at + 4)..]); at += 4 + b.Length; break;
+                case long l: span[at++] = 2; BinaryPrimitives.WriteInt64BigEndian(span[at..], l); at += 8; break;
+                case double d: span[at++] = 3; BinaryPrimitives.WriteDoubleBigEndian(span[at..], d); at += 8; break;
+                case float f: span[at++] = 4; BinaryPrimitives.WriteSingleBigEndian(span[at..], f); at += 4; break;
+                default: throw new ArgumentException($"a sort value can't be a {v.GetType().Name}");
+            }
+        }
+        return new SearchCursor(bytes);
+    }
+
+    /// <summary>The sort values, in the order of <see cref="Of"/>.</summary>
+    public IReadOnlyList<object?> SortValues => Decode();
+
     private object?[] Decode()
     {
         if (_decoded is not null) return _decoded;

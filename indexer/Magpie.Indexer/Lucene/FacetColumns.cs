@@ -1,0 +1,180 @@
+using Lucene.Net.Index;
+using Lucene.Net.Search;
+using Lucene.Net.Util;
+using Magpie.Indexer.Engine;
+
+namespace Magpie.Indexer.Lucene;
+
+/// <summary>
+/// The structures facets count with, built once per segment and kept while the segment lives (the seed's second design:
+/// never one query per term). For a field: each document's value ordinals, read once from the segment's sorted-set doc
+/// values (4.8's are random access, but an int array is what a per-document loop over a million matches wants), and for
+/// numbers the value of each ordinal; for a range: the set of documents it matches. A query's facets are then one pass
+/// over its matching documents reading these arrays.
+/// <para/>
+/// Keyed by the segment's core (doc values and postings never change within a core; deletes do, and the query's own
+/// matches leave deleted documents out), so a refresh reuses the columns of every segment it kept; a segment merged away
+/// drops its columns when Lucene disposes its core. Memory is bounded by a byte budget, least recently used out first;
+/// a column bigger than a quarter of the budget is built for the query and not kept.
+/// </summary>
+internal sealed class FacetColumns(long budget)
+{
+    /// <summary>Ordinals per document: single-valued when <see cref="Start"/> is null (Ords[doc], -1 for none), else Ords[Start[doc]..Start[doc+1]].</summary>
+    public sealed record Column(int[]? Start, int[] Ords, int ValueCount)
+    {
+        /// <summary>Number fields: the value of each ordinal (the long <see cref="LuceneDocuments.SortableBytes"/> encoded); null for strings.</summary>
+        public long[]? Numbers { get; init; }
+
+        public long Bytes => 64L + 4L * Ords.Length + 4L * (Start?.Length ?? 0) + 8L * (Numbers?.Length ?? 0);
+    }
+
+    private readonly record struct Key(object Core, string What);
+
+    private sealed record Entry(Key Key, object Value, long Bytes, LuceneIndex Owner);
+
+    private readonly Dictionary<Key, LinkedListNode<Entry>> _cache = [];
+    private readonly LinkedList<Entry> _recent = new();   // most recently used first
+    private readonly HashSet<object> _watched = [];
+    private long _bytes, _hits, _misses, _evictions;
+
+    public Column Strings(LuceneIndex owner, AtomicReader leaf, string field) =>
+        (Column)Get(owner, leaf, "s:" + field, () => Build(leaf, field, numbers: false), v => ((Column)v).Bytes);
+
+    public Column Numbers(LuceneIndex owner, AtomicReader leaf, string field) =>
+        (Column)Get(owner, leaf, "n:" + field, () => Build(leaf, field, numbers: true), v => ((Column)v).Bytes);
+
+    /// <summary>The documents of the segment a query matches (deleted ones too: the counting query drops those).</summary>
+    public FixedBitSet Matching(LuceneIndex owner, AtomicReaderContext leaf, Weight weight, string description) =>
+        (FixedBitSet)Get(owner, leaf.AtomicReader, "q:" + description, () =>
+        {
+            var bits = new FixedBitSet(leaf.AtomicReader.MaxDoc);
+            if (weight.GetScorer(leaf, null) is { } scorer) bits.Or(scorer);
+            return bits;
+        }, v => 64L + 8L * ((FixedBitSet)v).GetBits().Length);
+
+    private object Get(LuceneIndex owner, AtomicReader leaf, string what, Func<object> build, Func<object, long> size)
+    {
+        if (leaf is not SegmentReader segment) return build();   // never the case for an IndexWriter's readers: nothing to key on
+        var key = new Key(segment.CoreCacheKey, what);
+        lock (_cache)
+        {
+            if (_cache.TryGetValue(key, out var hit))
+            {
+                _hits++;
+                _recent.Remove(hit);
+                _recent.AddFirst(hit);
+                return hit.Value.Value;
+            }
+            _misses++;
+        }
+        // Built outside the lock: two queries may build the same column once each; the second is dropped below.
+        var value = build();
+        var bytes = size(value);
+        if (bytes > budget / 4) return value;
+        lock (_cache)
+        {
+            if (_cache.TryGetValue(key, out var raced)) return raced.Value.Value;
+            while (_bytes + bytes > budget && _recent.Last is { } eldest)
+            {
+                Remove(eldest);
+                _evictions++;
+            }
+            _cache[key] = _recent.AddFirst(new Entry(key, value, bytes, owner));
+            _bytes += bytes;
+            if (_watched.Add(key.Core)) segment.AddCoreDisposedListener(new CoreGone(this));
+        }
+        return value;
+    }
+
+    private sealed class CoreGone(FacetColumns columns) : SegmentReader.ICoreDisposedListener
+    {
+        public void OnDispose(object core)
+        {
+            lock (columns._cache)
+            {
+                columns._watched.Remove(core);
+                columns.Drop(e => e.Key.Core == core);
+            }
+        }
+    }
+
+    private void Remove(LinkedListNode<Entry> node)
+    {
+        _recent.Remove(node);
+        _cache.Remove(node.Value.Key);
+        _bytes -= node.Value.Bytes;
+    }
+
+    /// <summary>Lets go of the columns that match (their bytes no longer count against the budget). Call under the lock.</summary>
+    private void Drop(Func<Entry, bool> which)
+    {
+        for (var node = _recent.First; node is not null;)
+        {
+            var next = node.Next;
+            if (which(node.Value)) Remove(node);
+            node = next;
+        }
+    }
+
+    public void DropIndex(LuceneIndex owner)
+    {
+        lock (_cache) Drop(e => e.Owner == owner);
+    }
+
+    public FacetCacheStats Stats(LuceneIndex owner)
+    {
+        lock (_cache)
+        {
+            long mine = 0, mineEntries = 0;
+            foreach (var e in _recent.Where(e => e.Owner == owner)) { mine += e.Bytes; mineEntries++; }
+            return new FacetCacheStats(mine, mineEntries, _bytes, budget, _cache.Count, _hits, _misses, _evictions);
+        }
+    }
+
+    /// <summary>One pass over the segment's documents: the ordinals of each (a field with no values gives an empty column).</summary>
+    private static Column Build(AtomicReader leaf, string field, bool numbers)
+    {
+        var maxDoc = leaf.MaxDoc;
+        var values = leaf.GetSortedSetDocValues(field) ?? DocValues.EMPTY_SORTED_SET;
+        var valueCount = (int)values.ValueCount;
+        Column column;
+        if (DocValues.UnwrapSingleton(values) is { } single)
+        {
+            var ords = new int[maxDoc];
+            for (var doc = 0; doc < maxDoc; doc++) ords[doc] = single.GetOrd(doc);
+            column = new Column(null, ords, valueCount);
+        }
+        else
+        {
+            var start = new int[maxDoc + 1];
+            var ords = new List<int>(maxDoc);
+            var multi = false;
+            for (var doc = 0; doc < maxDoc; doc++)
+            {
+                start[doc] = ords.Count;
+                values.SetDocument(doc);
+                for (var ord = values.NextOrd(); ord != SortedSetDocValues.NO_MORE_ORDS; ord = values.NextOrd()) ords.Add((int)ord);
+                multi |= ords.Count - start[doc] > 1;
+            }
+            start[maxDoc] = ords.Count;
+            column = multi ? new Column(start, [.. ords], valueCount) : Singled(start, ords, maxDoc, valueCount);
+        }
+        if (!numbers) return column;
+        var decoded = new long[valueCount];
+        var scratch = new BytesRef();
+        for (var ord = 0; ord < valueCount; ord++)
+        {
+            values.LookupOrd(ord, scratch);
+            decoded[ord] = LuceneDocuments.FromSortableBytes(scratch);
+        }
+        return column with { Numbers = decoded };
+    }
+
+    /// <summary>A field with at most one value per document in this segment (and no values at all): one ordinal per document.</summary>
+    private static Column Singled(int[] start, List<int> ords, int maxDoc, int valueCount)
+    {
+        var single = new int[maxDoc];
+        for (var doc = 0; doc < maxDoc; doc++) single[doc] = start[doc + 1] > start[doc] ? ords[start[doc]] : -1;
+        return new Column(null, single, valueCount);
+    }
+}

@@ -1,0 +1,273 @@
+using Lucene.Net.Index;
+using Lucene.Net.Search;
+using Lucene.Net.Util;
+using Magpie.Contracts.Search;
+
+namespace Magpie.Indexer.Lucene;
+
+/// <summary>
+/// Counts a query's facets in one pass over its matching documents: per document, each term facet adds to the counters
+/// of the document's value ordinals and each range facet to the ranges whose document sets hold it; aggregations (count,
+/// sum, min, max of double fields) go along. Per segment the counters are arrays indexed by segment ordinal; a segment's
+/// non-zero counters are folded into one map by value when the pass moves on. Every value is returned (no top N here):
+/// shards and owners are merged exactly by the caller, which then orders and cuts.
+/// </summary>
+internal sealed class FacetCounter : ICollector
+{
+    /// <summary>Count of documents, then per aggregated field: how many values, their sum, min and max.</summary>
+    private sealed class Totals(int fields)
+    {
+        public long Count;
+        public readonly long[] N = new long[fields];
+        public readonly double[] Sum = new double[fields];
+        public readonly double[] Min = Filled(fields, double.PositiveInfinity);
+        public readonly double[] Max = Filled(fields, double.NegativeInfinity);
+
+        public void Add(long n, double sum, double min, double max, int a)
+        {
+            N[a] += n;
+            Sum[a] += sum;
+            if (min < Min[a]) Min[a] = min;
+            if (max > Max[a]) Max[a] = max;
+        }
+
+        public FacetBucket Bucket(string? text, double? number, int range) =>
+            new(text, number, range, Count, [.. Enumerable.Range(0, N.Length).Select(a => new FieldTotals(N[a], Sum[a], Min[a], Max[a]))]);
+    }
+
+    /// <summary>
+    /// One facet in the current segment: the columns it counts (term and histogram facets), and per source its counters by
+    /// slot (a slot is an ordinal; for a histogram, the bucket its ordinal's value falls in), or the ranges' document sets.
+    /// </summary>
+    private sealed class Segment
+    {
+        public FacetColumns.Column[] Sources = [];
+        public int[]?[] SlotOf = [];          // [source][ord] → slot; null: slot = ord
+        public object[][] SlotValue = [];     // [source][slot] → the value reported (histogram buckets), else looked up at fold
+        public long[][] Counts = [];          // [source][slot]
+        public long[][][] N = [];             // [source][field][slot]
+        public double[][][] Sum = [], Min = [], Max = [];
+        public FixedBitSet[] Ranges = [];
+        public FacetColumns.Column[] Aggregates = [];
+    }
+
+    private readonly FacetColumns _columns;
+    private readonly LuceneIndex _index;
+    private readonly IReadOnlyList<FacetSpec> _specs;
+    private readonly Weight[][] _rangeWeights;
+    private readonly Dictionary<object, Totals>[] _byValue;
+    private readonly Totals[][] _byRange;
+    private readonly Segment[] _segment;
+    private AtomicReaderContext? _leaf;
+    private long _total;
+    // This document's values of each aggregated field of the facet being counted: how many, sum, min, max.
+    private long[] _n = [];
+    private double[] _sum = [], _min = [], _max = [];
+
+    public FacetCounter(FacetColumns columns, LuceneIndex index, IndexSearcher searcher, IReadOnlyList<FacetSpec> specs, Func<SearchQuery, Query> translate)
+    {
+        _columns = columns;
+        _index = index;
+        _specs = specs;
+        _rangeWeights = [.. specs.Select(s => s is RangeFacetSpec r ? r.Ranges.Select(q => searcher.CreateNormalizedWeight(translate(q))).ToArray() : [])];
+        _byValue = [.. specs.Select(_ => new Dictionary<object, Totals>())];
+        _byRange = [.. specs.Select(s => s is RangeFacetSpec r ? r.Ranges.Select(_ => new Totals(s.AggregateFields.Count)).ToArray() : [])];
+        _segment = [.. specs.Select(_ => new Segment())];
+        var most = specs.Count == 0 ? 0 : specs.Max(s => s.AggregateFields.Count);
+        (_n, _sum, _min, _max) = (new long[most], new double[most], new double[most], new double[most]);
+    }
+
+    public bool AcceptsDocsOutOfOrder => true;
+
+    public void SetScorer(Scorer scorer) { }
+
+    public void SetNextReader(AtomicReaderContext context)
+    {
+        Fold();
+        _leaf = context;
+        var reader = context.AtomicReader;
+        for (var i = 0; i < _specs.Count; i++)
+        {
+            var spec = _specs[i];
+            var s = _segment[i];
+            s.Aggregates = [.. spec.AggregateFields.Select(f => _columns.Numbers(_index, reader, f))];
+            switch (spec)
+            {
+                case RangeFacetSpec r:
+                    s.Ranges = [.. r.Ranges.Select((q, k) => _columns.Matching(_index, context, _rangeWeights[i][k], _rangeWeights[i][k].Query.ToString()))];
+                    break;
+                case TermFacetSpec t:
+                    s.Sources = [.. t.StringFields.Select(f => _columns.Strings(_index, reader, f)), .. t.NumberFields.Select(f => _columns.Numbers(_index, reader, f))];
+                    break;
+                case HistogramFacetSpec h:
+                    s.Sources = [_columns.Numbers(_index, reader, h.Field)];
+                    break;
+            }
+            s.SlotOf = [.. s.Sources.Select(_ => (int[]?)null)];
+            s.SlotValue = [.. s.Sources.Select(_ => Array.Empty<object>())];
+            if (spec is HistogramFacetSpec histogram) (s.SlotOf[0], s.SlotValue[0]) = Buckets(s.Sources[0], histogram);
+            var slots = s.Sources.Select((c, j) => s.SlotOf[j] is null ? c.ValueCount : s.SlotValue[j].Length).ToArray();
+            var fields = spec.AggregateFields.Count;
+            s.Counts = [.. slots.Select(n => new long[n])];
+            s.N = [.. slots.Select(n => Enumerable.Range(0, fields).Select(_ => new long[n]).ToArray())];
+            s.Sum = [.. slots.Select(n => Enumerable.Range(0, fields).Select(_ => new double[n]).ToArray())];
+            s.Min = [.. slots.Select(n => Enumerable.Range(0, fields).Select(_ => Filled(n, double.PositiveInfinity)).ToArray())];
+            s.Max = [.. slots.Select(n => Enumerable.Range(0, fields).Select(_ => Filled(n, double.NegativeInfinity)).ToArray())];
+        }
+    }
+
+    public void Collect(int doc)
+    {
+        _total++;
+        for (var i = 0; i < _specs.Count; i++)
+        {
+            var s = _segment[i];
+            var fields = s.Aggregates.Length;
+            for (var a = 0; a < fields; a++) Aggregate(s.Aggregates[a], doc, a);
+            if (_specs[i] is RangeFacetSpec)
+            {
+                for (var r = 0; r < s.Ranges.Length; r++)
+                    if (s.Ranges[r].Get(doc)) Add(_byRange[i][r], fields);
+                continue;
+            }
+            for (var j = 0; j < s.Sources.Length; j++)
+            {
+                var c = s.Sources[j];
+                var slotOf = s.SlotOf[j];
+                if (c.Start is null)
+                {
+                    if (c.Ords[doc] is var ord and >= 0) Add(s, j, slotOf is null ? ord : slotOf[ord], fields);
+                }
+                else
+                {
+                    // A histogram counts a document once per bucket (two dates in one bucket: once), as a term facet counts it once per value.
+                    var last = -1;
+                    for (var k = c.Start[doc]; k < c.Start[doc + 1]; k++)
+                    {
+                        var slot = slotOf is null ? c.Ords[k] : slotOf[c.Ords[k]];
+                        if (slot != last) Add(s, j, slot, fields);
+                        last = slot;
+                    }
+                }
+            }
+        }
+    }
+
+    private void Add(Segment s, int source, int slot, int fields)
+    {
+        s.Counts[source][slot]++;
+        for (var a = 0; a < fields; a++)
+        {
+            if (_n[a] == 0) continue;
+            s.N[source][a][slot] += _n[a];
+            s.Sum[source][a][slot] += _sum[a];
+            if (_min[a] < s.Min[source][a][slot]) s.Min[source][a][slot] = _min[a];
+            if (_max[a] > s.Max[source][a][slot]) s.Max[source][a][slot] = _max[a];
+        }
+    }
+
+    /// <summary>Each ordinal's bucket (ordinals are in value order, so buckets are runs of them) and each bucket's reported value.</summary>
+    private static (int[] SlotOf, object[] Values) Buckets(FacetColumns.Column column, HistogramFacetSpec h)
+    {
+        var slotOf = new int[column.ValueCount];
+        var values = new List<object>();
+        long? current = null;
+        for (var ord = 0; ord < slotOf.Length; ord++)
+        {
+            var bucket = Math.DivRem(column.Numbers![ord] - h.Origin, h.Interval) is var (q, r) && r < 0 ? q - 1 : q;   // floor
+            if (bucket != current)
+            {
+                values.Add((double)(bucket * h.Interval / h.Unit));
+                current = bucket;
+            }
+            slotOf[ord] = values.Count - 1;
+        }
+        return (slotOf, [.. values]);
+    }
+
+    private void Add(Totals totals, int fields)
+    {
+        totals.Count++;
+        for (var a = 0; a < fields; a++)
+            if (_n[a] > 0) totals.Add(_n[a], _sum[a], _min[a], _max[a], a);
+    }
+
+    /// <summary>This document's values of aggregated field <paramref name="a"/> (double fields: their sortable longs decoded).</summary>
+    private void Aggregate(FacetColumns.Column c, int doc, int a)
+    {
+        _n[a] = 0;
+        int from, to;
+        if (c.Start is null)
+        {
+            if (c.Ords[doc] < 0) return;
+            (from, to) = (doc, doc + 1);
+        }
+        else (from, to) = (c.Start[doc], c.Start[doc + 1]);
+        double sum = 0, min = double.PositiveInfinity, max = double.NegativeInfinity;
+        for (var k = from; k < to; k++)
+        {
+            var v = NumericUtils.SortableInt64ToDouble(c.Numbers![c.Ords[k]]);
+            sum += v;
+            min = Math.Min(min, v);
+            max = Math.Max(max, v);
+        }
+        (_n[a], _sum[a], _min[a], _max[a]) = (to - from, sum, min, max);
+    }
+
+    /// <summary>The segment's counters into the per-value totals (string values looked up in the segment's dictionary).</summary>
+    private void Fold()
+    {
+        if (_leaf is not { } leaf) return;
+        var scratch = new BytesRef();
+        for (var i = 0; i < _specs.Count; i++)
+        {
+            var spec = _specs[i];
+            if (spec is RangeFacetSpec) continue;
+            var s = _segment[i];
+            var strings = spec is TermFacetSpec t ? t.StringFields.Count : 0;
+            var fields = spec.AggregateFields.Count;
+            for (var j = 0; j < s.Sources.Length; j++)
+            {
+                var dictionary = j < strings ? leaf.AtomicReader.GetSortedSetDocValues(((TermFacetSpec)spec).StringFields[j]) : null;
+                var counts = s.Counts[j];
+                for (var slot = 0; slot < counts.Length; slot++)
+                {
+                    if (counts[slot] == 0) continue;
+                    object value;
+                    if (dictionary is not null)
+                    {
+                        dictionary.LookupOrd(slot, scratch);
+                        value = scratch.Utf8ToString();
+                    }
+                    else if (s.SlotOf[j] is not null) value = s.SlotValue[j][slot];
+                    else value = NumericUtils.SortableInt64ToDouble(s.Sources[j].Numbers![slot]);
+                    if (!_byValue[i].TryGetValue(value, out var totals)) _byValue[i][value] = totals = new Totals(fields);
+                    totals.Count += counts[slot];
+                    for (var a = 0; a < fields; a++) totals.Add(s.N[j][a][slot], s.Sum[j][a][slot], s.Min[j][a][slot], s.Max[j][a][slot], a);
+                }
+            }
+        }
+        _leaf = null;
+    }
+
+    /// <summary>Everything counted: the total, then per facet its values (term and histogram facets) or ranges, each with its aggregates.</summary>
+    public FacetCounts Result()
+    {
+        Fold();
+        var facets = new List<IReadOnlyList<FacetBucket>>(_specs.Count);
+        for (var i = 0; i < _specs.Count; i++)
+        {
+            facets.Add(_specs[i] is RangeFacetSpec
+                ? [.. _byRange[i].Select((t, r) => t.Bucket(null, null, r))]
+                : [.. _byValue[i].Select(v => v.Key is string text ? v.Value.Bucket(text, null, -1) : v.Value.Bucket(null, (double)v.Key, -1))]);
+        }
+        return new FacetCounts(_total, facets);
+    }
+
+    private static double[] Filled(int n, double value)
+    {
+        var a = new double[n];
+        Array.Fill(a, value);
+        return a;
+    }
+}

@@ -1,0 +1,71 @@
+using Lucene.Net.Analysis.TokenAttributes;
+using Lucene.Net.Index;
+using Lucene.Net.Queries;
+using Lucene.Net.Sandbox.Queries;
+using Lucene.Net.Search;
+using Lucene.Net.Util;
+using Magpie.Contracts.Search;
+using Analyzer = Lucene.Net.Analysis.Analyzer;
+using BoolQuery = Magpie.Contracts.Search.BoolQuery;
+using Query = Lucene.Net.Search.Query;
+using SortField = Lucene.Net.Search.SortField;
+
+namespace Magpie.Indexer.Lucene;
+
+/// <summary>Magpie's <see cref="SearchQuery"/> and sort keys as Lucene.Net queries and sorts.</summary>
+internal static class LuceneQueries
+{
+    public static Query Build(SearchQuery query, Analyzer analyzer) => query switch
+    {
+        Contracts.Search.TermQuery t => new global::Lucene.Net.Search.TermQuery(new Term(t.Field, t.Value)),
+        LongRangeQuery r => NumericRangeQuery.NewInt64Range(r.Field, LuceneDocuments.PrecisionStep, r.Lower, r.Upper, true, true),
+        DoubleRangeQuery r => NumericRangeQuery.NewDoubleRange(r.Field, LuceneDocuments.PrecisionStep, r.Lower, r.Upper, true, true),
+        Contracts.Search.TermRangeQuery r => global::Lucene.Net.Search.TermRangeQuery.NewStringRange(r.Field, r.Lower, r.Upper, r.IncludeLower, r.IncludeUpper),
+        Contracts.Search.PrefixQuery p => new global::Lucene.Net.Search.PrefixQuery(new Term(p.Field, p.Prefix)),
+        FullTextQuery f => FullText(f.Field, f.Text, analyzer),
+        ExistsQuery e => new global::Lucene.Net.Search.TermQuery(new Term(LuceneDocuments.Exists, e.Field)),
+        TermsQuery t when t.Values.Count == 0 => new BooleanQuery(),
+        TermsQuery t => new ConstantScoreQuery(new TermsFilter(t.Field, t.Values.Select(v => new BytesRef(v)).ToList())),
+        BoolQuery b => Bool(b, analyzer),
+        _ when ReferenceEquals(query, SearchQuery.All) => new MatchAllDocsQuery(),
+        _ => throw new ArgumentException($"unknown query node {query.GetType().Name}"),
+    };
+
+    private static BooleanQuery Bool(BoolQuery b, Analyzer analyzer)
+    {
+        var q = new BooleanQuery();
+        foreach (var m in b.Must) q.Add(Build(m, analyzer), Occur.MUST);
+        foreach (var s in b.Should) q.Add(Build(s, analyzer), Occur.SHOULD);
+        foreach (var n in b.MustNot) q.Add(Build(n, analyzer), Occur.MUST_NOT);
+        if (b.Must.Count == 0 && b.Should.Count == 0) q.Add(new MatchAllDocsQuery(), Occur.MUST);
+        if (b.Must.Count > 0 && b.Should.Count > 0) q.MinimumNumberShouldMatch = 1;
+        return q;
+    }
+
+    /// <summary>The text through the same analyzer as the field; any of its terms matches (RavenDB's search() default). No terms: nothing matches.</summary>
+    private static Query FullText(string field, string text, Analyzer analyzer)
+    {
+        var q = new BooleanQuery();
+        using var tokens = analyzer.GetTokenStream(field, text);
+        var term = tokens.AddAttribute<ICharTermAttribute>();
+        tokens.Reset();
+        while (tokens.IncrementToken())
+        {
+            var t = term.ToString();
+            q.Add(t.EndsWith('*') ? new global::Lucene.Net.Search.PrefixQuery(new Term(field, t[..^1])) : new global::Lucene.Net.Search.TermQuery(new Term(field, t)), Occur.SHOULD);
+        }
+        tokens.End();
+        return q;   // an empty BooleanQuery matches nothing
+    }
+
+    /// <summary>
+    /// A sort key: score, or the field's sorted-set doc values (strings, and numbers as their order-preserving bytes) by their smallest
+    /// value ascending and largest descending.
+    /// </summary>
+    public static SortField Sort(Contracts.Search.SortField s) => s.Kind == SortKind.Score
+        ? new SortField(null, SortFieldType.SCORE, !s.Descending)
+        : new SortedSetSortField(s.Field, s.Descending, s.Descending ? Selector.MAX : Selector.MIN);
+
+    /// <summary>The unique last key: cursors survive refreshes and merges, and mean the same in every shard.</summary>
+    public static readonly SortField ById = new(LuceneDocuments.Id, SortFieldType.STRING);
+}
