@@ -1,6 +1,7 @@
 using Lucene.Net.Analysis.Core;
 using Lucene.Net.Analysis.Standard;
 using Lucene.Net.Analysis.Util;
+using Lucene.Net.Codecs;
 using Lucene.Net.Index;
 using Lucene.Net.Search;
 using Lucene.Net.Search.Similarities;
@@ -63,14 +64,38 @@ public sealed class LuceneEngine(ILogger log, long facetCacheBytes = 256L << 20)
     private LuceneIndex OpenOrRebuild(string directory)
     {
         try { return Open(directory, create: false); }
-        catch (CorruptIndexException e)
+        catch (IOException e) when (ForeignFormat(directory, e) is { } reason)
         {
-            // IndexFormatTooNewException (a folder the Java host wrote with Lucene 8) and IndexFormatTooOldException are
-            // CorruptIndexExceptions too: whatever is there can't be read, and the change feed has everything it held.
-            log.LogWarning("index folder {Directory} was not written by {Engine} or is damaged ({Reason}); rebuilding it from the change feed",
-                directory, EngineName, e.GetType().Name);
+            // The change feed has everything the folder held: the worker finds no position and rebuilds from the beginning.
+            log.LogWarning("index folder {Directory} was not written by {Engine} ({Reason}); rebuilding it from the change feed", directory, EngineName, reason);
+            foreach (var file in System.IO.Directory.GetFiles(directory)) File.Delete(file);
             return Open(directory, create: true);
         }
+    }
+
+    /// <summary>
+    /// Why a folder that failed to open can't be read by this engine, or null for a failure that is not about its format (a lock
+    /// held, a disk error): segments written by a newer Lucene (the Java host's Lucene 8 writes segments format 10; 4.8 reads up
+    /// to 3, and Lucene.Net reports it as a plain IOException) or files Lucene calls corrupt.
+    /// </summary>
+    private static string? ForeignFormat(string directory, IOException failure)
+    {
+        if (failure is CorruptIndexException) return $"unreadable: {failure.Message}";
+        var segments = System.IO.Directory.GetFiles(directory, "segments_*").OrderByDescending(File.GetLastWriteTimeUtc).FirstOrDefault();
+        if (segments is null) return null;
+        try
+        {
+            using var stream = File.OpenRead(segments);
+            Span<byte> header = stackalloc byte[4];
+            stream.ReadExactly(header);
+            if (System.Buffers.Binary.BinaryPrimitives.ReadInt32BigEndian(header) != CodecUtil.CODEC_MAGIC) return null;
+            var name = new byte[stream.ReadByte()];   // a VInt under 128: "segments"
+            stream.ReadExactly(name);
+            stream.ReadExactly(header);
+            var version = System.Buffers.Binary.BinaryPrimitives.ReadInt32BigEndian(header);
+            return version > SegmentInfos.VERSION_48 ? $"segments format {version}, newer than Lucene 4.8's {SegmentInfos.VERSION_48}: written by the Java host's Lucene 8" : null;
+        }
+        catch (IOException) { return null; }
     }
 
     private LuceneIndex Open(string directory, bool create)

@@ -51,6 +51,9 @@ public sealed class MagpieProcess : IAsyncDisposable
 
     public IReadOnlyCollection<string> Output => _output;
 
+    /// <summary>The running process's id (0 when stopped).</summary>
+    public int Pid => _process is { HasExited: false } p ? p.Id : 0;
+
     public async Task StartAsync()
     {
         var psi = new ProcessStartInfo("dotnet")

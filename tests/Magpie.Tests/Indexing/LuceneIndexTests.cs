@@ -167,6 +167,43 @@ public sealed class LuceneIndexTests(PostsIndexFixture fx) : IClassFixture<Posts
     }
 
     [Fact]
+    public async Task A_folder_the_Java_host_wrote_with_Lucene_8_is_recognised_emptied_and_written_anew()
+    {
+        // Real Lucene 8.7 files (three entries and a commit with Magpie's position), as the retired Java host left them.
+        var dir = Directory.CreateTempSubdirectory("magpie-lucene8-").FullName;
+        foreach (var file in Directory.GetFiles(Path.Combine(RepoPaths.Root, "tests", "Magpie.Tests", "Indexing", "Lucene8Index")))
+            File.Copy(file, Path.Combine(dir, Path.GetFileName(file)));
+        var log = new LinesLogger();
+        using var engine = new LuceneEngine(log);
+        var index = engine.Open(dir);
+        Assert.Empty(index.Opened.CommitData);   // no position: the worker rebuilds from the beginning of the feed
+        Assert.Equal(0, index.Opened.Entries);
+        var line = Assert.Single(log.Lines);
+        Assert.Contains(dir, line);
+        Assert.Contains("not written by " + LuceneEngine.EngineName, line);
+        Assert.Contains("segments format 10", line);
+        Assert.DoesNotContain(Directory.GetFiles(dir), f => Path.GetFileName(f).StartsWith("_0."));   // Lucene 8's segment went
+
+        await index.WriteAsync([], [new IndexedDocument("posts/1", [new IndexEntry([new KeywordField("Tags", "dotnet")])])]);
+        await index.CommitAsync(new Dictionary<string, string> { ["position"] = "1" });
+        index.Close();
+        var reopened = engine.Open(dir);   // now an index of this engine: opened as it is, nothing logged
+        Assert.Equal("1", reopened.Opened.CommitData["position"]);
+        Assert.Single(log.Lines);
+        reopened.Close();
+        Directory.Delete(dir, recursive: true);
+    }
+
+    private sealed class LinesLogger : Microsoft.Extensions.Logging.ILogger
+    {
+        public List<string> Lines { get; } = [];
+        public IDisposable? BeginScope<TState>(TState state) where TState : notnull => null;
+        public bool IsEnabled(Microsoft.Extensions.Logging.LogLevel level) => true;
+        public void Log<TState>(Microsoft.Extensions.Logging.LogLevel level, Microsoft.Extensions.Logging.EventId id, TState state, Exception? e, Func<TState, Exception?, string> format) =>
+            Lines.Add(format(state, e));
+    }
+
+    [Fact]
     public async Task Commit_data_survives_a_crash_and_uncommitted_writes_do_not()
     {
         var dir = Directory.CreateTempSubdirectory("magpie-lucene-").FullName;

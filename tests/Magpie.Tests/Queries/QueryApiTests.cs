@@ -50,6 +50,43 @@ public sealed class QueryApiTests(ImportedSampleFixture fx) : IClassFixture<Impo
         response.GetProperty("results").EnumerateArray().Select(d => d.GetProperty("@metadata").GetProperty("@id").GetString()!).ToList();
 
     [Fact]
+    public async Task Indexes_run_in_process_no_java_is_started()
+    {
+        // The index is defined and searched (its results checked by the other tests); nothing below magpie may be a JVM.
+        Assert.True((await Query("from index 'Posts/ByTags' where Tags = 'discussion'")).GetProperty("totalResults").GetInt64() > 0);
+        var descendants = Descendants(fx.Magpie.Pid);
+        Assert.DoesNotContain(descendants, p => p.Name.Contains("java", StringComparison.OrdinalIgnoreCase));
+    }
+
+    /// <summary>Every process below <paramref name="pid"/> (children, theirs, …) with its command name, from /proc.</summary>
+    private static List<(int Pid, string Name)> Descendants(int pid)
+    {
+        var parents = new Dictionary<int, List<(int, string)>>();
+        foreach (var dir in Directory.GetDirectories("/proc"))
+        {
+            if (!int.TryParse(Path.GetFileName(dir), out var child)) continue;
+            try
+            {
+                var stat = File.ReadAllText(Path.Combine(dir, "stat"));
+                var name = stat[(stat.IndexOf('(') + 1)..stat.LastIndexOf(')')];
+                var parent = int.Parse(stat[(stat.LastIndexOf(')') + 2)..].Split(' ')[1]);
+                if (!parents.TryGetValue(parent, out var list)) parents[parent] = list = [];
+                list.Add((child, name));
+            }
+            catch (IOException) { }   // exited while we looked
+        }
+        var found = new List<(int, string)>();
+        var queue = new Queue<int>([pid]);
+        while (queue.TryDequeue(out var next))
+            foreach (var (child, name) in parents.GetValueOrDefault(next, []))
+            {
+                found.Add((child, name));
+                queue.Enqueue(child);
+            }
+        return found;
+    }
+
+    [Fact]
     public async Task Queries_over_http_answer_what_the_XML_says_with_documents_projections_and_staleness()
     {
         var discussion = await Query("from index 'Posts/ByTags' where Tags = $tag", new { tag = "Discussion" });
