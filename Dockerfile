@@ -1,8 +1,6 @@
 # One image, every target: `magpie run --target T` (see compose.yaml).
 FROM mcr.microsoft.com/dotnet/sdk:10.0 AS build
-# The indexer's Lucene is Apache Lucene 8 for Java (Debian's jars), compiled against with a JDK.
 RUN apt-get update && apt-get install -y --no-install-recommends build-essential zlib1g-dev libssl-dev nodejs npm \
-        openjdk-17-jdk-headless liblucene8-java \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY scripts/build-librdkafka.sh scripts/
@@ -11,9 +9,9 @@ COPY . .
 RUN dotnet publish magpie -c Release -o /app
 
 FROM mcr.microsoft.com/dotnet/aspnet:10.0
-# librdkafka links zlib; OpenSSL is already in the .NET runtime image. Indexes run Lucene on a Java 17 runtime.
+# librdkafka links zlib; OpenSSL is already in the .NET runtime image (indexes are Lucene.Net, in-process).
 # curl serves compose's health checks (GET /readyz).
-RUN apt-get update && apt-get install -y --no-install-recommends zlib1g openjdk-17-jre-headless liblucene8-java curl \
+RUN apt-get update && apt-get install -y --no-install-recommends zlib1g curl \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /native/librdkafka.so.1 /usr/local/lib/librdkafka.so.1
 COPY --from=build /app /app
