@@ -18,6 +18,10 @@ public sealed record IndexDefinition
     public Dictionary<string, IndexFieldOptions> Fields { get; init; } = [];
 
     public IndexFieldOptions FieldOptions(string name) => Fields.TryGetValue(name, out var o) ? o : IndexFieldOptions.Default;
+
+    /// <summary>16 hex digits that change whenever the definition does (what an index's commit and its mapped topic are tied to).</summary>
+    public string Fingerprint() =>
+        Convert.ToHexString(System.Security.Cryptography.SHA256.HashData(System.Text.Json.JsonSerializer.SerializeToUtf8Bytes(this)))[..16];
 }
 
 public sealed record IndexFieldOptions

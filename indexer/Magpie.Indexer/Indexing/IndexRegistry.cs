@@ -154,7 +154,7 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
     /// </summary>
     private List<(WorkerKey, IndexWorker)> WorkersFor(string name, IndexDefinition definition, int shard)
     {
-        IndexWorker Worker(IChangeFeed feed, string directory, Func<IndexStatus, IIndexStage> stage) =>
+        IndexWorker Worker(IChangeFeed feed, string directory, Func<IIndexErrors, IIndexStage> stage) =>
             new(name, definition, feed, _engine, directory, stage, _log, options.BatchSize) { Shard = shard };
         var limits = options.ScriptLimits;
         if (definition.Reduce is null)

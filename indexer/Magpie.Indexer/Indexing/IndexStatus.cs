@@ -12,7 +12,7 @@ public sealed record IndexStatusSnapshot(long IndexedEtag, long Entries, long Ba
     IReadOnlyList<IndexError> Errors, IReadOnlyList<IndexBatchStats> RecentBatches, string? Failure);
 
 /// <summary>Live progress of one index, written by its worker, read by status and stats requests.</summary>
-public sealed class IndexStatus(string index)
+public sealed class IndexStatus(string index) : Stages.IIndexErrors
 {
     private const int Kept = 20;
     private readonly Lock _lock = new();

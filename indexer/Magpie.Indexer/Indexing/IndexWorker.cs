@@ -20,14 +20,13 @@ namespace Magpie.Indexer.Indexing;
 /// changed index) is wiped and rebuilt from the beginning of the feed.
 /// </summary>
 public sealed class IndexWorker(string name, IndexDefinition definition, IChangeFeed feed, IIndexEngine engine, string directory,
-    Func<IndexStatus, IIndexStage> stages, ILogger log, int batchSize = 4096) : IAsyncDisposable
+    Func<IIndexErrors, IIndexStage> stages, ILogger log, int batchSize = 4096) : IAsyncDisposable
 {
     public const string PositionKey = "magpie.position", EtagKey = "magpie.etag", DefinitionKey = "magpie.definition", SourceKey = "magpie.source";
-    public const string SourceField = "@source";
 
     private readonly CancellationTokenSource _stop = new();
     /// <summary>What the commit's <see cref="DefinitionKey"/> says: the definition and the engine that wrote the index (another of either is rebuilt).</summary>
-    private readonly string _fingerprint = $"{Fingerprint(definition)}@{engine.Name}";
+    private readonly string _fingerprint = $"{definition.Fingerprint()}@{engine.Name}";
     private readonly List<(long Etag, TaskCompletionSource Done)> _waiters = [];
     private Task _loop = Task.CompletedTask;
     private ChangeFeedPosition _position = ChangeFeedPosition.Beginning;
@@ -84,9 +83,6 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
 
     /// <summary>The open index, for queries (null until the worker opened it).</summary>
     public IIndexPersistence? Index { get; private set; }
-
-    public static string Fingerprint(IndexDefinition definition) =>
-        Convert.ToHexString(SHA256.HashData(JsonSerializer.SerializeToUtf8Bytes(definition)))[..16];
 
     public void Start() => _loop = Task.Run(() => RunAsync(_stop.Token));
 

@@ -1,3 +1,4 @@
+using Magpie.Indexer.Indexing.Stages;
 using System.Diagnostics.Metrics;
 
 namespace Magpie.Indexer.Indexing;

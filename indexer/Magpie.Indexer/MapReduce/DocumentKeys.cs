@@ -1,3 +1,4 @@
+using Magpie.Indexer.Indexing.Stages;
 using Magpie.Indexer.Engine;
 using Magpie.Contracts.Search;
 

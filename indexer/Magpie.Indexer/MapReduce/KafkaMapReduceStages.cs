@@ -1,7 +1,6 @@
 using Magpie.Contracts.Changes;
 using Magpie.Contracts.Documents;
 using Magpie.Contracts.Indexes;
-using Magpie.Indexer.Indexing;
 using Magpie.Indexer.Indexing.Stages;
 using Magpie.Indexer.Engine;
 using Magpie.Contracts.Search;
@@ -15,7 +14,7 @@ namespace Magpie.Indexer.MapReduce;
 /// small Lucene index which keys each document contributes to — committed with the consumed offsets, so after a crash
 /// it re-publishes from there (the reduce side applies a pair's change idempotently).
 /// </summary>
-public sealed class MappedTopicStage(IndexDefinition definition, ScriptLimits limits, IndexStatus status, MappedTopics topics, string topic, int shard)
+public sealed class MappedTopicStage(IndexDefinition definition, ScriptLimits limits, IIndexErrors status, MappedTopics topics, string topic, int shard)
     : IIndexStage
 {
     private readonly MapToKeys _map = new(definition, limits, status);
@@ -49,7 +48,7 @@ public sealed class MappedTopicStage(IndexDefinition definition, ScriptLimits li
 /// applies the changes to the reduce trees and writes results and state to the shard's Lucene index, committed with the
 /// mapped topic's offset and the map stages' watermarks. Fed by every source partition's map stage.
 /// </summary>
-public sealed class TopicReduceStage(IndexDefinition definition, ScriptLimits limits, IndexStatus status, IDocumentOutput? documents,
+public sealed class TopicReduceStage(IndexDefinition definition, ScriptLimits limits, IIndexErrors status, IDocumentOutput? documents,
     MappedTopics topics, string topic) : IIndexStage
 {
     public Task PrepareAsync(CancellationToken ct) => topics.EnsureAsync(topic, ct);

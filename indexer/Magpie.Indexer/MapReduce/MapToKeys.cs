@@ -1,7 +1,6 @@
 using Magpie.Contracts.Changes;
 using Magpie.Contracts.Documents;
 using Magpie.Contracts.Indexes;
-using Magpie.Indexer.Indexing;
 using Magpie.Indexer.Indexing.Stages;
 using Magpie.Indexer.Engine;
 using Magpie.Contracts.Search;
@@ -16,7 +15,7 @@ namespace Magpie.Indexer.MapReduce;
 /// map or key throws is recorded and contributes nothing. Owns its own reduce script (for the keys): the reduce half
 /// runs on another thread.
 /// </summary>
-public sealed class MapToKeys(IndexDefinition definition, ScriptLimits limits, IndexStatus status) : IDisposable
+public sealed class MapToKeys(IndexDefinition definition, ScriptLimits limits, IIndexErrors status) : IDisposable
 {
     private readonly MapScript _maps = MapScript.Compile(definition.Maps, limits);
     private readonly ReduceScript _keys = ReduceScript.Compile(definition.Reduce!, limits);
@@ -51,11 +50,11 @@ public sealed class MapToKeys(IndexDefinition definition, ScriptLimits limits, I
 
 /// <summary>
 /// The reduce half: applies mapped changes to the <see cref="ReduceState"/>, re-reduces the touched keys and turns the
-/// outcome into Lucene writes — each result under its key's id (kept whole as <see cref="IndexWorker.SourceField"/>, what
+/// outcome into Lucene writes — each result under its key's id (kept whole as <see cref="EntryFields.Source"/>, what
 /// queries return), gone keys deleted, and the state entries beside them so they commit together. With an output
 /// collection, the results are written back as documents first.
 /// </summary>
-public sealed class ReduceWriter(IndexDefinition definition, ScriptLimits limits, IndexStatus status, IDocumentOutput? documents) : IDisposable
+public sealed class ReduceWriter(IndexDefinition definition, ScriptLimits limits, IIndexErrors status, IDocumentOutput? documents) : IDisposable
 {
     private readonly ReduceOutput? _output = definition.OutputReduceToCollection is { } collection
         ? new ReduceOutput(collection, documents ?? throw new InvalidOperationException("outputReduceToCollection needs a document output"))
@@ -72,7 +71,7 @@ public sealed class ReduceWriter(IndexDefinition definition, ScriptLimits limits
         if (_output is not null) await _output.WriteAsync(flush, ct);
         foreach (var (key, message) in flush.Failed) status.Error($"reduce key {key}", message);
         var documents = flush.Results.Select(r => new IndexedDocument(r.Key,
-            [new IndexEntry([.. EntryFields.From(ReduceState.EntryOf(r.Result), definition).Fields, new StoredField(IndexWorker.SourceField, r.Result)])])).ToList();
+            [new IndexEntry([.. EntryFields.From(ReduceState.EntryOf(r.Result), definition).Fields, new StoredField(EntryFields.Source, r.Result)])])).ToList();
         var deletes = flush.Gone;
         foreach (var (id, entry) in flush.State)
             if (entry is null) deletes.Add(id);
@@ -84,7 +83,7 @@ public sealed class ReduceWriter(IndexDefinition definition, ScriptLimits limits
 }
 
 /// <summary>Embedded map/reduce: both halves in one worker, the reduce on the write loop, several mapped batches allowed ahead.</summary>
-public sealed class LocalMapReduceStage(IndexDefinition definition, ScriptLimits limits, IndexStatus status, IDocumentOutput? documents = null) : IIndexStage
+public sealed class LocalMapReduceStage(IndexDefinition definition, ScriptLimits limits, IIndexErrors status, IDocumentOutput? documents = null) : IIndexStage
 {
     private readonly MapToKeys _map = new(definition, limits, status);
     private readonly ReduceWriter _reduce = new(definition, limits, status, documents);

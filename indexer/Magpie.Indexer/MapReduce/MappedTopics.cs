@@ -1,3 +1,4 @@
+using Magpie.Indexer.Indexing.Stages;
 using System.Buffers;
 using System.Security.Cryptography;
 using System.Text;
@@ -6,7 +7,6 @@ using Confluent.Kafka;
 using Confluent.Kafka.Admin;
 using Magpie.Contracts.Changes;
 using Magpie.Contracts.Indexes;
-using Magpie.Indexer.Indexing;
 using Magpie.Kafka;
 using Magpie.Kafka.Changes;
 using Microsoft.Extensions.Logging;
@@ -38,7 +38,7 @@ public sealed class MappedTopics(string bootstrapServers, string group, int part
             var safe = new string(s.Select(c => char.IsAsciiLetterOrDigit(c) || c is '.' or '_' or '-' ? c : '_').ToArray());
             return safe.Length > max ? safe[..max] : safe;
         }
-        return $"magpie.mapped.{Safe(group, 60)}.{Safe(index, 120)}.{IndexWorker.Fingerprint(definition)[..8].ToLowerInvariant()}";
+        return $"magpie.mapped.{Safe(group, 60)}.{Safe(index, 120)}.{definition.Fingerprint()[..8].ToLowerInvariant()}";
     }
 
     public Task EnsureAsync(string topic, CancellationToken ct) => TopicAdmin.EnsureAsync(bootstrapServers,

@@ -24,6 +24,9 @@ public static partial class EntryFields
     public const string NullValue = "NULL_VALUE";
     public const string CaseSensitive = "@cs", Number = "@num", Ticks = "@ticks", Stored = "@stored";
 
+    /// <summary>The whole document (or reduce result) kept in its entries, where no store is beside the index (Kafka mode, reduce results).</summary>
+    public const string Source = "@source";
+
     public static IndexEntry From(MappedEntry entry, IndexDefinition definition)
     {
         var fields = new List<IndexField>();

@@ -1,6 +1,5 @@
 using System.Text.Json;
 using Magpie.Query.Rql;
-using Magpie.Query.Shards;
 
 namespace Magpie.Query.Facets;
 

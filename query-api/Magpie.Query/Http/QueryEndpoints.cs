@@ -36,7 +36,7 @@ public static class QueryEndpoints
                 if (query.FacetsOnly) kind = "facets";
                 if (request.PageSize is < 1 or > MaxPageSize) return Problem(new QueryProblem(400, $"pageSize must be 1 to {MaxPageSize}"));
                 var pageSize = query.Limit ?? request.PageSize;
-                var page = await coordinator.PageAsync(request, query, pageSize, query.Offset ?? request.Start, request.Cursor,
+                var page = await coordinator.PageAsync(request.ToCoordinator(), query, pageSize, query.Offset ?? request.Start, request.Cursor,
                     request.WaitForNonStaleResults, ctx.RequestAborted);
                 failed = false;
                 return Results.Json(new
@@ -61,7 +61,7 @@ public static class QueryEndpoints
             try
             {
                 var (request, query) = await ReadAsync(ctx);
-                stream = await coordinator.StreamAsync(request, query, ctx.RequestAborted);
+                stream = await coordinator.StreamAsync(request.ToCoordinator(), query, ctx.RequestAborted);
             }
             catch (QueryProblem e) { await Problem(e).ExecuteAsync(ctx); return; }
             // The snapshots go when the stream ends, fails, or its client goes away (the aborted write throws).

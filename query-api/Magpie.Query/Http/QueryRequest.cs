@@ -18,4 +18,10 @@ public sealed record QueryRequest
 
     /// <summary>With <see cref="Facets"/>: answer the facets and the total only, no page of results.</summary>
     public bool FacetsOnly { get; init; }
+
+    public Shards.CoordinatorRequest ToCoordinator() => new()
+    {
+        Query = Query, Parameters = Parameters, Start = Start, Cursor = Cursor, WaitForNonStaleResults = WaitForNonStaleResults,
+        TimeoutMs = TimeoutMs, Facets = Facets, FacetsOnly = FacetsOnly,
+    };
 }

@@ -2,7 +2,6 @@ using System.Text.Json;
 using Magpie.Indexer.Definitions;
 using Magpie.Indexer.Indexing;
 using Magpie.Indexer.Maps;
-using Magpie.Query.Http;
 using Magpie.Query.Shards;
 
 namespace Magpie.Query.Postgres;
@@ -50,7 +49,7 @@ public sealed class IndexSchemas(IndexDefinitionStore definitions, IndexRegistry
 
     private async Task<IReadOnlyList<PgColumn>> SampleAsync(string index, CancellationToken ct)
     {
-        var request = new QueryRequest { Query = $"from index {Sql.SqlToRql.Quote(index)}", PageSize = 200 };
+        var request = new CoordinatorRequest { Query = $"from index {Sql.SqlToRql.Quote(index)}" };
         var page = await coordinator.PageAsync(request, Shards.LocalShardOwner.Parse(request.Query, null, null), 200, 0, null, false, ct);
         var types = new Dictionary<string, PgType>(StringComparer.Ordinal);
         foreach (var hit in page.Hits)

@@ -1,6 +1,5 @@
 using System.Runtime.CompilerServices;
 using System.Text.Json;
-using Magpie.Query.Http;
 using Magpie.Query.Postgres.Sql;
 using Magpie.Query.Shards;
 
@@ -41,7 +40,7 @@ public sealed class PgStatements(PgCatalog catalog, SqlRunner sql, QueryCoordina
     /// </summary>
     private async Task<PgOutcome> RqlAsync(string rql, CancellationToken ct)
     {
-        var request = new QueryRequest { Query = rql };
+        var request = new CoordinatorRequest { Query = rql };
         var query = LocalShardOwner.Parse(rql, null, null);
         if (query.Facets.Count > 0)
         {
@@ -58,7 +57,7 @@ public sealed class PgStatements(PgCatalog catalog, SqlRunner sql, QueryCoordina
         return new PgRows(columns, RqlRowsAsync(request, query, ct));
     }
 
-    private async IAsyncEnumerable<object?[]> RqlRowsAsync(QueryRequest request, Rql.RqlQuery query, [EnumeratorCancellation] CancellationToken ct = default)
+    private async IAsyncEnumerable<object?[]> RqlRowsAsync(CoordinatorRequest request, Rql.RqlQuery query, [EnumeratorCancellation] CancellationToken ct = default)
     {
         await foreach (var hit in QueryHits.StreamAsync(coordinator, request, query, ct))
         {

@@ -1,5 +1,4 @@
 using System.Runtime.CompilerServices;
-using Magpie.Query.Http;
 using Magpie.Query.Rql;
 using Magpie.Query.Shards;
 
@@ -8,7 +7,7 @@ namespace Magpie.Query.Postgres;
 /// <summary>Every hit of a query, page after page from one snapshot (a coordinator stream), its problems as PostgreSQL errors.</summary>
 public static class QueryHits
 {
-    public static async IAsyncEnumerable<ShardHit> StreamAsync(QueryCoordinator coordinator, QueryRequest request, RqlQuery query,
+    public static async IAsyncEnumerable<ShardHit> StreamAsync(QueryCoordinator coordinator, CoordinatorRequest request, RqlQuery query,
         [EnumeratorCancellation] CancellationToken ct = default)
     {
         QueryStream stream;

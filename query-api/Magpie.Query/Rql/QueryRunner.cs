@@ -33,7 +33,7 @@ public static class QueryRunner
         var sort = new List<SortField>();
         foreach (var order in query.OrderBy) sort.Add(await SortOfAsync(shards, order, numericSorts, ct));
         // With select: the projected stored fields, and the document source where the index keeps it (Kafka mode).
-        IReadOnlyList<string>? stored = query.Select.Count > 0 ? [.. query.Select.Select(s => s.Field + EntryFields.Stored), IndexWorker.SourceField] : null;
+        IReadOnlyList<string>? stored = query.Select.Count > 0 ? [.. query.Select.Select(s => s.Field + EntryFields.Stored), EntryFields.Source] : null;
         return new QueryPlan(where, sort, stored);
     }
 

@@ -146,7 +146,7 @@ public sealed class LocalShardOwner(IndexDefinitionStore definitions, IndexRegis
         async Task<JsonElement?> Document()
         {
             if (document is not null) return document;
-            if (hit.Stored.TryGetValue(IndexWorker.SourceField, out var source) && source.Count > 0)
+            if (hit.Stored.TryGetValue(EntryFields.Source, out var source) && source.Count > 0)
                 return document = JsonDocument.Parse((string)source[0]).RootElement;
             return document = documents is null ? null : await documents.GetAsync(hit.Id, ct);
         }

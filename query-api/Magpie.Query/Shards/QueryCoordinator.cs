@@ -3,7 +3,6 @@ using Magpie.Indexer.Definitions;
 using Magpie.Indexer.Engine;
 using Magpie.Contracts.Search;
 using Magpie.Query.Facets;
-using Magpie.Query.Http;
 using Magpie.Query.Rql;
 
 namespace Magpie.Query.Shards;
@@ -17,7 +16,7 @@ namespace Magpie.Query.Shards;
 public sealed class QueryCoordinator(IShardDirectory directory, IndexDefinitionStore definitions, AutoIndexes autoIndexes)
 {
     /// <summary>One page, from the shards as they are now.</summary>
-    public async Task<ShardPage> PageAsync(QueryRequest request, RqlQuery query, int take, int skip, string? after, bool wait, CancellationToken ct)
+    public async Task<ShardPage> PageAsync(CoordinatorRequest request, RqlQuery query, int take, int skip, string? after, bool wait, CancellationToken ct)
     {
         var (index, layout) = await LayoutForAsync(request, query, after, wait, ct);
         return (await AskAsync(Asked(layout), Base(request, index, layout, wait), query, take, skip, after, hold: false, layout.Complete, ct)).Page;
@@ -27,7 +26,7 @@ public sealed class QueryCoordinator(IShardDirectory directory, IndexDefinitionS
     /// The first page of a stream: each owner holds a snapshot of its shards, so every later page
     /// (<see cref="QueryStream.PagesAsync"/>) reads the same point in time. Dispose the stream to let them go.
     /// </summary>
-    public async Task<QueryStream> StreamAsync(QueryRequest request, RqlQuery query, CancellationToken ct)
+    public async Task<QueryStream> StreamAsync(CoordinatorRequest request, RqlQuery query, CancellationToken ct)
     {
         var take = QueryStream.FirstTake(query);
         if (query.Facets.Count > 0) throw new QueryProblem(400, "facets are answered by POST /queries, not streamed");
@@ -39,7 +38,7 @@ public sealed class QueryCoordinator(IShardDirectory directory, IndexDefinitionS
         return new QueryStream(this, held, baseQuery with { WaitForNonStale = false, Target = null, NumericSorts = first.NumericSorts }, query, first);
     }
 
-    private async Task<(string Index, ShardLayout Layout)> LayoutForAsync(QueryRequest request, RqlQuery query, string? after, bool wait, CancellationToken ct)
+    private async Task<(string Index, ShardLayout Layout)> LayoutForAsync(CoordinatorRequest request, RqlQuery query, string? after, bool wait, CancellationToken ct)
     {
         var index = query.From.IsIndex ? query.From.Name : await autoIndexes.IndexForAsync(query, ct);
         if (!definitions.Current.ContainsKey(index)) throw new QueryProblem(404, $"index '{index}' does not exist");
@@ -58,7 +57,7 @@ public sealed class QueryCoordinator(IShardDirectory directory, IndexDefinitionS
 
     private static List<HeldOwner> Asked(ShardLayout layout) => layout.Owners.Select(o => new HeldOwner(o.Owner, o.Partitions, null)).ToList();
 
-    private static ShardQuery Base(QueryRequest request, string index, ShardLayout layout, bool wait) => new()
+    private static ShardQuery Base(CoordinatorRequest request, string index, ShardLayout layout, bool wait) => new()
     {
         Query = request.Query, Index = index, Parameters = request.Parameters, Target = layout.Target, WaitForNonStale = wait, TimeoutMs = request.TimeoutMs,
         Facets = request.Facets, FacetsOnly = request.FacetsOnly,

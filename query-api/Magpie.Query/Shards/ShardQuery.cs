@@ -54,14 +54,6 @@ public sealed record ShardHit(JsonElement Result, string Cursor);
 public sealed record ShardPage(long TotalResults, IReadOnlyList<ShardHit> Hits, bool IsStale, long IndexEtag, IReadOnlyList<string> NumericSorts,
     string? Snapshot = null, IReadOnlyList<IReadOnlyList<Magpie.Contracts.Search.FacetBucket>>? Facets = null);
 
-/// <summary>A query that can't run, as the HTTP problem it becomes (RQL errors carry line and column).</summary>
-public sealed class QueryProblem(int status, string detail, int? line = null, int? column = null) : Exception(detail)
-{
-    public int Status { get; } = status;
-    public int? Line { get; } = line;
-    public int? Column { get; } = column;
-}
-
 /// <summary>A process holding shards of indexes: this one (<see cref="LocalShardOwner"/>) or another over HTTP (<see cref="RemoteShardOwner"/>).</summary>
 public interface IShardOwner
 {

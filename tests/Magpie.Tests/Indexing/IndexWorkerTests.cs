@@ -1,3 +1,4 @@
+using Magpie.Indexer.Maps;
 using System.Text;
 using System.Text.Json;
 using Magpie.Contracts.Indexes;
@@ -101,7 +102,7 @@ public sealed class IndexWorkerTests : IAsyncLifetime
     private static async Task<Dictionary<string, (long Count, long Score)>> Results(IndexWorker worker)
     {
         var page = await worker.Index!.SearchAsync(new SearchRequest(SearchQuery.All, [], 1000));
-        return page.Hits.Select(h => JsonDocument.Parse((string)h.Stored[IndexWorker.SourceField][0]).RootElement)
+        return page.Hits.Select(h => JsonDocument.Parse((string)h.Stored[EntryFields.Source][0]).RootElement)
             .ToDictionary(r => r.GetProperty("Year").GetString()!, r => (r.GetProperty("Count").GetInt64(), r.GetProperty("Score").GetInt64()));
     }
 

@@ -1,7 +1,6 @@
 using Magpie.Contracts.Changes;
 using Magpie.Indexer.Engine;
 using Magpie.Contracts.Search;
-using Magpie.Indexer.MapReduce;
 
 namespace Magpie.Indexer.Indexing.Stages;
 
@@ -46,4 +45,10 @@ public interface IIndexStage : IDisposable
     /// of Kafka mode: any map stage may send it a key): staleness is then measured against <see cref="MappedBatch.Watermarks"/>.
     /// </summary>
     bool FedByAllPartitions => false;
+}
+
+/// <summary>Where a stage records a document (or reduce key) it could not process: that document's error, not the index's.</summary>
+public interface IIndexErrors
+{
+    void Error(string documentId, string message);
 }

@@ -13,9 +13,9 @@ namespace Magpie.Indexer.Indexing.Stages;
 /// A map index: each changed document's entries replace its old ones, a deleted document's go. A document whose map
 /// throws is recorded and loses its entries, so the index never shows a version the map can't produce.
 /// </summary>
-/// <param name="storeSource">Keep each document (with its metadata) in its entries as <see cref="IndexWorker.SourceField"/>:
+/// <param name="storeSource">Keep each document (with its metadata) in its entries as <see cref="EntryFields.Source"/>:
 /// Kafka-mode indexers have no document store beside them, so query results come from the index.</param>
-public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, IndexStatus status, bool storeSource) : IIndexStage
+public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, IIndexErrors status, bool storeSource) : IIndexStage
 {
     private readonly MapScript _maps = MapScript.Compile(definition.Maps, limits);
 
@@ -57,7 +57,7 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, In
         var buffer = new System.Buffers.ArrayBufferWriter<byte>();
         using (var w = new Utf8JsonWriter(buffer))
             Contracts.Documents.DocumentMetadata.WriteWithMetadata(w, change.Document!.Value, change.Id, change.Collection, change.Etag, change.LastModified);
-        var source = new StoredField(IndexWorker.SourceField, Encoding.UTF8.GetString(buffer.WrittenSpan));
+        var source = new StoredField(EntryFields.Source, Encoding.UTF8.GetString(buffer.WrittenSpan));
         return entries.Select(e => new IndexEntry([.. e.Fields, source])).ToList();
     }
 

@@ -4,7 +4,6 @@ using System.Text.Json;
 using Magpie.Indexer.Engine;
 using Magpie.Contracts.Search;
 using Magpie.Indexer.Maps;
-using Magpie.Query.Http;
 using Magpie.Query.Shards;
 
 namespace Magpie.Query.Postgres.Sql;
@@ -78,7 +77,7 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
 
     private async IAsyncEnumerable<object?[]> StreamAsync(string rql, List<PgType> types, [EnumeratorCancellation] CancellationToken ct = default)
     {
-        await foreach (var hit in QueryHits.StreamAsync(coordinator, new QueryRequest { Query = rql }, LocalShardOwner.Parse(rql, null, null), ct))
+        await foreach (var hit in QueryHits.StreamAsync(coordinator, new CoordinatorRequest { Query = rql }, LocalShardOwner.Parse(rql, null, null), ct))
         {
             var row = new object?[types.Count];
             for (var i = 0; i < types.Count; i++)
@@ -147,7 +146,7 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
         var facet = new Dictionary<string, object> { ["name"] = "sql", ["sum"] = aggregated };
         if (keyField is not null) facet["field"] = keyField;
         if (interval is { } seconds) facet["interval"] = seconds;
-        var request = new QueryRequest { Query = from, Facets = [JsonSerializer.SerializeToElement(facet)], FacetsOnly = true, PageSize = 1 };
+        var request = new CoordinatorRequest { Query = from, Facets = [JsonSerializer.SerializeToElement(facet)], FacetsOnly = true };
         ShardPage page;
         try { page = await coordinator.PageAsync(request, LocalShardOwner.Parse(from, null, request.Facets, facetsOnly: true), 1, 0, null, false, ct); }
         catch (QueryProblem e) { throw QueryHits.Problem(e); }

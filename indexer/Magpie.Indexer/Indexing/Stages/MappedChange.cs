@@ -1,6 +1,6 @@
 using System.Text.Json;
 
-namespace Magpie.Indexer.MapReduce;
+namespace Magpie.Indexer.Indexing.Stages;
 
 /// <summary>
 /// What one source document now contributes to one reduce key: its map results there (JSON objects), or none

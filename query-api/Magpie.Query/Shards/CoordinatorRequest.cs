@@ -1,0 +1,19 @@
+using System.Text.Json;
+
+namespace Magpie.Query.Shards;
+
+/// <summary>
+/// What <see cref="QueryCoordinator"/> runs, whoever asked (HTTP, the PostgreSQL endpoint): the RQL text and parameters
+/// (sent on to remote owners, which parse them again), where to start, the facets of a request body, and staleness wishes.
+/// </summary>
+public sealed record CoordinatorRequest
+{
+    public required string Query { get; init; }
+    public Dictionary<string, JsonElement>? Parameters { get; init; }
+    public int Start { get; init; }
+    public string? Cursor { get; init; }
+    public bool WaitForNonStaleResults { get; init; }
+    public int TimeoutMs { get; init; } = 15_000;
+    public List<JsonElement>? Facets { get; init; }
+    public bool FacetsOnly { get; init; }
+}
