@@ -8,6 +8,7 @@ using Magpie.Tests.Fixtures;
 // Usage: dotnet run -c Release --project bench/Magpie.Bench -- [--docs N] [--clients C] [--batch B] [--dir D]
 //        dotnet run -c Release --project bench/Magpie.Bench -- etl [--docs N] [--rabbitmq-url amqp://…]
 //        dotnet run -c Release --project bench/Magpie.Bench -- index [--docs N] [--kafka-docs M]
+//        dotnet run -c Release --project bench/Magpie.Bench -- raw-index [--docs N]      (the raw side of `index` alone, for profiling)
 //        dotnet run -c Release --project bench/Magpie.Bench -- freshness [--docs N] [--rate R] [--probes P]
 //        dotnet run -c Release --project bench/Magpie.Bench -- reduce-tree [--updates U]
 //        dotnet run -c Release --project bench/Magpie.Bench -- map-reduce [--docs N]
@@ -24,6 +25,7 @@ switch (args.FirstOrDefault())
 {
     case "etl": await RunEtlAsync(); return;
     case "index": await RunIndexAsync(); return;
+    case "raw-index": await RunRawIndexAsync(); return;
     case "reduce-tree": RunReduceTree(); return;
     case "map-reduce": await RunMapReduceAsync(); return;
     case "freshness": await RunFreshnessAsync(); return;
@@ -102,6 +104,19 @@ async Task RunEtlAsync()
         broker_cpu_s = new { magpie = etl.BrokerCpuSeconds, bare = bare.BrokerCpuSeconds, bare_same_headers = bareHeaders.BrokerCpuSeconds },
         publisher_cpu_s = new { magpie = etl.PublisherCpuSeconds, bare = bare.PublisherCpuSeconds, bare_same_headers = bareHeaders.PublisherCpuSeconds },
     }));
+}
+
+async Task RunRawIndexAsync()
+{
+    var n = (int)Arg("--docs", 300_000);
+    Console.WriteLine($"generating {n:N0} synthetic posts…");
+    var posts = IngestBenchmark.Batches(n, 512, seed: 42);
+    await IndexBenchmark.RawLuceneAsync(Path.Combine(run, "raw-warmup"), IngestBenchmark.Batches(50_000, 512, seed: 7));
+    Console.WriteLine($"measuring (pid {Environment.ProcessId})…");
+    var raw = await IndexBenchmark.RawLuceneAsync(Path.Combine(run, "raw"), posts);
+    try { Directory.Delete(run, recursive: true); } catch (IOException) { }
+    Console.WriteLine($"raw Lucene.Net: {raw.DocsPerSecond:N0} docs/s ({raw.Elapsed.TotalSeconds:F1} s, {n:N0} docs)");
+    Console.WriteLine(JsonSerializer.Serialize(new { benchmark = "raw-index", docs = n, raw_docs_per_s = Math.Round(raw.DocsPerSecond) }));
 }
 
 async Task RunIndexAsync()
