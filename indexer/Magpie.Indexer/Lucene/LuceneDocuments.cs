@@ -37,13 +37,28 @@ internal static class LuceneDocuments
         IsIndexed = true, IsTokenized = true, OmitNorms = true, IndexOptions = IndexOptions.DOCS_ONLY, NumericType = type, NumericPrecisionStep = PrecisionStep,
     }.Freeze();
 
-    public static Document Build(string id, IndexEntry entry)
+    /// <summary>
+    /// This thread's fields, reused from document to document: a new Field for every value makes Lucene.Net create a token
+    /// stream and its attributes for each (through a lock-guarded factory: 28% of the raw writer's time in a profile);
+    /// a reused one keeps its stream. Safe because the writer has consumed a document before the next is built.
+    /// </summary>
+    [ThreadStatic] private static FieldPool? _pool;
+
+    /// <summary>Starts a document (or the entries of one update): fields taken from the pool before stay in use until the next call.</summary>
+    public static FieldPool Fields()
+    {
+        var pool = _pool ??= new FieldPool();
+        pool.Reset();
+        return pool;
+    }
+
+    public static Document Build(FieldPool pool, string id, IndexEntry entry)
     {
         var doc = new Document
         {
-            new StringField(Id, id, Field.Store.YES),
+            pool.String(Id, id, Field.Store.YES),
             // @id keeps its doc values on every entry, state entries too: a segment holding only state entries must still sort by it.
-            new SortedDocValuesField(Id, new BytesRef(id)),
+            pool.Sorted(Id, new BytesRef(id)),
         };
         var state = StateEntry.IsStateId(id);
         HashSet<string>? present = state ? null : [];
@@ -53,46 +68,120 @@ internal static class LuceneDocuments
             {
                 switch (field)
                 {
-                    case KeywordField k: doc.Add(new StringField(k.Name, k.Value, Field.Store.NO)); break;
-                    case Engine.StoredField s: doc.Add(new global::Lucene.Net.Documents.StoredField(s.Name, s.Value)); break;
+                    case KeywordField k: doc.Add(pool.String(k.Name, k.Value, Field.Store.NO)); break;
+                    case Engine.StoredField s: doc.Add(pool.Stored(s.Name, s.Value)); break;
                 }
                 continue;
             }
-            if (present!.Add(field.Name)) doc.Add(new StringField(Exists, field.Name, Field.Store.NO));
-            Add(doc, field);
+            if (present!.Add(field.Name)) doc.Add(pool.String(Exists, field.Name, Field.Store.NO));
+            Add(pool, doc, field);
         }
         return doc;
     }
 
-    private static void Add(Document doc, EngineField field)
+    private static void Add(FieldPool pool, Document doc, EngineField field)
     {
         var store = field.Stored ? Field.Store.YES : Field.Store.NO;
         switch (field)
         {
             case Engine.TextField t:
-                doc.Add(new global::Lucene.Net.Documents.TextField(t.Name, t.Value, store));
+                doc.Add(pool.Text(t.Name, t.Value, store));
                 // Sortable by the lower-cased start: a doc-values term is capped at 32 KB.
                 var sortable = t.Value.Length > 256 ? t.Value[..256] : t.Value;
-                doc.Add(new SortedSetDocValuesField(t.Name, new BytesRef(sortable.ToLowerInvariant())));
+                doc.Add(pool.SortedSet(t.Name, new BytesRef(sortable.ToLowerInvariant())));
                 break;
             case KeywordField k:
-                doc.Add(new StringField(k.Name, k.Value, store));
-                doc.Add(new SortedSetDocValuesField(k.Name, new BytesRef(k.Value)));
+                doc.Add(pool.String(k.Name, k.Value, store));
+                doc.Add(pool.SortedSet(k.Name, new BytesRef(k.Value)));
                 break;
             case LongField l:
-                doc.Add(new Int64Field(l.Name, l.Value, LongType));
-                doc.Add(new SortedSetDocValuesField(l.Name, SortableBytes(l.Value)));
+                doc.Add(pool.Long(l.Name, l.Value));
+                doc.Add(pool.SortedSet(l.Name, SortableBytes(l.Value)));
                 if (l.Stored) doc.Add(new global::Lucene.Net.Documents.StoredField(l.Name, l.Value));
                 break;
             case Engine.DoubleField d:
-                doc.Add(new global::Lucene.Net.Documents.DoubleField(d.Name, d.Value, DoubleType));
-                doc.Add(new SortedSetDocValuesField(d.Name, SortableBytes(NumericUtils.DoubleToSortableInt64(d.Value))));
+                doc.Add(pool.Double(d.Name, d.Value));
+                doc.Add(pool.SortedSet(d.Name, SortableBytes(NumericUtils.DoubleToSortableInt64(d.Value))));
                 if (d.Stored) doc.Add(new global::Lucene.Net.Documents.StoredField(d.Name, d.Value));
                 break;
             case Engine.StoredField s:
-                doc.Add(new global::Lucene.Net.Documents.StoredField(s.Name, s.Value));
+                doc.Add(pool.Stored(s.Name, s.Value));
                 break;
             default: throw new ArgumentException($"unknown field kind {field.GetType().Name}");
+        }
+    }
+
+    /// <summary>One thread's reusable fields, by kind and name; the n-th use of a (kind, name) in a document takes its n-th field.</summary>
+    internal sealed class FieldPool
+    {
+        private readonly Dictionary<(int Kind, string Name), (List<Field> Fields, int Used)> _fields = [];
+        private readonly List<(int, string)> _touched = [];
+
+        public void Reset()
+        {
+            foreach (var key in _touched) _fields[key] = (_fields[key].Fields, 0);
+            _touched.Clear();
+        }
+
+        private T Take<T>(int kind, string name, Func<T> create) where T : Field
+        {
+            var key = (kind, name);
+            if (!_fields.TryGetValue(key, out var slot)) slot = ([], 0);
+            if (slot.Used == 0) _touched.Add(key);
+            T field;
+            if (slot.Used < slot.Fields.Count) field = (T)slot.Fields[slot.Used];
+            else slot.Fields.Add(field = create());
+            _fields[key] = (slot.Fields, slot.Used + 1);
+            return field;
+        }
+
+        public Field String(string name, string value, Field.Store store)
+        {
+            var f = Take(store == Field.Store.YES ? 1 : 2, name, () => new StringField(name, value, store));
+            f.SetStringValue(value);
+            return f;
+        }
+
+        public Field Text(string name, string value, Field.Store store)
+        {
+            var f = Take(store == Field.Store.YES ? 3 : 4, name, () => new global::Lucene.Net.Documents.TextField(name, value, store));
+            f.SetStringValue(value);
+            return f;
+        }
+
+        public Field Sorted(string name, BytesRef value)
+        {
+            var f = Take(5, name, () => new SortedDocValuesField(name, value));
+            f.SetBytesValue(value);
+            return f;
+        }
+
+        public Field SortedSet(string name, BytesRef value)
+        {
+            var f = Take(6, name, () => new SortedSetDocValuesField(name, value));
+            f.SetBytesValue(value);
+            return f;
+        }
+
+        public Field Long(string name, long value)
+        {
+            var f = Take(7, name, () => new Int64Field(name, value, LongType));
+            f.SetInt64Value(value);
+            return f;
+        }
+
+        public Field Double(string name, double value)
+        {
+            var f = Take(8, name, () => new global::Lucene.Net.Documents.DoubleField(name, value, DoubleType));
+            f.SetDoubleValue(value);
+            return f;
+        }
+
+        public Field Stored(string name, string value)
+        {
+            var f = Take(9, name, () => new global::Lucene.Net.Documents.StoredField(name, value));
+            f.SetStringValue(value);
+            return f;
         }
     }
 

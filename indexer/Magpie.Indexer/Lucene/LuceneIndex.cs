@@ -43,14 +43,27 @@ internal sealed class LuceneIndex : IIndexPersistence
         Guard(() =>
         {
             if (deletes.Count > 0) _writer.DeleteDocuments([.. deletes.Select(id => new Term(LuceneDocuments.Id, id))]);
-            foreach (var d in documents)
+            // Lucene indexes on as many threads as call it (a segment in the making per thread): a large batch is split by id, so
+            // updates of one id keep their order, and written from every core.
+            var threads = documents.Count >= 512 ? Math.Min(Environment.ProcessorCount, 4) : 1;
+            if (threads == 1) foreach (var d in documents) Update(d);
+            else
             {
-                var term = new Term(LuceneDocuments.Id, d.Id);
-                if (d.Entries.Count == 1) _writer.UpdateDocument(term, LuceneDocuments.Build(d.Id, d.Entries[0]));
-                else _writer.UpdateDocuments(term, d.Entries.Select(e => LuceneDocuments.Build(d.Id, e)).ToList());
+                var parts = new List<IndexedDocument>[threads];
+                for (var i = 0; i < threads; i++) parts[i] = new List<IndexedDocument>(documents.Count / threads + 1);
+                foreach (var d in documents) parts[(int)((uint)StringComparer.Ordinal.GetHashCode(d.Id) % (uint)threads)].Add(d);
+                Parallel.For(0, threads, new ParallelOptions { MaxDegreeOfParallelism = threads }, i => { foreach (var d in parts[i]) Update(d); });
             }
         });
         return Task.CompletedTask;
+    }
+
+    private void Update(IndexedDocument d)
+    {
+        var term = new Term(LuceneDocuments.Id, d.Id);
+        var fields = LuceneDocuments.Fields();
+        if (d.Entries.Count == 1) _writer.UpdateDocument(term, LuceneDocuments.Build(fields, d.Id, d.Entries[0]));
+        else _writer.UpdateDocuments(term, d.Entries.Select(e => LuceneDocuments.Build(fields, d.Id, e)).ToList());
     }
 
     public Task CommitAsync(IReadOnlyDictionary<string, string> commitData, CancellationToken ct = default)
