@@ -71,6 +71,7 @@ internal sealed class FacetColumns(long budget)
         var value = build();
         var bytes = size(value);
         if (bytes > budget / 4) return value;
+        bool watch;
         lock (_cache)
         {
             if (_cache.TryGetValue(key, out var raced)) return raced.Value.Value;
@@ -81,8 +82,10 @@ internal sealed class FacetColumns(long budget)
             }
             _cache[key] = _recent.AddFirst(new Entry(key, value, bytes, owner));
             _bytes += bytes;
-            if (_watched.Add(key.Core)) segment.AddCoreDisposedListener(new CoreGone(this));
+            watch = _watched.Add(key.Core);
         }
+        // Outside our lock: Lucene calls the listener under its own, and the core can't close while the caller's searcher holds it.
+        if (watch) segment.AddCoreDisposedListener(new CoreGone(this));
         return value;
     }
 
