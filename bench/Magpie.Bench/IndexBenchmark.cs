@@ -90,15 +90,22 @@ public static class IndexBenchmark
         var deadline = DateTime.UtcNow + timeout;
         while (true)
         {
-            long total = 0;
+            long total = 0, errors = 0;
             var stale = false;
             foreach (var http in indexers)
             {
                 var s = (await http.GetFromJsonAsync<JsonElement>($"indexes/{name}")).GetProperty("status");
                 total += s.GetProperty("entries").GetInt64();
+                errors += s.GetProperty("errorCount").GetInt64();
                 stale |= s.GetProperty("isStale").GetBoolean();
             }
             if (total == entries && !stale) return;
+            // A document the map failed on (a script timeout when a GC pause outlasts it) has no entry: done all the same, and said.
+            if (total + errors >= entries && total < entries && !stale)
+            {
+                Console.WriteLine($"  note: {name} holds {total:N0} of {entries:N0} entries; {errors} map errors (GET /indexes/{name})");
+                return;
+            }
             if (DateTime.UtcNow > deadline) throw new TimeoutException($"index holds {total} of {entries} after {timeout}");
             await Task.Delay(10);
         }
