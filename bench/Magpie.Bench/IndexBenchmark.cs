@@ -4,7 +4,6 @@ using System.Text;
 using System.Text.Json;
 using Magpie.Contracts.Indexes;
 using Magpie.Indexer.Engine;
-using Magpie.Contracts.Search;
 using Magpie.Indexer.Lucene;
 using Magpie.Indexer.Maps;
 using Microsoft.Extensions.Logging.Abstractions;

@@ -26,6 +26,7 @@ switch (args.FirstOrDefault())
     case "etl": await RunEtlAsync(); return;
     case "index": await RunIndexAsync(); return;
     case "raw-index": await RunRawIndexAsync(); return;
+    case "probe-queries": await ProbeQueriesAsync(); return;
     case "reduce-tree": RunReduceTree(); return;
     case "map-reduce": await RunMapReduceAsync(); return;
     case "freshness": await RunFreshnessAsync(); return;
@@ -117,6 +118,29 @@ async Task RunRawIndexAsync()
     try { Directory.Delete(run, recursive: true); } catch (IOException) { }
     Console.WriteLine($"raw Lucene.Net: {raw.DocsPerSecond:N0} docs/s ({raw.Elapsed.TotalSeconds:F1} s, {n:N0} docs)");
     Console.WriteLine(JsonSerializer.Serialize(new { benchmark = "raw-index", docs = n, raw_docs_per_s = Math.Round(raw.DocsPerSecond) }));
+}
+
+// Scratch: the index benchmark's three query kinds on an engine index of raw-index's posts, one at a time, timed.
+async Task ProbeQueriesAsync()
+{
+    var n = (int)Arg("--docs", 300_000);
+    var dir = Path.Combine(run, "probe");
+    await IndexBenchmark.RawLuceneAsync(dir, IngestBenchmark.Batches(n, 512, seed: 42));
+    using var engine = new Magpie.Indexer.Lucene.LuceneEngine(Microsoft.Extensions.Logging.Abstractions.NullLogger.Instance);
+    var index = engine.Open(dir);
+    foreach (var (kind, q) in new (string, Magpie.Contracts.Search.SearchQuery)[]
+    {
+        ("term", new Magpie.Contracts.Search.TermQuery("Tags", "docker")),
+        ("full-text", new Magpie.Contracts.Search.FullTextQuery("Body", "cache deploy")),
+    })
+    for (var i = 0; i < 5; i++)
+    {
+        var t = Stopwatch.StartNew();
+        var page = await index.SearchAsync(new Magpie.Contracts.Search.SearchRequest(q, [], 25));
+        Console.WriteLine($"{kind}: {page.TotalHits:N0} hits in {t.Elapsed.TotalMilliseconds:F1} ms");
+    }
+    index.Close();
+    try { Directory.Delete(run, recursive: true); } catch (IOException) { }
 }
 
 async Task RunIndexAsync()

@@ -3,7 +3,6 @@ using Magpie.Contracts.Indexes;
 using Magpie.Indexer.Definitions;
 using Magpie.Indexer.Indexing;
 using Magpie.Indexer.Engine;
-using Magpie.Contracts.Search;
 using Magpie.Indexer.Shards;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Http;

@@ -6,7 +6,6 @@ using Magpie.Indexer.Definitions;
 using Magpie.Indexer.Indexing.Stages;
 using Magpie.Indexer.Engine;
 using Magpie.Indexer.Lucene;
-using Magpie.Contracts.Search;
 using Magpie.Indexer.MapReduce;
 using Magpie.Indexer.Shards;
 using Microsoft.Extensions.Hosting;

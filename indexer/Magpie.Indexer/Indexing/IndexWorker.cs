@@ -1,12 +1,10 @@
 using System.Diagnostics;
-using System.Security.Cryptography;
 using System.Text.Json;
 using System.Threading.Channels;
 using Magpie.Contracts.Changes;
 using Magpie.Contracts.Indexes;
 using Magpie.Indexer.Indexing.Stages;
 using Magpie.Indexer.Engine;
-using Magpie.Contracts.Search;
 using Microsoft.Extensions.Logging;
 
 namespace Magpie.Indexer.Indexing;

@@ -151,10 +151,10 @@ internal sealed class LuceneIndex : IIndexPersistence
 
     private SearchPage Search(IndexSearcher searcher, SearchRequest request)
     {
-        var query = WithoutState(searcher, LuceneQueries.Build(request.Query, _engine.Analyzer));
+        var byScore = request.Sort.Any(s => s.Kind == SortKind.Score);
+        var query = WithoutState(searcher, LuceneQueries.Build(request.Query, _engine.Analyzer, scored: byScore));
         var fields = request.Sort.Select(LuceneQueries.Sort).Append(LuceneQueries.ById).ToArray();
         var after = request.After is { } cursor ? SortValues.ToFieldDoc(cursor, fields) : null;
-        var byScore = request.Sort.Any(s => s.Kind == SortKind.Score);
         // A page can't hold more hits than the index has entries: the collector's queue is allocated at its full size.
         var wanted = Math.Max(1, Math.Min(after is not null ? request.PageSize : (long)request.Skip + request.PageSize, Math.Max(1, searcher.IndexReader.MaxDoc)));
         var weight = searcher.CreateNormalizedWeight(query);
@@ -196,8 +196,8 @@ internal sealed class LuceneIndex : IIndexPersistence
     public Task<FacetCounts> FacetsAsync(SearchQuery query, IReadOnlyList<FacetSpec> facets, long snapshot = 0, CancellationToken ct = default) =>
         Task.FromResult(WithSearcher(snapshot, searcher =>
         {
-            var counter = new FacetCounter(_engine.Columns, this, searcher, facets, q => LuceneQueries.Build(q, _engine.Analyzer));
-            searcher.Search(WithoutState(searcher, LuceneQueries.Build(query, _engine.Analyzer)), counter);
+            var counter = new FacetCounter(_engine.Columns, this, searcher, facets, q => LuceneQueries.Build(q, _engine.Analyzer, scored: false));
+            searcher.Search(WithoutState(searcher, LuceneQueries.Build(query, _engine.Analyzer, scored: false)), counter);
             return counter.Result();
         }));
 

@@ -1,6 +1,5 @@
 using Magpie.Indexer.Indexing.Stages;
 using Magpie.Indexer.Engine;
-using Magpie.Contracts.Search;
 
 namespace Magpie.Indexer.MapReduce;
 

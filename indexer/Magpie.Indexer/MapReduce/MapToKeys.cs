@@ -3,7 +3,6 @@ using Magpie.Contracts.Documents;
 using Magpie.Contracts.Indexes;
 using Magpie.Indexer.Indexing.Stages;
 using Magpie.Indexer.Engine;
-using Magpie.Contracts.Search;
 using Magpie.Indexer.Maps;
 using Magpie.Scripting;
 

@@ -1,7 +1,6 @@
 using Magpie.Indexer.Indexing.Stages;
 using System.Text.Json;
 using Magpie.Indexer.Engine;
-using Magpie.Contracts.Search;
 using Magpie.Indexer.Maps;
 
 namespace Magpie.Indexer.MapReduce;

@@ -3,7 +3,6 @@ using System.Text.Json;
 using System.Text.RegularExpressions;
 using Magpie.Contracts.Indexes;
 using Magpie.Indexer.Engine;
-using Magpie.Contracts.Search;
 
 namespace Magpie.Indexer.Maps;
 

@@ -1,5 +1,4 @@
 using System.Text.Json.Serialization;
-using Magpie.Indexer.Engine;
 using Magpie.Contracts.Search;
 using Magpie.Indexer.Maps;
 using Magpie.Query.Rql;

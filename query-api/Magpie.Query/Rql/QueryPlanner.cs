@@ -1,6 +1,5 @@
 using System.Text.Json;
 using Magpie.Contracts.Indexes;
-using Magpie.Indexer.Engine;
 using Magpie.Contracts.Search;
 using Magpie.Indexer.Maps;
 using LuceneTermQuery = Magpie.Contracts.Search.TermQuery;

@@ -1,6 +1,5 @@
 using System.Runtime.CompilerServices;
 using Magpie.Indexer.Definitions;
-using Magpie.Indexer.Engine;
 using Magpie.Contracts.Search;
 using Magpie.Query.Facets;
 using Magpie.Query.Rql;

@@ -1,4 +1,3 @@
-using Magpie.Indexer.Engine;
 using Magpie.Contracts.Search;
 using Magpie.Query.Rql;
 

@@ -1,7 +1,6 @@
 using System.Collections.Concurrent;
 using Magpie.Indexer.Indexing;
 using Magpie.Indexer.Engine;
-using Magpie.Contracts.Search;
 
 namespace Magpie.Query.Shards;
 

@@ -4,7 +4,6 @@ using System.Text.Json;
 using Magpie.Contracts.Indexes;
 using Magpie.Indexer.Indexing;
 using Magpie.Indexer.Indexing.Stages;
-using Magpie.Indexer.Engine;
 using Magpie.Indexer.Lucene;
 using Microsoft.Extensions.Logging.Abstractions;
 using Magpie.Contracts.Search;

@@ -1,6 +1,5 @@
 using Magpie.Contracts.Changes;
 using Magpie.Indexer.Engine;
-using Magpie.Contracts.Search;
 
 namespace Magpie.Indexer.Indexing.Stages;
 

@@ -3,7 +3,6 @@ using System.Text.Json;
 using Magpie.Contracts.Changes;
 using Magpie.Contracts.Indexes;
 using Magpie.Indexer.Engine;
-using Magpie.Contracts.Search;
 using Magpie.Indexer.Maps;
 using Magpie.Scripting;
 

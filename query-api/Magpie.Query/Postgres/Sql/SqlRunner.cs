@@ -1,7 +1,6 @@
 using System.Runtime.CompilerServices;
 using System.Text;
 using System.Text.Json;
-using Magpie.Indexer.Engine;
 using Magpie.Contracts.Search;
 using Magpie.Indexer.Maps;
 using Magpie.Query.Shards;
