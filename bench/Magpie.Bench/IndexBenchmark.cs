@@ -39,7 +39,7 @@ public static class IndexBenchmark
         foreach (var chunk in docs.Chunk(4096))
         {
             var t = Stopwatch.GetTimestamp();
-            var entries = chunk.Select(d => new IndexedDocument(d.Id, [EntryFields.From(Map(d.Body!), Definition)])).ToList();
+            var entries = chunk.Select(d => new IndexedDocument(d.Id, [EntryMapping.From(Map(d.Body!), Definition)])).ToList();
             build += Stopwatch.GetTimestamp() - t;
             t = Stopwatch.GetTimestamp();
             await index.WriteAsync([], entries);

@@ -34,6 +34,7 @@ public static class IndexerModule
             sp.GetRequiredService<ILoggerFactory>(), sp.GetService<IDocumentOutput>()));
         services.AddHostedService(sp => sp.GetRequiredService<IndexRegistry>());
         services.AddSingleton<Magpie.Contracts.Indexes.IIndexWaiter>(sp => sp.GetRequiredService<IndexRegistry>());
+        services.AddSingleton<Magpie.Contracts.Search.ILocalShards>(sp => sp.GetRequiredService<IndexRegistry>());
         return services;
     }
 
@@ -44,6 +45,7 @@ public static class IndexerModule
             ? new KafkaDefinitionLog(kafka, sp.GetRequiredService<ILoggerFactory>().CreateLogger("Magpie.Indexer.Definitions"))
             : new FileDefinitionLog(options.DataDir));
         services.AddSingleton<IndexDefinitionStore>().AddHostedService(sp => sp.GetRequiredService<IndexDefinitionStore>());
+        services.AddSingleton<Magpie.Contracts.Indexes.IIndexDefinitions>(sp => sp.GetRequiredService<IndexDefinitionStore>());
         return services;
     }
 

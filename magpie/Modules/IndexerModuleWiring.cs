@@ -63,7 +63,10 @@ public sealed class QueryModuleWiring(bool indexerInProcess) : IMagpieModule
 
     public void AddServices(WebApplicationBuilder builder, MagpieSettings settings)
     {
-        builder.Services.AddQueries(IndexerModuleWiring.Options(settings, indexerInProcess));
+        var indexer = IndexerModuleWiring.Options(settings, indexerInProcess);
+        // Alone, the query target reads the definitions itself (from magpie.indexes); with the indexer, the indexer registered them.
+        if (!indexerInProcess) builder.Services.AddIndexDefinitions(indexer);
+        builder.Services.AddQueries(new QueryOptions { DataDir = indexer.DataDir, Kafka = indexer.Kafka, IndexerGroup = indexer.IndexerGroup });
         if (settings.Pg.Port >= 0) builder.Services.AddPostgresEndpoint(PgOptionsOf(settings.Pg));
     }
 

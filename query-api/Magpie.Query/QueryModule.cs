@@ -1,5 +1,6 @@
 using Magpie.Contracts.Documents;
-using Magpie.Indexer;
+using Magpie.Contracts.Indexes;
+using Magpie.Contracts.Search;
 using Magpie.Query.Http;
 using Magpie.Contracts.Changes;
 using Magpie.Kafka.Changes;
@@ -20,14 +21,14 @@ public static class QueryModule
 {
     /// <summary>The shards this process's indexer holds, searchable here (embedded queries, and indexers answering /shards/queries).</summary>
     public static IServiceCollection AddLocalShards(this IServiceCollection services) =>
-        services.AddSingleton<SnapshotLeases>().AddSingleton(sp => new LocalShardOwner(sp.GetRequiredService<Indexer.Definitions.IndexDefinitionStore>(),
-            sp.GetRequiredService<Indexer.Indexing.IndexRegistry>(), sp.GetService<IDocumentLookup>(), sp.GetRequiredService<SnapshotLeases>()));
+        services.AddSingleton<SnapshotLeases>().AddSingleton(sp => new LocalShardOwner(sp.GetRequiredService<IIndexDefinitions>(),
+            sp.GetRequiredService<ILocalShards>(), sp.GetService<IDocumentLookup>(), sp.GetRequiredService<SnapshotLeases>()));
 
-    public static IServiceCollection AddQueries(this IServiceCollection services, IndexerOptions options)
+    /// <summary>Queries over the index definitions (<see cref="IIndexDefinitions"/>, registered by the indexer or, alone, its definitions module).</summary>
+    public static IServiceCollection AddQueries(this IServiceCollection services, QueryOptions options)
     {
         if (options.Kafka is { } kafka)
         {
-            services.AddIndexDefinitions(options);
             services.AddSingleton<IShardDirectory>(_ => new KafkaShardDirectory(kafka, options.IndexerGroup,
                 new HttpClient { Timeout = TimeSpan.FromMinutes(5) }));
         }
@@ -42,8 +43,8 @@ public static class QueryModule
     public static IServiceCollection AddPostgresEndpoint(this IServiceCollection services, PgOptions options)
     {
         services.AddSingleton(options);
-        services.AddSingleton(sp => new IndexSchemas(sp.GetRequiredService<Indexer.Definitions.IndexDefinitionStore>(),
-            sp.GetService<Indexer.Indexing.IndexRegistry>(), sp.GetRequiredService<QueryCoordinator>()));
+        services.AddSingleton(sp => new IndexSchemas(sp.GetRequiredService<IIndexDefinitions>(),
+            sp.GetService<ILocalShards>(), sp.GetRequiredService<QueryCoordinator>()));
         services.AddSingleton<PgCatalog>().AddSingleton<SqlRunner>();
         services.AddSingleton<Func<IPgStatements>>(sp => () => new PgStatements(sp.GetRequiredService<PgCatalog>(), sp.GetRequiredService<SqlRunner>(), sp.GetRequiredService<QueryCoordinator>()));
         services.AddSingleton<PgServer>().AddHostedService(sp => sp.GetRequiredService<PgServer>());

@@ -8,20 +8,13 @@ using Microsoft.Extensions.Hosting;
 
 namespace Magpie.Indexer.Definitions;
 
-/// <summary>A definition the store refused: the HTTP status, the message, and for a script error where it is.</summary>
-public sealed class IndexDefinitionException(int status, string message, ScriptSyntaxException? script = null) : Exception(message)
-{
-    public int Status { get; } = status;
-    public ScriptSyntaxException? Script { get; } = script;
-}
-
 /// <summary>
 /// Index definitions by name, validated before they are kept (maps compile, arrow functions included;
 /// field options known; a reduce compiles and returns every map field) and kept in an <see cref="IIndexDefinitionLog"/>: a file when
 /// embedded, the compacted <c>magpie.indexes</c> topic in Kafka mode. Starts (reads the log) before the
 /// index registry, which is registered after it.
 /// </summary>
-public sealed partial class IndexDefinitionStore(IIndexDefinitionLog log) : IHostedService
+public sealed partial class IndexDefinitionStore(IIndexDefinitionLog log) : IHostedService, IIndexDefinitions
 {
     public static readonly JsonSerializerOptions Json = new(JsonSerializerDefaults.Web) { WriteIndented = true };
 
@@ -52,10 +45,12 @@ public sealed partial class IndexDefinitionStore(IIndexDefinitionLog log) : IHos
                 ReduceShape.Check(definition.Maps, reduce);
             }
         }
-        catch (ScriptSyntaxException e) { throw new IndexDefinitionException(400, e.Message, e); }
+        catch (ScriptSyntaxException e) { throw new IndexDefinitionException(400, e.Message, e.Line, e.Column, e); }
         if (definition.OutputReduceToCollection is not null) OutputCollections.Check(name, definition, Current, limits);
         await log.WriteAsync(name, definition, ct);
     }
+
+    Task IIndexDefinitions.PutAsync(string name, IndexDefinition definition, CancellationToken ct) => PutAsync(name, definition, ScriptLimits.Default, ct);
 
     public async Task DeleteAsync(string name, CancellationToken ct = default)
     {

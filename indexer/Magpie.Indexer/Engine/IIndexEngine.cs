@@ -19,9 +19,9 @@ public interface IIndexEngine : IDisposable
 /// <summary>
 /// One open index. Writes are visible to searches after <see cref="RefreshAsync"/>, durable after <see cref="CommitAsync"/>,
 /// whose user data records the position the index has consumed. Writes come from one caller at a time (the index's
-/// worker); searches, facets, snapshots and stats from any thread, concurrently with them.
+/// worker); searches, facets, snapshots (<see cref="IShardSearcher"/>) and stats from any thread, concurrently with them.
 /// </summary>
-public interface IIndexPersistence
+public interface IIndexPersistence : IShardSearcher
 {
     /// <summary>The state of the last commit when the index was opened.</summary>
     IndexState Opened { get; }
@@ -39,27 +39,8 @@ public interface IIndexPersistence
 
     Task<IndexState> StateAsync(CancellationToken ct = default);
 
-    /// <summary>
-    /// Holds the current searcher (a point in time) until <see cref="ReleaseSnapshot"/>: searches with its id see exactly what
-    /// it saw, while writes, refreshes and merges go on. Each held snapshot keeps its segment files open.
-    /// </summary>
-    long AcquireSnapshot();
-
-    void ReleaseSnapshot(long snapshot);
-
     /// <summary>Every state entry (<see cref="StateEntry"/>) as of now, from one snapshot: what a map/reduce index reloads when it starts.</summary>
     IEnumerable<StateEntry> ScanState();
-
-    Task<SearchPage> SearchAsync(SearchRequest request, CancellationToken ct = default);
-
-    /// <summary>
-    /// Counts <paramref name="facets"/> over the entries <paramref name="query"/> matches, in one pass (at <paramref name="snapshot"/>,
-    /// or now when 0). Every value comes back; the caller orders, cuts and merges shards.
-    /// </summary>
-    Task<FacetCounts> FacetsAsync(SearchQuery query, IReadOnlyList<FacetSpec> facets, long snapshot = 0, CancellationToken ct = default);
-
-    /// <summary>Every field name in the index as searched now (with Magpie's suffixes: <c>@num</c>, <c>@ticks</c>, <c>@cs</c>, …).</summary>
-    IReadOnlyList<string> FieldNames();
 
     /// <summary>Closes the index (what was not committed is lost); held snapshots go with it.</summary>
     void Close();
@@ -70,6 +51,3 @@ public sealed record IndexState(IReadOnlyDictionary<string, string> CommitData, 
 
 /// <summary>The engine's facet column cache: this index's share, and the engine's total against its budget.</summary>
 public sealed record FacetCacheStats(long IndexBytes, long IndexEntries, long TotalBytes, long BudgetBytes, long TotalEntries, long Hits, long Misses, long Evictions);
-
-/// <summary>Something the engine refused (a query it can't run, a closed index, a released snapshot), with its reason.</summary>
-public sealed class IndexEngineException(string message, Exception? inner = null) : Exception(message, inner);

@@ -1,3 +1,4 @@
+using Magpie.Contracts.Search;
 using System.Text.Json;
 using Magpie.Contracts.Indexes;
 using Magpie.Indexer.Definitions;
@@ -141,5 +142,5 @@ public static class IndexEndpoints
 
     private static IResult Problem(IndexDefinitionException e) => Results.Problem(detail: e.Message, statusCode: e.Status,
         title: e.Status == 404 ? "Not found" : "Bad request",
-        extensions: e.Script is { } s ? new Dictionary<string, object?> { ["line"] = s.Line, ["column"] = s.Column } : null);
+        extensions: e.Line is { } line ? new Dictionary<string, object?> { ["line"] = line, ["column"] = e.Column } : null);
 }

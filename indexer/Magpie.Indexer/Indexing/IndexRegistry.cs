@@ -2,6 +2,7 @@ using System.Security.Cryptography;
 using System.Text;
 using Magpie.Contracts.Indexes;
 using Magpie.Contracts.Changes;
+using Magpie.Contracts.Search;
 using Magpie.Indexer.Definitions;
 using Magpie.Indexer.Indexing.Stages;
 using Magpie.Indexer.Engine;
@@ -21,7 +22,7 @@ namespace Magpie.Indexer.Indexing;
 /// </summary>
 public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards shards, IndexerOptions options, ILoggerFactory logs,
     Contracts.Documents.IDocumentOutput? documents = null)
-    : IHostedService, IAsyncDisposable, IIndexWaiter
+    : IHostedService, IAsyncDisposable, IIndexWaiter, ILocalShards
 {
     private readonly SemaphoreSlim _gate = new(1, 1);
     private readonly Dictionary<WorkerKey, (IndexDefinition Definition, IndexWorker Worker)> _workers = [];
@@ -48,6 +49,8 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
 
     /// <summary>The running workers holding an index's results, one per owned shard, by shard number (empty if none run here).</summary>
     public IReadOnlyList<IndexWorker> Workers(string name) => WorkersOf(name, mapSide: false);
+
+    IReadOnlyList<ILocalShard> ILocalShards.Shards(string index) => Workers(index);
 
     /// <summary>Kafka mode's map-side workers of a map/reduce index (their errors are the index's map errors); empty otherwise.</summary>
     public IReadOnlyList<IndexWorker> MapSide(string name) => WorkersOf(name, mapSide: true);

@@ -3,6 +3,7 @@ using System.Text.Json;
 using System.Threading.Channels;
 using Magpie.Contracts.Changes;
 using Magpie.Contracts.Indexes;
+using Magpie.Contracts.Search;
 using Magpie.Indexer.Indexing.Stages;
 using Magpie.Indexer.Engine;
 using Microsoft.Extensions.Logging;
@@ -18,7 +19,7 @@ namespace Magpie.Indexer.Indexing;
 /// changed index) is wiped and rebuilt from the beginning of the feed.
 /// </summary>
 public sealed class IndexWorker(string name, IndexDefinition definition, IChangeFeed feed, IIndexEngine engine, string directory,
-    Func<IIndexErrors, IIndexStage> stages, ILogger log, int batchSize = 4096) : IAsyncDisposable
+    Func<IIndexErrors, IIndexStage> stages, ILogger log, int batchSize = 4096) : IAsyncDisposable, ILocalShard
 {
     public const string PositionKey = "magpie.position", EtagKey = "magpie.etag", DefinitionKey = "magpie.definition", SourceKey = "magpie.source";
 
@@ -81,6 +82,28 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
 
     /// <summary>The open index, for queries (null until the worker opened it).</summary>
     public IIndexPersistence? Index { get; private set; }
+
+    IShardSearcher? ILocalShard.Searcher => Index;
+
+    long ILocalShard.IndexedEtag => Status.IndexedEtag;
+
+    /// <summary>
+    /// Kafka mode: stale if the shard has not seen its partition (the reduce side of a map/reduce index: every partition,
+    /// through the map stages' watermarks) up to <paramref name="target"/>. Embedded: by the change feed's backlog,
+    /// waiting for the last document etag.
+    /// </summary>
+    public async Task<bool> IsStaleAsync(IReadOnlyDictionary<string, long>? target, bool wait, TimeSpan timeout, CancellationToken ct)
+    {
+        if (target is not null)
+        {
+            var mine = Covers(target);
+            if (Reached(SourcePosition, mine)) return false;
+            return !wait || !await WaitForPositionAsync(mine, timeout, ct);
+        }
+        if (Backlog() is 0) return false;
+        if (!wait || LastDocumentEtag() is not { } last) return true;
+        return !await WaitForEtagAsync(last, timeout, ct);
+    }
 
     public void Start() => _loop = Task.Run(() => RunAsync(_stop.Token));
 

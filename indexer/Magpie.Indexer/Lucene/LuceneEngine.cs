@@ -29,7 +29,7 @@ public sealed class LuceneEngine(ILogger log, long facetCacheBytes = 256L << 20)
     /// StandardAnalyzer without stop words: 4.8's drops English ones by default, Lucene 8's (what Magpie indexed with before)
     /// does not, and <c>search(Title, 'the')</c> should find titles with "the".
     /// </summary>
-    internal Analyzer Analyzer { get; } = new StandardAnalyzer(Version, CharArraySet.EMPTY_SET);
+    internal Analyzer Analyzer { get; } = new StandardAnalyzer(Version, CharArraySet.Empty);
 
     /// <summary>BM25, as Lucene 8 scored (4.8's default is TF-IDF): search() orders stay what they were.</summary>
     internal Similarity Similarity { get; } = new BM25Similarity();

@@ -70,7 +70,7 @@ public sealed class ReduceWriter(IndexDefinition definition, ScriptLimits limits
         if (_output is not null) await _output.WriteAsync(flush, ct);
         foreach (var (key, message) in flush.Failed) status.Error($"reduce key {key}", message);
         var documents = flush.Results.Select(r => new IndexedDocument(r.Key,
-            [new IndexEntry([.. EntryFields.From(ReduceState.EntryOf(r.Result), definition).Fields, new StoredField(EntryFields.Source, r.Result)])])).ToList();
+            [new IndexEntry([.. EntryMapping.From(ReduceState.EntryOf(r.Result), definition).Fields, new StoredField(EntryFields.Source, r.Result)])])).ToList();
         var deletes = flush.Gone;
         foreach (var (id, entry) in flush.State)
             if (entry is null) deletes.Add(id);

@@ -1,7 +1,6 @@
 using System.Text.Json;
 using Magpie.Contracts.Indexes;
 using Magpie.Contracts.Search;
-using Magpie.Indexer.Maps;
 using Magpie.Query.Rql;
 
 namespace Magpie.Query.Facets;

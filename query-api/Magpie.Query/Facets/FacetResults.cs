@@ -1,6 +1,6 @@
 using System.Text.Json.Serialization;
 using Magpie.Contracts.Search;
-using Magpie.Indexer.Maps;
+using Magpie.Contracts.Indexes;
 using Magpie.Query.Rql;
 
 namespace Magpie.Query.Facets;

@@ -1,7 +1,6 @@
 using System.Text.Json;
-using Magpie.Indexer.Definitions;
-using Magpie.Indexer.Indexing;
-using Magpie.Indexer.Maps;
+using Magpie.Contracts.Search;
+using Magpie.Contracts.Indexes;
 using Magpie.Query.Shards;
 
 namespace Magpie.Query.Postgres;
@@ -11,7 +10,7 @@ namespace Magpie.Query.Postgres;
 /// where this process holds a shard (<c>F@ticks</c> → timestamptz, only <c>F@num</c> → float8, else text); a query process
 /// without shards (Kafka mode) infers them from the first results instead.
 /// </summary>
-public sealed class IndexSchemas(IndexDefinitionStore definitions, IndexRegistry? registry, QueryCoordinator coordinator)
+public sealed class IndexSchemas(IIndexDefinitions definitions, ILocalShards? local, QueryCoordinator coordinator)
 {
     public IReadOnlyList<string> Tables => definitions.Current.Keys.Order(StringComparer.Ordinal).ToList();
 
@@ -25,8 +24,8 @@ public sealed class IndexSchemas(IndexDefinitionStore definitions, IndexRegistry
 
     public async Task<IReadOnlyList<PgColumn>> ColumnsAsync(string index, CancellationToken ct)
     {
-        if (registry?.Workers(index).Select(w => w.Index).OfType<Indexer.Engine.IIndexPersistence>().FirstOrDefault() is { } lucene)
-            return FromFieldNames(lucene.FieldNames());
+        if (local?.Shards(index).Select(w => w.Searcher).OfType<IShardSearcher>().FirstOrDefault() is { } shard)
+            return FromFieldNames(shard.FieldNames());
         return await SampleAsync(index, ct);
     }
 

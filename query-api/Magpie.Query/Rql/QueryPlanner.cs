@@ -1,7 +1,6 @@
 using System.Text.Json;
 using Magpie.Contracts.Indexes;
 using Magpie.Contracts.Search;
-using Magpie.Indexer.Maps;
 using LuceneTermQuery = Magpie.Contracts.Search.TermQuery;
 
 namespace Magpie.Query.Rql;

@@ -1,9 +1,6 @@
 using System.Text.Json;
 using Magpie.Contracts.Indexes;
-using Magpie.Indexer.Indexing;
-using Magpie.Indexer.Engine;
 using Magpie.Contracts.Search;
-using Magpie.Indexer.Maps;
 
 namespace Magpie.Query.Rql;
 
@@ -17,7 +14,7 @@ public sealed record QueryPlan(SearchQuery Where, IReadOnlyList<SortField> Sort,
     public IReadOnlyList<string> NumericSorts => Sort.Where(s => s.Kind == SortKind.Double).Select(s => s.Field[..^EntryFields.Number.Length]).ToList();
 
     /// <param name="snapshot">A point in time held on <paramref name="index"/> (a stream's), or 0 for now.</param>
-    public Task<SearchPage> PageAsync(IIndexPersistence index, int pageSize, int skip, SearchCursor? after, CancellationToken ct = default, long snapshot = 0) =>
+    public Task<SearchPage> PageAsync(IShardSearcher index, int pageSize, int skip, SearchCursor? after, CancellationToken ct = default, long snapshot = 0) =>
         index.SearchAsync(new SearchRequest(Where, Sort, pageSize, skip, after, StoredFields, snapshot), ct);
 }
 
@@ -26,7 +23,7 @@ public static class QueryRunner
 {
     /// <param name="numericSorts">Sort types already decided (by an earlier page, or the coordinator aligning shards):
     /// these fields sort numerically, other fields as strings; null = probe the shards.</param>
-    public static async Task<QueryPlan> PlanAsync(IReadOnlyList<IIndexPersistence> shards, IndexDefinition definition, RqlQuery query,
+    public static async Task<QueryPlan> PlanAsync(IReadOnlyList<IShardSearcher> shards, IndexDefinition definition, RqlQuery query,
         IReadOnlyDictionary<string, JsonElement>? parameters, IReadOnlyCollection<string>? numericSorts = null, CancellationToken ct = default)
     {
         var where = new QueryPlanner(definition, parameters).Where(query.Where);
@@ -41,7 +38,7 @@ public static class QueryRunner
     /// <c>as long/double</c> sorts numerically, <c>as string</c> by term; otherwise as already decided, or
     /// numerically if any shard holds numbers for the field (probed on a query's first page only).
     /// </summary>
-    private static async Task<SortField> SortOfAsync(IReadOnlyList<IIndexPersistence> shards, RqlOrder order, IReadOnlyCollection<string>? numericSorts, CancellationToken ct)
+    private static async Task<SortField> SortOfAsync(IReadOnlyList<IShardSearcher> shards, RqlOrder order, IReadOnlyCollection<string>? numericSorts, CancellationToken ct)
     {
         if (order.IsScore) return SortField.Score with { Descending = order.Descending };
         var numeric = order.As switch

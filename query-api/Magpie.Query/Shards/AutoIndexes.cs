@@ -1,8 +1,6 @@
 using System.Text.RegularExpressions;
 using Magpie.Contracts.Indexes;
-using Magpie.Indexer.Definitions;
 using Magpie.Query.Rql;
-using Magpie.Scripting;
 
 namespace Magpie.Query.Shards;
 
@@ -13,7 +11,7 @@ namespace Magpie.Query.Shards;
 /// one is defined (durably, like any other) and the query runs on it — stale until it has caught up, so
 /// <c>waitForNonStaleResults</c> applies as usual.
 /// </summary>
-public sealed partial class AutoIndexes(IndexDefinitionStore definitions)
+public sealed partial class AutoIndexes(IIndexDefinitions definitions)
 {
     public async Task<string> IndexForAsync(RqlQuery query, CancellationToken ct)
     {
@@ -44,7 +42,7 @@ public sealed partial class AutoIndexes(IndexDefinitionStore definitions)
             Maps = [Map(collection, fields.Select(f => f.Field))],
             Fields = fields.Where(f => f.Search).ToDictionary(f => f.Field, _ => new IndexFieldOptions { Indexing = IndexFieldOptions.Search }),
         };
-        try { await definitions.PutAsync(indexName, definition, ScriptLimits.Default, ct); }
+        try { await definitions.PutAsync(indexName, definition, ct); }
         catch (IndexDefinitionException e) { throw new QueryProblem(e.Status, $"the automatic index {indexName} was refused: {e.Message}"); }
         return indexName;
     }

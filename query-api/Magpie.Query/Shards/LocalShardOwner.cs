@@ -1,11 +1,7 @@
 using System.Text.Json;
 using Magpie.Contracts.Documents;
 using Magpie.Contracts.Indexes;
-using Magpie.Indexer.Definitions;
-using Magpie.Indexer.Indexing;
-using Magpie.Indexer.Engine;
 using Magpie.Contracts.Search;
-using Magpie.Indexer.Maps;
 using Magpie.Query.Facets;
 using Magpie.Query.Rql;
 
@@ -16,7 +12,7 @@ namespace Magpie.Query.Shards;
 /// them with one plan, merges their hits by cursor, and resolves the hits into results — the document
 /// (from the store beside it, or the source the index keeps in Kafka mode) or the projection.
 /// </summary>
-public sealed class LocalShardOwner(IndexDefinitionStore definitions, IndexRegistry registry, IDocumentLookup? documents, SnapshotLeases leases)
+public sealed class LocalShardOwner(IIndexDefinitions definitions, ILocalShards local, IDocumentLookup? documents, SnapshotLeases leases)
     : IShardOwner
 {
     /// <summary>Results of one page resolved at once (document reads in flight).</summary>
@@ -40,8 +36,8 @@ public sealed class LocalShardOwner(IndexDefinitionStore definitions, IndexRegis
 
         // A definition just made (an automatic index; Kafka mode: still on its way through magpie.indexes) gets until the timeout to start here.
         var deadline = DateTime.UtcNow + TimeSpan.FromMilliseconds(Math.Clamp(request.TimeoutMs, 0, 300_000));
-        List<IndexWorker> Workers() => registry.Workers(name).Where(w => request.Partitions?.Contains(w.Shard) ?? true).ToList();
-        bool Ready(List<IndexWorker> w) => w.Count > 0 && w.Count >= (request.Partitions?.Count ?? 0) && w.All(x => x.Index is not null);
+        List<ILocalShard> Workers() => local.Shards(name).Where(w => request.Partitions?.Contains(w.Shard) ?? true).ToList();
+        bool Ready(List<ILocalShard> w) => w.Count > 0 && w.Count >= (request.Partitions?.Count ?? 0) && w.All(x => x.Searcher is not null);
         var workers = Workers();
         while (!Ready(workers) && DateTime.UtcNow < deadline)
         {
@@ -51,9 +47,9 @@ public sealed class LocalShardOwner(IndexDefinitionStore definitions, IndexRegis
         if (!definitions.Current.TryGetValue(name, out definition)) throw new QueryProblem(404, $"index '{name}' does not exist");
         if (!Ready(workers)) throw new QueryProblem(503, $"index '{name}' is not running here yet (starting)");
 
-        var stale = (await Task.WhenAll(workers.Select(w => IsStaleAsync(w, request, deadline, ct)))).Any(s => s);
+        var stale = (await Task.WhenAll(workers.Select(w => w.IsStaleAsync(request.Target, request.WaitForNonStale, deadline - DateTime.UtcNow, ct)))).Any(s => s);
         if (!request.HoldSnapshot)
-            return await SearchAsync(request, query, definition, workers.Select(w => new HeldShard(w, w.Index!, 0)).ToList(), stale, lease: null, ct);
+            return await SearchAsync(request, query, definition, workers.Select(w => new HeldShard(w, w.Searcher!, 0)).ToList(), stale, lease: null, ct);
         var (id, snapshots) = await leases.AcquireAsync(workers, ct);
         try { return await SearchAsync(request, query, definition, snapshots, stale, id, ct); }
         catch
@@ -84,7 +80,7 @@ public sealed class LocalShardOwner(IndexDefinitionStore definitions, IndexRegis
                 facets = FacetResults.Merge([.. counted.Select(c => c.Facets)]);
                 // Facets only: the count came with them; no page of results to read.
                 if (query.FacetsOnly)
-                    return new ShardPage(counted.Sum(c => c.TotalHits), [], stale, shards.Max(s => s.Worker.Status.IndexedEtag), plan.NumericSorts, lease, facets);
+                    return new ShardPage(counted.Sum(c => c.TotalHits), [], stale, shards.Max(s => s.Worker.IndexedEtag), plan.NumericSorts, lease, facets);
             }
             // One shard pages in Lucene; several each return skip + take, merged here, then skipped.
             var skip = after is null ? request.Skip : 0;
@@ -106,7 +102,7 @@ public sealed class LocalShardOwner(IndexDefinitionStore definitions, IndexRegis
         var hits = new List<ShardHit>(page.Count);
         for (var i = 0; i < page.Count; i++)
             if (results[i] is { } r) hits.Add(new ShardHit(r, page[i].Cursor.ToString()));
-        return new ShardPage(pages.Sum(p => p.TotalHits), hits, stale, shards.Max(s => s.Worker.Status.IndexedEtag), plan.NumericSorts, lease, facets);
+        return new ShardPage(pages.Sum(p => p.TotalHits), hits, stale, shards.Max(s => s.Worker.IndexedEtag), plan.NumericSorts, lease, facets);
     }
 
     /// <summary>The query with its facets: RQL's <c>select facet(…)</c>, then the request body's (<see cref="FacetJson"/>).</summary>
@@ -118,25 +114,6 @@ public sealed class LocalShardOwner(IndexDefinitionStore definitions, IndexRegis
             return facets is null ? query : query with { Facets = [.. query.Facets, .. FacetJson.Read(facets)], FacetsOnly = query.FacetsOnly || facetsOnly };
         }
         catch (RqlException e) { throw new QueryProblem(400, e.Message, e.Line, e.Column); }
-    }
-
-    /// <summary>
-    /// Kafka mode: stale if the shard has not seen its partition (the reduce side of a map/reduce index: every
-    /// partition, through the map stages' watermarks) up to the offsets the coordinator saw at the start (and, when
-    /// asked, waits until it has). Embedded: by the change feed's backlog, waiting
-    /// for the last document etag.
-    /// </summary>
-    private static async Task<bool> IsStaleAsync(IndexWorker worker, ShardQuery request, DateTime deadline, CancellationToken ct)
-    {
-        if (request.Target is { } target)
-        {
-            var mine = worker.Covers(target);
-            if (IndexWorker.Reached(worker.SourcePosition, mine)) return false;
-            return !request.WaitForNonStale || !await worker.WaitForPositionAsync(mine, deadline - DateTime.UtcNow, ct);
-        }
-        if (worker.Backlog() is 0) return false;
-        if (!request.WaitForNonStale || worker.LastDocumentEtag() is not { } last) return true;
-        return !await worker.WaitForEtagAsync(last, deadline - DateTime.UtcNow, ct);
     }
 
     /// <summary>The document (as GET /docs returns it), or with select: the projected fields, from stored values or else the document.</summary>

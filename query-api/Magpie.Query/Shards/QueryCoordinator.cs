@@ -1,5 +1,5 @@
 using System.Runtime.CompilerServices;
-using Magpie.Indexer.Definitions;
+using Magpie.Contracts.Indexes;
 using Magpie.Contracts.Search;
 using Magpie.Query.Facets;
 using Magpie.Query.Rql;
@@ -12,7 +12,7 @@ namespace Magpie.Query.Shards;
 /// up; a page is stale if any shard was, or if some partition had no owner. Owners that typed a sort field
 /// differently (numbers in one shard, none in another) are asked again with the field numeric everywhere.
 /// </summary>
-public sealed class QueryCoordinator(IShardDirectory directory, IndexDefinitionStore definitions, AutoIndexes autoIndexes)
+public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinitions definitions, AutoIndexes autoIndexes)
 {
     /// <summary>One page, from the shards as they are now.</summary>
     public async Task<ShardPage> PageAsync(CoordinatorRequest request, RqlQuery query, int take, int skip, string? after, bool wait, CancellationToken ct)

@@ -1,11 +1,10 @@
 using System.Collections.Concurrent;
-using Magpie.Indexer.Indexing;
-using Magpie.Indexer.Engine;
+using Magpie.Contracts.Search;
 
 namespace Magpie.Query.Shards;
 
 /// <summary>One shard's held point in time: the worker it came from (for its position) and the Lucene snapshot.</summary>
-public sealed record HeldShard(IndexWorker Worker, IIndexPersistence Index, long Snapshot);
+public sealed record HeldShard(ILocalShard Worker, IShardSearcher Index, long Snapshot);
 
 /// <summary>
 /// The index snapshots streams hold on this process's shards, by lease id. A stream's coordinator releases its
@@ -37,14 +36,14 @@ public sealed class SnapshotLeases : IAsyncDisposable
     public int Count => _leases.Count;
 
     /// <summary>Holds the current searcher of each of <paramref name="workers"/>' indexes; returns the lease id and what it holds.</summary>
-    public async Task<(string Id, IReadOnlyList<HeldShard> Shards)> AcquireAsync(IReadOnlyList<IndexWorker> workers, CancellationToken ct)
+    public async Task<(string Id, IReadOnlyList<HeldShard> Shards)> AcquireAsync(IReadOnlyList<ILocalShard> workers, CancellationToken ct)
     {
         var held = new List<HeldShard>(workers.Count);
         try
         {
             foreach (var w in workers)
             {
-                held.Add(new HeldShard(w, w.Index!, w.Index!.AcquireSnapshot()));
+                held.Add(new HeldShard(w, w.Searcher!, w.Searcher!.AcquireSnapshot()));
                 w.SnapshotHeld(+1);
             }
         }

@@ -34,7 +34,7 @@ public sealed class EntryFieldsTests
         var index = host.Open(dir);
         await index.WriteAsync([], docs.Select(d => new IndexedDocument(d.Key,
             maps.Run(new ChangeEvent(d.Key, "posts", 1, ChangeOp.Put, DateTimeOffset.UtcNow, JsonDocument.Parse(d.Value).RootElement))
-                .Select(e => EntryFields.From(e, definition)).ToList())).ToList());
+                .Select(e => EntryMapping.From(e, definition)).ToList())).ToList());
         await index.RefreshAsync();
 
         async Task<string[]> Ids(SearchQuery q) => (await index.SearchAsync(new SearchRequest(q, [], 10))).Hits.Select(h => h.Id).Order().ToArray();

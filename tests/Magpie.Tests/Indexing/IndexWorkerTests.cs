@@ -1,12 +1,11 @@
-using Magpie.Indexer.Maps;
-using System.Text;
 using System.Text.Json;
+using System.Text;
 using Magpie.Contracts.Indexes;
-using Magpie.Indexer.Indexing;
-using Magpie.Indexer.Indexing.Stages;
-using Magpie.Indexer.Lucene;
-using Microsoft.Extensions.Logging.Abstractions;
 using Magpie.Contracts.Search;
+using Magpie.Indexer.Indexing.Stages;
+using Magpie.Indexer.Indexing;
+using Magpie.Indexer.Lucene;
+using Magpie.Indexer.Maps;
 using Magpie.Ingest.Changes;
 using Magpie.Ingest.Documents;
 using Magpie.Scripting;

@@ -35,7 +35,7 @@ public sealed class RqlPostsFixture : IAsyncLifetime
         using var maps = MapScript.Compile(Definition.Maps, ScriptLimits.Default);
         var docs = Posts.Select(p => new IndexedDocument(p.Id, maps.Run(new ChangeEvent(p.Id, "posts", 1, ChangeOp.Put, DateTimeOffset.UtcNow,
             JsonSerializer.SerializeToElement(new { p.Title, p.Tags, p.Score, Created = p.Created.ToString("yyyy-MM-ddTHH:mm:ss.fff"), p.Type, p.Views }, OmitNulls)))
-            .Select(e => EntryFields.From(e, Definition)).ToList())).ToList();
+            .Select(e => EntryMapping.From(e, Definition)).ToList())).ToList();
         await Index.WriteAsync([], docs);
         await Index.RefreshAsync();
     }

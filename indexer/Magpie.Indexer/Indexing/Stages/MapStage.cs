@@ -28,7 +28,7 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, II
             if (change.Op == ChangeOp.Delete) { deletes.Add(change.Id); continue; }
             try
             {
-                var mapped = _maps.Run(change).Select(e => EntryFields.From(e, definition)).ToList();
+                var mapped = _maps.Run(change).Select(e => EntryMapping.From(e, definition)).ToList();
                 if (storeSource) mapped = WithSource(mapped, change);
                 entries += mapped.Count;
                 documents.Add(new IndexedDocument(change.Id, mapped));

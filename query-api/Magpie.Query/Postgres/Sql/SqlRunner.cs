@@ -2,7 +2,7 @@ using System.Runtime.CompilerServices;
 using System.Text;
 using System.Text.Json;
 using Magpie.Contracts.Search;
-using Magpie.Indexer.Maps;
+using Magpie.Contracts.Indexes;
 using Magpie.Query.Shards;
 
 namespace Magpie.Query.Postgres.Sql;

@@ -1,0 +1,30 @@
+namespace Magpie.Contracts.Search;
+
+/// <summary>
+/// What a query reads from one shard of an index: pages, facets, held points in time and field names. The indexer's engine
+/// implements it (Lucene.Net beneath); the query side plans and merges over it without knowing which engine answers.
+/// </summary>
+public interface IShardSearcher
+{
+    Task<SearchPage> SearchAsync(SearchRequest request, CancellationToken ct = default);
+
+    /// <summary>
+    /// Counts <paramref name="facets"/> over the entries <paramref name="query"/> matches, in one pass (at <paramref name="snapshot"/>,
+    /// or now when 0). Every value comes back; the caller orders, cuts and merges shards.
+    /// </summary>
+    Task<FacetCounts> FacetsAsync(SearchQuery query, IReadOnlyList<FacetSpec> facets, long snapshot = 0, CancellationToken ct = default);
+
+    /// <summary>
+    /// Holds the current searcher (a point in time) until <see cref="ReleaseSnapshot"/>: searches with its id see exactly what
+    /// it saw, while writes, refreshes and merges go on. Each held snapshot keeps its segment files open.
+    /// </summary>
+    long AcquireSnapshot();
+
+    void ReleaseSnapshot(long snapshot);
+
+    /// <summary>Every field name in the index as searched now (with Magpie's suffixes: <c>@num</c>, <c>@ticks</c>, <c>@cs</c>, …).</summary>
+    IReadOnlyList<string> FieldNames();
+}
+
+/// <summary>Something the engine refused (a query it can't run, a closed index, a released snapshot), with its reason.</summary>
+public sealed class IndexEngineException(string message, Exception? inner = null) : Exception(message, inner);

@@ -1,0 +1,14 @@
+namespace Magpie.Query;
+
+/// <summary>Where queries find their shards: this process's indexer (embedded), or the indexer consumer group through Kafka.</summary>
+public sealed record QueryOptions
+{
+    /// <summary>Where subscriptions keep their positions.</summary>
+    public required string DataDir { get; init; }
+
+    /// <summary>Kafka bootstrap servers; null = embedded (the indexer in this process holds every shard).</summary>
+    public string? Kafka { get; init; }
+
+    /// <summary>The indexer processes' consumer group: its members own the shards (Kafka mode).</summary>
+    public string IndexerGroup { get; init; } = "magpie-indexer";
+}
