@@ -123,24 +123,44 @@ async Task RunRawIndexAsync()
 // Scratch: the index benchmark's three query kinds on an engine index of raw-index's posts, one at a time, timed.
 async Task ProbeQueriesAsync()
 {
+    // Scratch timing of the query kinds on an engine index, without HTTP or the store: one client, then 16 at once.
+    // --dir keeps the index between runs (built once), so a profiler can attach to the query phase alone.
     var n = (int)Arg("--docs", 300_000);
-    var dir = Path.Combine(run, "probe");
-    await IndexBenchmark.RawLuceneAsync(dir, IngestBenchmark.Batches(n, 512, seed: 42));
+    var dir = ArgText("--dir") ?? Path.Combine(run, "probe");
+    if (!Directory.Exists(dir)) await IndexBenchmark.RawLuceneAsync(dir, IngestBenchmark.Batches(n, 512, seed: 42));
     using var engine = new Magpie.Indexer.Lucene.LuceneEngine(Microsoft.Extensions.Logging.Abstractions.NullLogger.Instance);
     var index = engine.Open(dir);
     foreach (var (kind, q) in new (string, Magpie.Contracts.Search.SearchQuery)[]
     {
         ("term", new Magpie.Contracts.Search.TermQuery("Tags", "docker")),
+        ("range", new Magpie.Contracts.Search.DoubleRangeQuery("Score@num", 10, 50)),
         ("full-text", new Magpie.Contracts.Search.FullTextQuery("Body", "cache deploy")),
     })
-    for (var i = 0; i < 5; i++)
     {
-        var t = Stopwatch.StartNew();
-        var page = await index.SearchAsync(new Magpie.Contracts.Search.SearchRequest(q, [], 25));
-        Console.WriteLine($"{kind}: {page.TotalHits:N0} hits in {t.Elapsed.TotalMilliseconds:F1} ms");
+        var request = new Magpie.Contracts.Search.SearchRequest(q, [], 25);
+        for (var i = 0; i < 3; i++)
+        {
+            var t = Stopwatch.StartNew();
+            var page = await index.SearchAsync(request);
+            Console.WriteLine($"{kind}: {page.TotalHits:N0} hits in {t.Elapsed.TotalMilliseconds:F1} ms");
+        }
+        var seconds = Arg("--seconds", 10);
+        var end = DateTime.UtcNow.AddSeconds(seconds);
+        var latencies = new System.Collections.Concurrent.ConcurrentBag<double>();
+        await Task.WhenAll(Enumerable.Range(0, 16).Select(_ => Task.Run(async () =>
+        {
+            while (DateTime.UtcNow < end)
+            {
+                var t = Stopwatch.StartNew();
+                await index.SearchAsync(request);
+                latencies.Add(t.Elapsed.TotalMilliseconds);
+            }
+        })));
+        var all = latencies.ToList();
+        Console.WriteLine($"{kind}, 16 clients: {all.Count / (double)seconds:N0} q/s, p50 {IndexBenchmark.Percentile(all, 0.5):F1} ms");
     }
     index.Close();
-    try { Directory.Delete(run, recursive: true); } catch (IOException) { }
+    if (ArgText("--dir") is null) try { Directory.Delete(run, recursive: true); } catch (IOException) { }
 }
 
 async Task RunIndexAsync()
