@@ -9,6 +9,7 @@ using Magpie.Tests.Fixtures;
 //        dotnet run -c Release --project bench/Magpie.Bench -- etl [--docs N] [--rabbitmq-url amqp://…]
 //        dotnet run -c Release --project bench/Magpie.Bench -- index [--docs N] [--kafka-docs M]
 //        dotnet run -c Release --project bench/Magpie.Bench -- raw-index [--docs N]      (the raw side of `index` alone, for profiling)
+//        dotnet run -c Release --project bench/Magpie.Bench -- probe-queries [--docs N] [--index-dir D] [--seconds S]  (query kinds on the engine alone)
 //        dotnet run -c Release --project bench/Magpie.Bench -- freshness [--docs N] [--rate R] [--probes P]
 //        dotnet run -c Release --project bench/Magpie.Bench -- reduce-tree [--updates U]
 //        dotnet run -c Release --project bench/Magpie.Bench -- map-reduce [--docs N]
@@ -124,9 +125,9 @@ async Task RunRawIndexAsync()
 async Task ProbeQueriesAsync()
 {
     // Scratch timing of the query kinds on an engine index, without HTTP or the store: one client, then 16 at once.
-    // --dir keeps the index between runs (built once), so a profiler can attach to the query phase alone.
+    // --index-dir keeps the index between runs (built once), so a profiler can attach to the query phase alone.
     var n = (int)Arg("--docs", 300_000);
-    var dir = ArgText("--dir") ?? Path.Combine(run, "probe");
+    var dir = ArgText("--index-dir") ?? Path.Combine(run, "probe");
     if (!Directory.Exists(dir)) await IndexBenchmark.RawLuceneAsync(dir, IngestBenchmark.Batches(n, 512, seed: 42));
     using var engine = new Magpie.Indexer.Lucene.LuceneEngine(Microsoft.Extensions.Logging.Abstractions.NullLogger.Instance);
     var index = engine.Open(dir);
@@ -160,7 +161,7 @@ async Task ProbeQueriesAsync()
         Console.WriteLine($"{kind}, 16 clients: {all.Count / (double)seconds:N0} q/s, p50 {IndexBenchmark.Percentile(all, 0.5):F1} ms");
     }
     index.Close();
-    if (ArgText("--dir") is null) try { Directory.Delete(run, recursive: true); } catch (IOException) { }
+    if (ArgText("--index-dir") is null) try { Directory.Delete(run, recursive: true); } catch (IOException) { }
 }
 
 async Task RunIndexAsync()

@@ -43,6 +43,10 @@ internal sealed class FacetColumns(long budget)
     public Column Numbers(LuceneIndex owner, AtomicReader leaf, string field) =>
         (Column)Get(owner, leaf, "n:" + field, () => Build(leaf, field, numbers: true), v => ((Column)v).Bytes);
 
+    /// <summary>Every <see cref="TermSample.Every"/>th term of a field's values in the segment, for finding a term's ordinal without a binary search on disk.</summary>
+    public TermSample Terms(LuceneIndex owner, AtomicReader leaf, string field, SortedSetDocValues values) =>
+        (TermSample)Get(owner, leaf, "t:" + field, () => TermSample.Of(values), v => ((TermSample)v).Bytes);
+
     /// <summary>The documents of the segment a query matches (deleted ones too: the counting query drops those).</summary>
     public FixedBitSet Matching(LuceneIndex owner, AtomicReaderContext leaf, Weight weight, string description) =>
         (FixedBitSet)Get(owner, leaf.AtomicReader, "q:" + description, () =>
@@ -138,7 +142,8 @@ internal sealed class FacetColumns(long budget)
     private static Column Build(AtomicReader leaf, string field, bool numbers)
     {
         var maxDoc = leaf.MaxDoc;
-        var values = leaf.GetSortedSetDocValues(field) ?? DocValues.EMPTY_SORTED_SET;
+        // A single-valued field (the document id) reads as a set of one.
+        var values = leaf.GetSortedSetDocValues(field) ?? (leaf.GetSortedDocValues(field) is { } one ? DocValues.Singleton(one) : DocValues.EMPTY_SORTED_SET);
         var valueCount = (int)values.ValueCount;
         Column column;
         if (DocValues.UnwrapSingleton(values) is { } single)
@@ -179,5 +184,55 @@ internal sealed class FacetColumns(long budget)
         var single = new int[maxDoc];
         for (var doc = 0; doc < maxDoc; doc++) single[doc] = start[doc + 1] > start[doc] ? ords[start[doc]] : -1;
         return new Column(null, single, valueCount);
+    }
+
+    /// <summary>Sampled terms of one field in one segment: term <c>i * Every</c> at <c>Samples[i]</c>.</summary>
+    public sealed class TermSample(BytesRef[] samples, long bytes)
+    {
+        public const int Every = 64;
+
+        public long Bytes { get; } = bytes;
+
+        public static TermSample Of(SortedSetDocValues values)
+        {
+            var samples = new BytesRef[(values.ValueCount + Every - 1) / Every];
+            long bytes = 64;
+            for (var i = 0; i < samples.Length; i++)
+            {
+                samples[i] = new BytesRef();
+                values.LookupOrd(i * (long)Every, samples[i]);
+                bytes += 32 + samples[i].Length;
+            }
+            return new TermSample(samples, bytes);
+        }
+
+        /// <summary>
+        /// <see cref="SortedDocValues.LookupTerm"/>: the term's ordinal, or <c>-(insertion point) - 1</c>; the samples narrow the search to
+        /// one run of <see cref="Every"/> neighbouring terms (neighbours on disk too: one or two buffered reads, not twenty scattered ones).
+        /// </summary>
+        public long LookupTerm(BytesRef key, SortedSetDocValues values)
+        {
+            int lo = 0, hi = samples.Length - 1, block = -1;
+            while (lo <= hi)
+            {
+                var mid = (lo + hi) >>> 1;
+                var c = samples[mid].CompareTo(key);
+                if (c == 0) return (long)mid * Every;
+                if (c < 0) { block = mid; lo = mid + 1; }
+                else hi = mid - 1;
+            }
+            if (block < 0) return -1;   // before the first term
+            long low = (long)block * Every + 1, high = Math.Min(low + Every - 2, values.ValueCount - 1);
+            var scratch = new BytesRef();
+            while (low <= high)
+            {
+                var mid = (low + high) >>> 1;
+                values.LookupOrd(mid, scratch);
+                var c = scratch.CompareTo(key);
+                if (c == 0) return mid;
+                if (c < 0) low = mid + 1; else high = mid - 1;
+            }
+            return -(low + 1);
+        }
     }
 }

@@ -153,7 +153,8 @@ internal sealed class LuceneIndex : IIndexPersistence
     {
         var byScore = request.Sort.Any(s => s.Kind == SortKind.Score);
         var query = WithoutState(searcher, LuceneQueries.Build(request.Query, _engine.Analyzer, scored: byScore));
-        var fields = request.Sort.Select(LuceneQueries.Sort).Append(LuceneQueries.ById).ToArray();
+        // The document id last: the unique key that makes cursors survive refreshes and merges and mean the same in every shard.
+        var fields = request.Sort.Select(SortOf).Append(new ColumnSort(LuceneDocuments.Id, false, _engine.Columns, this)).ToArray();
         var after = request.After is { } cursor ? SortValues.ToFieldDoc(cursor, fields) : null;
         // A page can't hold more hits than the index has entries: the collector's queue is allocated at its full size.
         var wanted = Math.Max(1, Math.Min(after is not null ? request.PageSize : (long)request.Skip + request.PageSize, Math.Max(1, searcher.IndexReader.MaxDoc)));
@@ -174,6 +175,10 @@ internal sealed class LuceneIndex : IIndexPersistence
         }
         return new SearchPage(top.TotalHits, hits);
     }
+
+    private global::Lucene.Net.Search.SortField SortOf(Contracts.Search.SortField s) => s.Kind == SortKind.Score
+        ? new global::Lucene.Net.Search.SortField(null, SortFieldType.SCORE, !s.Descending)
+        : new ColumnSort(s.Field, s.Descending, _engine.Columns, this);
 
     private static Dictionary<string, IReadOnlyList<object>> StoredValues(Document doc)
     {

@@ -1,7 +1,6 @@
 using Lucene.Net.Analysis.TokenAttributes;
 using Lucene.Net.Index;
 using Lucene.Net.Queries;
-using Lucene.Net.Sandbox.Queries;
 using Lucene.Net.Search;
 using Lucene.Net.Util;
 using Magpie.Contracts.Search;
@@ -63,15 +62,4 @@ internal static class LuceneQueries
             q.Add(t.EndsWith('*') ? new global::Lucene.Net.Search.PrefixQuery(new Term(field, t[..^1])) : new global::Lucene.Net.Search.TermQuery(new Term(field, t)), Occur.SHOULD);
         return q;
     }
-
-    /// <summary>
-    /// A sort key: score, or the field's sorted-set doc values (strings, and numbers as their order-preserving bytes) by their smallest
-    /// value ascending and largest descending.
-    /// </summary>
-    public static SortField Sort(Contracts.Search.SortField s) => s.Kind == SortKind.Score
-        ? new SortField(null, SortFieldType.SCORE, !s.Descending)
-        : new SortedSetSortField(s.Field, s.Descending, s.Descending ? Selector.MAX : Selector.MIN);
-
-    /// <summary>The unique last key: cursors survive refreshes and merges, and mean the same in every shard.</summary>
-    public static readonly SortField ById = new(LuceneDocuments.Id, SortFieldType.STRING);
 }

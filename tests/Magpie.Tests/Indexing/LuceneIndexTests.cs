@@ -142,6 +142,70 @@ public sealed class LuceneIndexTests(PostsIndexFixture fx) : IClassFixture<Posts
     }
 
     [Fact]
+    public async Task Sorting_by_a_multi_valued_field_pages_by_cursor_across_segments_as_the_data_says()
+    {
+        // Many small segments (a refresh per 150 posts): each hit's ordinal comes from the in-memory column of its segment, and
+        // the queue's bottom and the cursor are found again in every next segment by term (ColumnSort, TermSample).
+        var dir = Directory.CreateTempSubdirectory("magpie-lucene-sort-").FullName;
+        using var engine = new LuceneEngine(NullLogger.Instance);
+        var index = engine.Open(dir);
+        try
+        {
+            foreach (var chunk in Posts.Chunk(150))
+            {
+                await index.WriteAsync([], chunk.Select(p => p.ToIndexed()).ToList());
+                await index.RefreshAsync();
+            }
+            foreach (var descending in new[] { false, true })
+            {
+                // Ascending by each post's smallest tag, posts without tags first; descending by the largest, those without last; then by id.
+                var ordered = descending
+                    ? Posts.OrderBy(p => p.Tags.Length == 0).ThenByDescending(p => p.Tags.Max(StringComparer.Ordinal), StringComparer.Ordinal)
+                    : Posts.OrderBy(p => p.Tags.Length > 0).ThenBy(p => p.Tags.Min(StringComparer.Ordinal), StringComparer.Ordinal);
+                var expected = ordered.ThenBy(p => p.Id, StringComparer.Ordinal).Select(p => p.Id).ToList();
+                var walked = new List<string>();
+                SearchCursor? after = null;
+                while (true)
+                {
+                    var page = await index.SearchAsync(new SearchRequest(SearchQuery.All, [new SortField(SortKind.String, "Tags", descending)], PageSize: 37, After: after));
+                    if (page.Hits.Count == 0) break;
+                    walked.AddRange(page.Hits.Select(h => h.Id));
+                    after = page.Hits[^1].Cursor;
+                }
+                Assert.Equal(expected, walked);
+            }
+            Assert.True((await index.StateAsync()).FacetCache.IndexEntries > 0, "the sort columns are kept in the column cache");
+        }
+        finally
+        {
+            index.Close();
+            Directory.Delete(dir, recursive: true);
+        }
+    }
+
+    [Fact]
+    public void A_sampled_term_lookup_answers_as_a_binary_search_over_every_term_would()
+    {
+        var terms = Enumerable.Range(0, 1000).Select(i => $"posts/{i * 3:D6}").ToList();   // sorted, with gaps between them
+        var values = new ListSortedSet(terms);
+        var sample = FacetColumns.TermSample.Of(values);
+        foreach (var probe in Enumerable.Range(-2, 3010).Select(i => $"posts/{i:D6}").Append("").Append("zzz"))
+        {
+            var exact = terms.BinarySearch(probe, StringComparer.Ordinal);
+            Assert.Equal(exact, sample.LookupTerm(new global::Lucene.Net.Util.BytesRef(probe), values));
+        }
+    }
+
+    /// <summary>Sorted terms as sorted-set doc values (no documents): what <see cref="FacetColumns.TermSample"/> reads.</summary>
+    private sealed class ListSortedSet(List<string> terms) : global::Lucene.Net.Index.SortedSetDocValues
+    {
+        public override long NextOrd() => NO_MORE_ORDS;
+        public override void SetDocument(int docID) { }
+        public override void LookupOrd(long ord, global::Lucene.Net.Util.BytesRef result) => result.CopyChars(terms[(int)ord]);
+        public override long ValueCount => terms.Count;
+    }
+
+    [Fact]
     public async Task Updates_replace_all_entries_of_a_document_deletes_remove_them_and_both_show_after_a_refresh()
     {
         using var host = new LuceneEngine(NullLogger.Instance);
