@@ -100,7 +100,7 @@ public sealed class LuceneEngine(ILogger log, long facetCacheBytes = 256L << 20)
 
     private LuceneIndex Open(string directory, bool create)
     {
-        var files = new NIOFSDirectory(new DirectoryInfo(directory));
+        var files = new PostingsBufferedDirectory(new DirectoryInfo(directory));
         try
         {
             var config = new IndexWriterConfig(Version, Analyzer)
