@@ -39,6 +39,15 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
     /// <summary>The longest a searchable batch stays uncommitted while more batches keep coming.</summary>
     public static readonly TimeSpan CommitInterval = TimeSpan.FromSeconds(1);
 
+    /// <summary>While a backlog is worked off, how often what was written becomes searchable (else after every batch).</summary>
+    public static readonly TimeSpan BacklogRefreshInterval = TimeSpan.FromSeconds(1);
+
+    private long _lastRefresh = Stopwatch.GetTimestamp();
+
+    /// <summary>Written but maybe not yet searchable (a backlog refreshes once per <see cref="BacklogRefreshInterval"/>): the newest etag and source watermarks.</summary>
+    private long _writtenEtag;
+    private ChangeFeedPosition? _writtenSource;
+
     public IndexStatus Status { get; } = new(name);
 
     /// <summary>The shard of the change feed this worker indexes (<c>IIndexShards.All</c> when embedded).</summary>
@@ -162,6 +171,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
     {
         using var attempt = CancellationTokenSource.CreateLinkedTokenSource(ct);
         lock (_commitLock) _commitFailure = null;
+        (_writtenEtag, _writtenSource) = (0, null);   // from the resumed commit on (a rebuild starts at 0)
         var mapped = Channel.CreateBounded<MappedBatch>(new BoundedChannelOptions(stage.MapAhead) { SingleReader = true, SingleWriter = true });
         var mapping = Task.Run(async () =>
         {
@@ -239,15 +249,28 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
     {
         var started = Stopwatch.GetTimestamp();
         if (batch.Deletes.Count > 0 || batch.Documents.Count > 0) await index.WriteAsync(batch.Deletes, batch.Documents, ct);
-        await index.RefreshAsync(ct);
+        // Behind (more batches already mapped): searchable at most once per BacklogRefreshInterval. Each refresh flushes a
+        // segment, which for small entries costs as much as writing the batch (a plain map index caught up at half speed);
+        // nothing is searchable sooner by refreshing a backlog every batch. The last batch of a backlog always refreshes.
+        var refresh = !moreWaiting || Stopwatch.GetElapsedTime(_lastRefresh) >= BacklogRefreshInterval;
+        if (refresh)
+        {
+            await index.RefreshAsync(ct);
+            _lastRefresh = Stopwatch.GetTimestamp();
+        }
         var searchable = Stopwatch.GetElapsedTime(started);
-        var lastEtag = Math.Max(Status.IndexedEtag, batch.Source.Changes.Max(c => c.Etag));
-        _position = batch.Source.After;
-        if (batch.Watermarks is { } marks) _sourcePosition = Advanced(SourcePosition, marks);
+        var lastEtag = _writtenEtag = Math.Max(Math.Max(Status.IndexedEtag, _writtenEtag), batch.Source.Changes.Max(c => c.Etag));
+        if (batch.Watermarks is { } marks) _writtenSource = Advanced(_writtenSource ?? SourcePosition, marks);
+        // Position, source watermarks and etag say what searches see: they move only with a refresh.
+        if (refresh)
+        {
+            _position = batch.Source.After;
+            if (_writtenSource is { } written) (_sourcePosition, _writtenSource) = (written, null);
+        }
         var state = await index.StateAsync(ct);
         var number = Status.Batch(new IndexBatchStats(DateTimeOffset.UtcNow, batch.Source.Changes.Count, batch.Documents.Count + batch.Deletes.Count, batch.Entries,
-            batch.ReadMs, batch.MapMs, Ms(searchable), 0, batch.ApplyMs), lastEtag, state.Entries);
-        ReleaseWaiters(lastEtag);
+            batch.ReadMs, batch.MapMs, Ms(searchable), 0, batch.ApplyMs), refresh ? lastEtag : Status.IndexedEtag, state.Entries);
+        if (refresh) ReleaseWaiters(lastEtag);
         if (moreWaiting && Stopwatch.GetElapsedTime(_lastCommit) < CommitInterval) return;
         _lastCommit = Stopwatch.GetTimestamp();
         lock (_commitLock)
