@@ -24,6 +24,7 @@ public static class IngestModule
         {
             Directory = Path.Combine(options.DataDir, "documents"),
             MaxDocumentBytes = options.MaxDocumentBytes,
+            MaxJsonDepth = options.MaxJsonDepth,
             CheckpointInterval = options.CheckpointInterval,
         }, sp.GetRequiredService<ILoggerFactory>().CreateLogger("Magpie.Documents")).GetAwaiter().GetResult());
         services.AddSingleton<ChangeLogTail>();

@@ -12,17 +12,27 @@ public static class DocumentMetadata
         foreach (var p in document.EnumerateObject())
         {
             if (p.NameEquals("@metadata")) { userMeta = p.Value; continue; }
-            p.WriteTo(w);
+            WriteAsWritten(w, p);
         }
         w.WriteStartObject("@metadata");
         if (userMeta is { ValueKind: JsonValueKind.Object } m)
             foreach (var p in m.EnumerateObject())
-                if (p.Name is not ("@id" or "@collection" or "@etag" or "@last-modified")) p.WriteTo(w);
+                if (p.Name is not ("@id" or "@collection" or "@etag" or "@last-modified")) WriteAsWritten(w, p);
         w.WriteString("@id", id);
         w.WriteString("@collection", collection);
         w.WriteNumber("@etag", etag);
         w.WriteString("@last-modified", lastModified);
         w.WriteEndObject();
         w.WriteEndObject();
+    }
+
+    /// <summary>
+    /// The value as its original text: <c>JsonProperty.WriteTo</c> would re-escape strings (<c>+</c> → <c>\u002B</c>, <c>\u00e9</c> →
+    /// <c>\u00E9</c>), and a document comes back as it was written.
+    /// </summary>
+    private static void WriteAsWritten(Utf8JsonWriter w, JsonProperty p)
+    {
+        w.WritePropertyName(p.Name);
+        w.WriteRawValue(System.Runtime.InteropServices.JsonMarshal.GetRawUtf8Value(p.Value), skipInputValidation: true);
     }
 }

@@ -33,7 +33,7 @@ public static class BulkCommandParser
             var i = 0;
             foreach (var item in root.EnumerateArray())
             {
-                var command = ParseOne(item, out var reason);
+                var command = ParseOne(item, maxDepth, out var reason);
                 if (command is null) { error = $"command [{i}]: {reason}"; return []; }
                 commands.Add(command);
                 i++;
@@ -43,7 +43,7 @@ public static class BulkCommandParser
         }
     }
 
-    private static WriteCommand? ParseOne(JsonElement item, out string? reason)
+    private static WriteCommand? ParseOne(JsonElement item, int maxDepth, out string? reason)
     {
         reason = null;
         if (item.ValueKind != JsonValueKind.Object) { reason = "must be a JSON object"; return null; }
@@ -65,7 +65,7 @@ public static class BulkCommandParser
                 return WriteCommand.Put(id, JsonMarshal.GetRawUtf8Value(d).ToArray(), etag);
             case "PATCH":
                 if (!item.TryGetProperty("patch", out var p)) { reason = "PATCH needs a 'patch' (a JSON Patch array)"; return null; }
-                var patch = DocumentPatcher.Parse(JsonMarshal.GetRawUtf8Value(p), out var patchError);
+                var patch = DocumentPatcher.Parse(JsonMarshal.GetRawUtf8Value(p), out var patchError, maxDepth);
                 if (patch is null) { reason = patchError; return null; }
                 return WriteCommand.ApplyPatch(id, patch, etag);
             case "DELETE":

@@ -1,36 +1,54 @@
-using System.Text;
-using Microsoft.AspNetCore.JsonPatch;
-using Microsoft.AspNetCore.JsonPatch.Exceptions;
-using Newtonsoft.Json;
-using Newtonsoft.Json.Linq;
+using System.Buffers;
+using System.Text.Json;
+using System.Text.Json.Nodes;
+using Microsoft.AspNetCore.JsonPatch.SystemTextJson;
+using Microsoft.AspNetCore.JsonPatch.SystemTextJson.Exceptions;
 
 namespace Magpie.Ingest.Documents;
 
+/// <summary>A patch that can't be applied to the document (a failed test, a missing path), or whose result breaks the document limits.</summary>
+public sealed class DocumentPatchException(string message, bool breaksLimits = false) : Exception(message)
+{
+    /// <summary>The patch applies, but the result is not a document Magpie accepts (too deep): the request is at fault, 400.</summary>
+    public bool BreaksLimits { get; } = breaksLimits;
+}
+
 /// <summary>
-/// RFC 6902 JSON Patch, applied by Microsoft.AspNetCore.JsonPatch (its JObject adapter). The mirror has
-/// no System.Text.Json patch library, so patches take a Newtonsoft round-trip; PUT stays on System.Text.Json.
+/// RFC 6902 JSON Patch on System.Text.Json (Microsoft.AspNetCore.JsonPatch.SystemTextJson over <see cref="JsonNode"/>). What the
+/// patch does not touch is written back as the very bytes it was read from: every value parsed from the stored document
+/// keeps its raw text (<c>1.50</c>, <c>…32.720</c>, <c>+02:00</c>, 30-digit integers, <c>\u00e9</c>), so a PATCH changes only
+/// what it names. Whitespace between values is not kept (the result is compact). A moved or copied string may have its
+/// escapes written differently (the library re-serialises it); its value is the same. Operations apply one at a time, in order.
 /// </summary>
 public static class DocumentPatcher
 {
-    /// <summary>Parses a JSON Patch document; null and a reason when it is not one.</summary>
-    public static JsonPatchDocument? Parse(ReadOnlySpan<byte> json, out string? error)
+    private static readonly HashSet<string> Operations = ["add", "remove", "replace", "move", "copy", "test"];
+
+    /// <summary>How the library writes the values a patch brings: <c>+</c>, <c>&lt;</c> and non-ASCII letters as themselves, not <c>\u002B</c>.</summary>
+    private static readonly JsonSerializerOptions ValueOptions = new() { Encoder = System.Text.Encodings.Web.JavaScriptEncoder.UnsafeRelaxedJsonEscaping };
+
+    /// <summary>Parses a JSON Patch document (strict JSON: no comments, NaN, unquoted names or trailing commas); null and a reason when it is not one.</summary>
+    public static JsonPatchDocument? Parse(ReadOnlySpan<byte> json, out string? error, int maxDepth = DocumentJson.DefaultMaxDepth)
     {
         error = null;
-        try
+        JsonDocument parsed;
+        // A value in an operation nests at most as deep as a document may, inside the array and the operation object.
+        try { parsed = JsonDocument.Parse(json.ToArray(), new JsonDocumentOptions { MaxDepth = maxDepth + 2 }); }
+        catch (JsonException e) { error = $"invalid JSON Patch: {DocumentJson.MalformedReason(e)}"; return null; }
+        using (parsed)
         {
-            var text = Encoding.UTF8.GetString(json);
-            var token = JToken.Parse(text, new JsonLoadSettings { LineInfoHandling = LineInfoHandling.Ignore });
-            if (token is not JArray ops) { error = "a JSON Patch must be a JSON array of operations"; return null; }
-            foreach (var op in ops)
+            if (parsed.RootElement.ValueKind != JsonValueKind.Array) { error = "a JSON Patch must be a JSON array of operations"; return null; }
+            foreach (var op in parsed.RootElement.EnumerateArray())
             {
-                if (op is not JObject o || o["op"]?.Type != JTokenType.String || o["path"]?.Type != JTokenType.String)
+                if (op.ValueKind != JsonValueKind.Object || !IsString(op, "op") || !IsString(op, "path"))
                 { error = "every JSON Patch operation needs string 'op' and 'path' members"; return null; }
-                var name = (string)o["op"]!;
-                if (name is not ("add" or "remove" or "replace" or "move" or "copy" or "test"))
-                { error = $"unknown JSON Patch operation '{name}'"; return null; }
+                var name = op.GetProperty("op").GetString()!;
+                if (!Operations.Contains(name)) { error = $"unknown JSON Patch operation '{name}'"; return null; }
+                if (name is "move" or "copy" && !IsString(op, "from")) { error = $"a JSON Patch '{name}' needs a string 'from'"; return null; }
+                if (name is "add" or "replace" or "test" && !op.TryGetProperty("value", out _)) { error = $"a JSON Patch '{name}' needs a 'value'"; return null; }
             }
-            return ops.ToObject<JsonPatchDocument>();
         }
+        try { return JsonSerializer.Deserialize<JsonPatchDocument>(json); }
         catch (Exception e) when (e is JsonException or JsonPatchException or ArgumentException)
         {
             error = $"invalid JSON Patch: {e.Message}";
@@ -38,11 +56,73 @@ public static class DocumentPatcher
         }
     }
 
-    /// <summary>Applies <paramref name="patch"/> to a document; throws <see cref="JsonPatchException"/> when it can't.</summary>
-    public static byte[] Apply(ReadOnlySpan<byte> document, JsonPatchDocument patch)
+    private static bool IsString(JsonElement o, string name) => o.TryGetProperty(name, out var v) && v.ValueKind == JsonValueKind.String;
+
+    /// <summary>Applies <paramref name="patch"/> to a stored document; throws <see cref="DocumentPatchException"/> when it can't, or when the result nests deeper than <paramref name="maxDepth"/>.</summary>
+    public static byte[] Apply(ReadOnlySpan<byte> document, JsonPatchDocument patch, int maxDepth = DocumentJson.DefaultMaxDepth)
     {
-        var target = JObject.Parse(Encoding.UTF8.GetString(document));
-        patch.ApplyTo(target);
-        return Encoding.UTF8.GetBytes(target.ToString(Formatting.None));
+        var target = JsonNode.Parse(document, documentOptions: new JsonDocumentOptions { MaxDepth = maxDepth })
+            ?? throw new DocumentPatchException("the stored document is not a JSON object");
+        foreach (var operation in patch.Operations)
+        {
+            var one = new JsonPatchDocument { SerializerOptions = ValueOptions };
+            // The library's copy refuses a string or number value ("could not be copied", 10.0.14): a copy is an add of a clone.
+            if (operation.op == "copy") one.Add(operation.path, Resolve(target, operation.from)?.DeepClone());
+            else one.Operations.Add(operation);
+            try { one.ApplyTo(target); }
+            catch (JsonPatchException e) { throw new DocumentPatchException(e.Message); }
+        }
+        var buffer = new ArrayBufferWriter<byte>(document.Length + 64);
+        using (var writer = new Utf8JsonWriter(buffer, new JsonWriterOptions { SkipValidation = true }))
+            WriteAsRead(target, writer);
+        var patched = buffer.WrittenSpan.ToArray();
+        // Values the patch added are written as the patch had them: the result is checked as a PUT body would be.
+        if (DocumentJson.ValidateObject(patched, maxDepth) is { } invalid) throw new DocumentPatchException($"the patched document is refused: {invalid}", breaksLimits: true);
+        return patched;
+    }
+
+    /// <summary>The value at a JSON Pointer (RFC 6901); a location that does not exist fails the patch.</summary>
+    private static JsonNode? Resolve(JsonNode root, string pointer)
+    {
+        var node = root;
+        if (pointer.Length > 0 && pointer[0] != '/') throw new DocumentPatchException($"'{pointer}' is not a JSON Pointer");
+        foreach (var raw in pointer.Split('/').Skip(1))
+        {
+            var step = raw.Replace("~1", "/").Replace("~0", "~");
+            node = node switch
+            {
+                JsonObject o when o.TryGetPropertyValue(step, out var child) => child,
+                JsonArray a when int.TryParse(step, out var i) && i >= 0 && i < a.Count && step == i.ToString() => a[i],
+                _ => throw new DocumentPatchException($"the location '{pointer}' to copy from does not exist"),
+            };
+        }
+        return node;
+    }
+
+    /// <summary>The tree, with each value parsed from JSON (the document's, the patch's) written as its original text.</summary>
+    private static void WriteAsRead(JsonNode? node, Utf8JsonWriter writer)
+    {
+        switch (node)
+        {
+            case null: writer.WriteNullValue(); break;
+            case JsonObject o:
+                writer.WriteStartObject();
+                foreach (var (name, value) in o)
+                {
+                    writer.WritePropertyName(name);
+                    WriteAsRead(value, writer);
+                }
+                writer.WriteEndObject();
+                break;
+            case JsonArray a:
+                writer.WriteStartArray();
+                foreach (var value in a) WriteAsRead(value, writer);
+                writer.WriteEndArray();
+                break;
+            case JsonValue v when v.TryGetValue<JsonElement>(out var element):
+                writer.WriteRawValue(element.GetRawText(), skipInputValidation: true);
+                break;
+            default: node.WriteTo(writer); break;
+        }
     }
 }

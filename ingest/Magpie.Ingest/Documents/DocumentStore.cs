@@ -3,7 +3,6 @@ using System.Numerics;
 using FASTER.core;
 using Magpie.Contracts.Changes;
 using Magpie.Contracts.Documents;
-using Microsoft.AspNetCore.JsonPatch.Exceptions;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
 
@@ -172,11 +171,11 @@ public sealed partial class DocumentStore : IAsyncDisposable
                     if (!current.Exists) { outcomes[i] = Failed(cmd, WriteErrorKind.NotFound, $"document '{cmd.Id}' does not exist"); continue; }
                     var before = current.PendingDocument ?? await ReadDocumentAsync(current.Address);
                     byte[] patched;
-                    try { patched = DocumentPatcher.Apply(before, cmd.Patch!); }
-                    catch (JsonPatchException e) { outcomes[i] = Failed(cmd, WriteErrorKind.PatchFailed, e.Message); continue; }
+                    try { patched = DocumentPatcher.Apply(before, cmd.Patch!, _options.MaxJsonDepth); }
+                    catch (DocumentPatchException e) { outcomes[i] = Failed(cmd, e.BreaksLimits ? WriteErrorKind.Invalid : WriteErrorKind.PatchFailed, e.Message); continue; }
                     if (patched.Length > _options.MaxDocumentBytes)
                     {
-                        outcomes[i] = Failed(cmd, WriteErrorKind.PatchFailed, $"the patched document would be {patched.Length} bytes, over the limit of {_options.MaxDocumentBytes}");
+                        outcomes[i] = Failed(cmd, WriteErrorKind.Invalid, $"the patched document would be {patched.Length} bytes, over the limit of {_options.MaxDocumentBytes}");
                         continue;
                     }
                     // A patch keeps the document in its collection unless the patched metadata names another.

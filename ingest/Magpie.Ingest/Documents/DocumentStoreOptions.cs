@@ -8,6 +8,9 @@ public sealed class DocumentStoreOptions
     /// <summary>Largest document accepted; the log page is sized to hold it.</summary>
     public int MaxDocumentBytes { get; init; } = 16 * 1024 * 1024;
 
+    /// <summary>Deepest nesting a document may have (a patch's result is held to it, as a PUT body is).</summary>
+    public int MaxJsonDepth { get; init; } = DocumentJson.DefaultMaxDepth;
+
     /// <summary>FasterKV hash index size in bytes (64 MB ≈ 8M buckets slots).</summary>
     public long IndexBytes { get; init; } = 1L << 26;
 

@@ -19,7 +19,7 @@ public static class DocumentEndpoints
         docs.MapGet("/", Browse);
         docs.MapGet("/{**id}", Get);
         docs.MapPut("/{**id}", (string id, HttpContext ctx, DocumentStore store) => Put(id, ctx, store, maxJsonDepth));
-        docs.MapPatch("/{**id}", Patch);
+        docs.MapPatch("/{**id}", (string id, HttpContext ctx, DocumentStore store) => Patch(id, ctx, store, maxJsonDepth));
         docs.MapDelete("/{**id}", Delete);
         app.MapPost("/bulk_docs", (HttpContext ctx, DocumentStore store) => Bulk(ctx, store, maxJsonDepth));
         app.MapGet("/stats", (DocumentStore store) => Results.Ok(store.Stats()));
@@ -60,15 +60,15 @@ public static class DocumentEndpoints
         }
     }
 
-    private static async Task<IResult> Patch(string id, HttpContext ctx, DocumentStore store)
+    private static async Task<IResult> Patch(string id, HttpContext ctx, DocumentStore store, int maxDepth)
     {
         if (DocumentId.Validate(id) is { } idError) return Problems.BadRequest(idError);
         if (!TryIfMatch(ctx, out var ifMatch, out var bad)) return bad!;
         var (body, problem) = await RequestBody.ReadAsync(ctx.Request, ctx.RequestAborted);
         if (problem is not null) return problem;
-        Microsoft.AspNetCore.JsonPatch.JsonPatchDocument? patch;
+        Microsoft.AspNetCore.JsonPatch.SystemTextJson.JsonPatchDocument? patch;
         string? patchError;
-        using (body) patch = DocumentPatcher.Parse(body!.Span, out patchError);
+        using (body) patch = DocumentPatcher.Parse(body!.Span, out patchError, maxDepth);
         if (patch is null) return Problems.BadRequest(patchError!);
         return await WriteOne(ctx, store, WriteCommand.ApplyPatch(id, patch, ifMatch));
     }

@@ -173,7 +173,7 @@ public static class InputMessage
                 return WriteCommand.Put(id, doc, ifMatch, string.IsNullOrEmpty(collection) ? null : collection);
             case "patch":
                 if (message.Value is not { Length: > 0 } patchJson) { reason = "a patch needs a JSON Patch array as the message value"; return null; }
-                var patch = DocumentPatcher.Parse(patchJson, out var patchError);
+                var patch = DocumentPatcher.Parse(patchJson, out var patchError, maxDepth);
                 if (patch is null) { reason = patchError; return null; }
                 return WriteCommand.ApplyPatch(id, patch, ifMatch);
             case "delete":

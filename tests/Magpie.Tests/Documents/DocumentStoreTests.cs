@@ -21,7 +21,7 @@ public sealed class DocumentStoreTests : IAsyncLifetime
 
     private static byte[] Json(string s) => Encoding.UTF8.GetBytes(s);
 
-    private static Microsoft.AspNetCore.JsonPatch.JsonPatchDocument Patch(string json) => DocumentPatcher.Parse(Json(json), out _)!;
+    private static Microsoft.AspNetCore.JsonPatch.SystemTextJson.JsonPatchDocument Patch(string json) => DocumentPatcher.Parse(Json(json), out _)!;
 
     [Fact]
     public async Task Concurrent_writers_get_unique_strictly_increasing_etags()

@@ -121,6 +121,62 @@ public sealed class DocumentApiTests(MagpieFixture fixture) : IClassFixture<Magp
     }
 
     [Fact]
+    public async Task Patch_leaves_every_value_it_does_not_touch_byte_for_byte_over_http_and_bulk_docs()
+    {
+        const string original = """
+            {"a":"2015-01-27T20:09:32.720","c":"2015-01-27T20:09:32+02:00","n":1.50,"big":123456789012345678901234567890,
+             "pi":3.14159265358979323846264,"u":"caf\u00e9 \ud83d\ude00 <&>","e":1e400,"neg":-0.0,"arr":[1.0,2.50],"o":{"d":"2015-01-27T20:09:32.7200000Z"}}
+            """;
+        using var before = JsonDocument.Parse(original);
+        var viaHttp = NewId();
+        var viaBulk = NewId();
+        await Http.PutAsync(viaHttp, original);
+        await Http.PutAsync(viaBulk, original);
+        const string patch = """[{"op":"add","path":"/x","value":1.50},{"op":"add","path":"/arr/-","value":3.10},{"op":"replace","path":"/o/d","value":"2016-01-01T00:00:00.000+01:00"}]""";
+        Assert.Equal(HttpStatusCode.OK, (await Http.PatchAsync(viaHttp, patch)).StatusCode);
+        var bulk = await Http.PostAsync("bulk_docs", new StringContent($$"""[{"method":"PATCH","id":"{{viaBulk}}","patch":{{patch}}}]""", Encoding.UTF8, "application/json"));
+        Assert.Equal(HttpStatusCode.OK, bulk.StatusCode);
+        foreach (var id in new[] { viaHttp, viaBulk })
+        {
+            var doc = await (await Http.GetAsync($"docs/{id}")).JsonAsync();
+            foreach (var p in before.RootElement.EnumerateObject().Where(p => p.Name is not ("arr" or "o")))
+                Assert.Equal(p.Value.GetRawText(), doc.GetProperty(p.Name).GetRawText());
+            Assert.Equal("[1.0,2.50,3.10]", doc.GetProperty("arr").GetRawText());
+            Assert.Equal("1.50", doc.GetProperty("x").GetRawText());
+            Assert.Equal("\"2016-01-01T00:00:00.000+01:00\"", doc.GetProperty("o").GetProperty("d").GetRawText());
+        }
+    }
+
+    [Theory]
+    [InlineData("""[{"op":"add","path":"/x","value":NaN}]""")]
+    [InlineData("""[/* a comment */ {"op":"add","path":"/x","value":1}]""")]
+    [InlineData("""[{op:"add","path":"/x","value":1}]""")]
+    [InlineData("""[{"op":"add","path":"/x","value":1},]""")]
+    [InlineData("""[{"op":"add","path":"/x"}]""")]
+    [InlineData("""[{"op":"move","path":"/x"}]""")]
+    public async Task A_patch_that_is_not_strict_json_patch_is_a_400_and_changes_nothing(string patch)
+    {
+        var id = NewId();
+        await Http.PutAsync(id, """{"a":1.50}""");
+        await AssertProblem(await Http.PatchAsync(id, patch), HttpStatusCode.BadRequest, "");
+        var doc = await (await Http.GetAsync($"docs/{id}")).JsonAsync();
+        Assert.Equal("1.50", doc.GetProperty("a").GetRawText());
+        Assert.False(doc.TryGetProperty("x", out _));
+    }
+
+    [Fact]
+    public async Task A_patch_whose_result_nests_deeper_than_a_document_may_is_a_400_and_changes_nothing()
+    {
+        var id = NewId();
+        await Http.PutAsync(id, """{"a":{"b":{"c":{"d":{}}}}}""");
+        // 62 levels added at depth 5: the value alone is within the limit (64), the result is not.
+        var deep = string.Concat(Enumerable.Repeat("[", 62)) + string.Concat(Enumerable.Repeat("]", 62));
+        await AssertProblem(await Http.PatchAsync(id, $$"""[{"op":"add","path":"/a/b/c/d/e","value":{{deep}}}]"""), HttpStatusCode.BadRequest, "deeper");
+        var doc = await (await Http.GetAsync($"docs/{id}")).JsonAsync();
+        Assert.False(doc.GetProperty("a").GetProperty("b").GetProperty("c").GetProperty("d").TryGetProperty("e", out _));
+    }
+
+    [Fact]
     public async Task Patch_errors_are_404_400_and_422()
     {
         await AssertProblem(await Http.PatchAsync(NewId(), """[{"op":"add","path":"/a","value":1}]"""), HttpStatusCode.NotFound, "does not exist");

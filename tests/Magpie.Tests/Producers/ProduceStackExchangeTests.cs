@@ -54,6 +54,10 @@ public sealed class ProduceStackExchangeTests(KafkaFixture kafka)
         Assert.Equal((string)xmlUser.Attribute("DisplayName")!, user.GetProperty("DisplayName").GetString());
         var xmlBadgeNames = Xml.Badges.Where(b => "users/" + (string)b.Attribute("UserId")! == top).Select(b => (string)b.Attribute("Name")!).Order();
         Assert.Equal(xmlBadgeNames, user.GetProperty("Badges").EnumerateArray().Select(b => b.GetProperty("Name").GetString()!).Order());
+        // Badges are appended by PATCH: the user's own fields and every badge's date stay the dump's text (".720" keeps its zero, no time zone added).
+        Assert.Equal((string)xmlUser.Attribute("CreationDate")!, user.GetProperty("CreationDate").GetString());
+        var xmlBadgeDates = Xml.Badges.Where(b => "users/" + (string)b.Attribute("UserId")! == top).Select(b => (string)b.Attribute("Date")!).Order(StringComparer.Ordinal);
+        Assert.Equal(xmlBadgeDates, user.GetProperty("Badges").EnumerateArray().Select(b => b.GetProperty("Date").GetString()!).Order(StringComparer.Ordinal));
     }
 
     private static async Task<long> SumArrays(MagpieProcess magpie, string collection, string array) =>
