@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
-# The test command (README): builds librdkafka if needed, then runs every test. Kafka tests start a
+# The test command (README): runs every test. Kafka tests start a
 # local single-node KRaft broker from $KAFKA_HOME (default ../shared/kafka) unless
 # KAFKA_BOOTSTRAP_SERVERS names one; a Docker engine, when one answers, is used instead of KAFKA_HOME.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/build-librdkafka.sh
 if [ -z "${KAFKA_HOME:-}" ] && [ -d ../shared/kafka/libs ]; then export KAFKA_HOME="$(cd ../shared/kafka && pwd)"; fi
 out=$(mktemp)
 set +e

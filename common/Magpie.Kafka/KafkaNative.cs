@@ -1,17 +1,13 @@
-using System.Runtime.InteropServices;
 using Confluent.Kafka;
 
 namespace Magpie.Kafka;
 
 /// <summary>
-/// Loads librdkafka for Confluent.Kafka. The NuGet mirror has no librdkafka.redist, so the library is
-/// built from the 2.15.1 sources by scripts/build-librdkafka.sh and found here, in this order:
-/// $MAGPIE_LIBRDKAFKA, next to the executable, ~/.cache/magpie/librdkafka-2.15.1/, /usr/local/lib.
-/// (Debian's librdkafka1 is 2.0.2: too old for Confluent.Kafka 2.15's consumer.)
+/// Loads librdkafka (from the <c>librdkafka.redist</c> package Confluent.Kafka depends on) once, up front, so a
+/// process that can't load it fails at start with the reason instead of on its first Kafka call.
 /// </summary>
 public static class KafkaNative
 {
-    public const string Version = "2.15.1";
     private static readonly Lock Gate = new();
     private static bool _loaded;
 
@@ -20,32 +16,12 @@ public static class KafkaNative
         lock (Gate)
         {
             if (_loaded) return;
-            if (OperatingSystem.IsLinux())
+            try { Library.Load(); }
+            catch (Exception e) when (e is DllNotFoundException or InvalidOperationException or BadImageFormatException)
             {
-                var path = Locate() ?? throw new InvalidOperationException(
-                    $"librdkafka {Version} was not found. Run `bash scripts/build-librdkafka.sh` (builds it into " +
-                    $"~/.cache/magpie/librdkafka-{Version}/) or set MAGPIE_LIBRDKAFKA to a librdkafka.so.1 of version {Version} or later.");
-                // Confluent.Kafka P/Invokes "libdl" (only libdl.so.2 exists without libc6-dev) and "librdkafka".
-                NativeLibrary.SetDllImportResolver(typeof(Library).Assembly, (name, _, _) => name switch
-                {
-                    "libdl" => NativeLibrary.Load("libdl.so.2"),
-                    "librdkafka" => NativeLibrary.Load(path),
-                    _ => IntPtr.Zero,
-                });
-                Library.Load(path);
+                throw new InvalidOperationException($"librdkafka could not be loaded from librdkafka.redist ({e.Message})", e);
             }
             _loaded = true;
         }
     }
-
-    public static IEnumerable<string> Candidates()
-    {
-        if (Environment.GetEnvironmentVariable("MAGPIE_LIBRDKAFKA") is { Length: > 0 } env) yield return env;
-        yield return Path.Combine(AppContext.BaseDirectory, "librdkafka.so.1");
-        var home = Environment.GetFolderPath(Environment.SpecialFolder.UserProfile);
-        yield return Path.Combine(home, ".cache", "magpie", $"librdkafka-{Version}", "librdkafka.so.1");
-        yield return "/usr/local/lib/librdkafka.so.1";
-    }
-
-    private static string? Locate() => Candidates().FirstOrDefault(File.Exists);
 }
