@@ -16,6 +16,8 @@ namespace Magpie.Indexer.Lucene;
 /// matches leave deleted documents out), so a refresh reuses the columns of every segment it kept; a segment merged away
 /// drops its columns when Lucene disposes its core. Memory is bounded by a byte budget, least recently used out first;
 /// a column bigger than a quarter of the budget is built for the query and not kept.
+/// <para/>
+/// Sorting reads the same string columns (<see cref="ColumnSort"/>), with every 64th term of the field (<see cref="TermSample"/>).
 /// </summary>
 internal sealed class FacetColumns(long budget)
 {

@@ -47,12 +47,12 @@ public static class DocumentPatcher
                 if (name is "move" or "copy" && !IsString(op, "from")) { error = $"a JSON Patch '{name}' needs a string 'from'"; return null; }
                 if (name is "add" or "replace" or "test" && !op.TryGetProperty("value", out _)) { error = $"a JSON Patch '{name}' needs a 'value'"; return null; }
             }
-        }
-        try { return JsonSerializer.Deserialize<JsonPatchDocument>(json); }
-        catch (Exception e) when (e is JsonException or JsonPatchException or ArgumentException)
-        {
-            error = $"invalid JSON Patch: {e.Message}";
-            return null;
+            try { return parsed.RootElement.Deserialize<JsonPatchDocument>(); }
+            catch (Exception e) when (e is JsonException or JsonPatchException or ArgumentException)
+            {
+                error = $"invalid JSON Patch: {e.Message}";
+                return null;
+            }
         }
     }
 
