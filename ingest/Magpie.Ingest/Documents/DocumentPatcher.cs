@@ -61,8 +61,10 @@ public static class DocumentPatcher
     /// <summary>Applies <paramref name="patch"/> to a stored document; throws <see cref="DocumentPatchException"/> when it can't, or when the result nests deeper than <paramref name="maxDepth"/>.</summary>
     public static byte[] Apply(ReadOnlySpan<byte> document, JsonPatchDocument patch, int maxDepth = DocumentJson.DefaultMaxDepth)
     {
-        var target = JsonNode.Parse(document, documentOptions: new JsonDocumentOptions { MaxDepth = maxDepth })
-            ?? throw new DocumentPatchException("the stored document is not a JSON object");
+        JsonNode target;
+        // A document stored under a higher depth limit than today's is refused, not a failed write batch.
+        try { target = JsonNode.Parse(document, documentOptions: new JsonDocumentOptions { MaxDepth = maxDepth })!; }
+        catch (JsonException e) { throw new DocumentPatchException($"the stored document can't be patched: {DocumentJson.MalformedReason(e)}", breaksLimits: true); }
         foreach (var operation in patch.Operations)
         {
             var one = new JsonPatchDocument { SerializerOptions = ValueOptions };
