@@ -29,8 +29,7 @@ internal sealed class ColumnSort(string field, bool descending, FacetColumns col
         protected override SortedDocValues GetSortedDocValues(AtomicReaderContext context, string field)
         {
             var leaf = context.AtomicReader;
-            var terms = leaf.GetSortedSetDocValues(field) ?? (leaf.GetSortedDocValues(field) is { } one ? DocValues.Singleton(one) : null);
-            if (terms is null) return DocValues.EMPTY_SORTED;
+            if (FacetColumns.ValuesOf(leaf, field) is not { } terms) return DocValues.EMPTY_SORTED;
             return new ColumnValues(columns.Strings(owner, leaf, field), descending, terms, () => columns.Terms(owner, leaf, field, terms));
         }
     }

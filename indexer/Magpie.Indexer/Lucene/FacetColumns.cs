@@ -140,12 +140,15 @@ internal sealed class FacetColumns(long budget)
         }
     }
 
+    /// <summary>A field's doc values in the segment as a set per document (a single-valued field, the document id, as a set of one); null if none.</summary>
+    public static SortedSetDocValues? ValuesOf(AtomicReader leaf, string field) =>
+        leaf.GetSortedSetDocValues(field) ?? (leaf.GetSortedDocValues(field) is { } one ? DocValues.Singleton(one) : null);
+
     /// <summary>One pass over the segment's documents: the ordinals of each (a field with no values gives an empty column).</summary>
     private static Column Build(AtomicReader leaf, string field, bool numbers)
     {
         var maxDoc = leaf.MaxDoc;
-        // A single-valued field (the document id) reads as a set of one.
-        var values = leaf.GetSortedSetDocValues(field) ?? (leaf.GetSortedDocValues(field) is { } one ? DocValues.Singleton(one) : DocValues.EMPTY_SORTED_SET);
+        var values = ValuesOf(leaf, field) ?? DocValues.EMPTY_SORTED_SET;
         var valueCount = (int)values.ValueCount;
         Column column;
         if (DocValues.UnwrapSingleton(values) is { } single)
