@@ -18,7 +18,7 @@ public static class ReduceTreeBenchmark
 
     public static List<Row> Run(IEnumerable<int> sizes, int updates)
     {
-        using var script = ReduceScript.Compile(Reduce, ScriptLimits.Default with { Timeout = TimeSpan.FromMinutes(5), MaxStatements = int.MaxValue, MaxAllocatedBytes = long.MaxValue });
+        var script = ReduceScript.Compile(Reduce, ScriptLimits.Default with { Timeout = TimeSpan.FromMinutes(5), MaxStatements = int.MaxValue, MaxAllocatedBytes = long.MaxValue });
         const string key = "\"users/1\"";
         var rows = new List<Row>();
         foreach (var size in sizes)

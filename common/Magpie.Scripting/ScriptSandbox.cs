@@ -1,106 +1,154 @@
-using System.Collections.Concurrent;
+using System.Text.RegularExpressions;
+using Acornima.Ast;
 using Jint;
+using Jint.Native;
+using Jint.Native.Object;
 using Jint.Runtime;
+using Jint.Runtime.Interop;
 
 namespace Magpie.Scripting;
 
-/// <summary>Per-document limits of a transform script.</summary>
-public sealed record ScriptLimits(TimeSpan Timeout, int MaxStatements, int MaxRecursion, long MaxAllocatedBytes)
-{
-    public static ScriptLimits Default { get; } = new(TimeSpan.FromSeconds(2), 1_000_000, 64, 256L * 1024 * 1024);
-}
-
-/// <summary>A document's script failed; the task records it and goes on with the next document.</summary>
-public sealed class ScriptRunException(string message) : Exception(message);
-
 /// <summary>
-/// A Jint engine with no CLR access (Jint exposes none unless <c>AllowClr</c> is called) and the limits
-/// applied to every run: time, statements, recursion and memory. The memory limit is an allocation
-/// budget per run, as Jint 3+'s <c>LimitMemory</c> is; Jint 2 has none of its own, so a shared watchdog
-/// samples the bytes allocated since a run started and, past the budget, ends the run through Jint's own
-/// timeout check (the next statement throws). The count is process-wide (<see cref="GC.GetTotalAllocatedBytes"/>;
-/// only the running thread could read its own), so heavy allocation elsewhere during a long script can end
-/// it early; the default budget is far above what a transform of one document allocates. The watchdog is its
-/// own thread, not a timer: timer callbacks wait for a free thread-pool thread, and a busy pool (CI once)
-/// delayed the check past the script's deadline, so a runaway allocation was reported as a timeout.
+/// One Jint engine for one script owner (an index's maps, its reduce, an ETL transform), built so that no
+/// document can harm another or the process:
+/// <list type="bullet">
+/// <item>Jint's own limits (<see cref="ScriptLimits"/>): time, statements, memory per run, recursion, array length,
+/// regex time, JSON.parse depth, a native-stack guard, and <see cref="ScriptLimits.Stop"/> to end a run at once.</item>
+/// <item>No CLR (Jint exposes none unless asked), no <c>eval</c>/<c>new Function</c>, no modules: only the host
+/// functions defined before <see cref="Seal"/>.</item>
+/// <item>Strict mode, so a write that the sandbox refuses throws instead of being silently dropped.</item>
+/// <item>Built-ins frozen at <see cref="Seal"/> (<c>Object.prototype.x = …</c> fails), and every run starts from the
+/// globals as sealed: what a run declared or assigned at top level is gone before the next one. Owners re-run their
+/// script's top level per document (cheap: a prepared script), so closure state cannot carry over either.</item>
+/// <item>Deterministic sandboxes (maps, reduces) have no clock and no <c>Math.random</c>: an index must give the same
+/// entries whenever it is built. ETL transforms may read both.</item>
+/// </list>
 /// </summary>
-public sealed class ScriptSandbox : IDisposable
+public sealed class ScriptSandbox
 {
-    private static readonly ConcurrentDictionary<ScriptSandbox, byte> Running = new();
-    private static readonly Thread Watchdog = StartWatchdog();
-
     private readonly ScriptLimits _limits;
-    private Options _options = null!;
-    private readonly Lock _gate = new();
-    private long _startAllocated;
-    private bool _running, _memoryExceeded;
+    private GlobalSnapshot? _sealed;
 
-    public ScriptSandbox(ScriptLimits limits)
+    public ScriptSandbox(ScriptLimits limits, bool deterministic)
     {
         _limits = limits;
-        Engine = new Engine(o => _options = o.TimeoutInterval(limits.Timeout).MaxStatements(limits.MaxStatements).LimitRecursion(limits.MaxRecursion));
-        Running.TryAdd(this, 0);
+        Engine = new Engine(o =>
+        {
+            o.Strict = true;
+            o.Host.StringCompilationAllowed = false;
+            o.TimeoutInterval(limits.Timeout).MaxStatements(limits.MaxStatements).LimitMemory(limits.MaxAllocatedBytes);
+            if (limits.Stop.CanBeCanceled) o.CancellationToken(limits.Stop);
+            o.Constraints.MaxRecursionDepth = limits.MaxRecursion;
+            o.Constraints.MaxArraySize = limits.MaxArrayLength;
+            o.Constraints.RegexTimeout = limits.Timeout;
+            o.Constraints.StackOverflowGuard = true;
+            o.Json.MaxParseDepth = limits.MaxJsonDepth;
+            o.TimeSystem = deterministic ? new NoClock() : new DefaultTimeSystem(TimeZoneInfo.Utc, System.Globalization.CultureInfo.InvariantCulture);
+        });
+        if (deterministic)
+            Engine.GetValue("Math").AsObject().Set("random", new ClrFunction(Engine, "random", (_, _) => throw new ScriptRunException(NoClock.Refusal("Math.random()"))));
     }
 
     public Engine Engine { get; }
 
-    /// <summary>Runs <paramref name="body"/> under the limits; a limit or a JS error becomes a <see cref="ScriptRunException"/> saying which.</summary>
-    public T Run<T>(Func<T> body, int lineOffset)
+    /// <summary>Makes a host function callable from scripts; only before <see cref="Seal"/>.</summary>
+    public void Define(string name, Func<JsValue[], JsValue> function, int length)
     {
-        lock (_gate)
-        {
-            _options.TimeoutInterval(_limits.Timeout);
-            _startAllocated = GC.GetTotalAllocatedBytes();
-            _memoryExceeded = false;
-            _running = true;
-        }
-        Engine.ResetTimeoutTicks();
-        Engine.ResetStatementsCount();
-        Engine.ResetCallStack();
-        try { return body(); }
-        catch (TimeoutException) when (_memoryExceeded) { throw new ScriptRunException($"script allocated more than {_limits.MaxAllocatedBytes / (1024 * 1024)} MB"); }
-        catch (TimeoutException) { throw new ScriptRunException($"script ran longer than {_limits.Timeout.TotalMilliseconds:0} ms"); }
-        catch (StatementsCountOverflowException) { throw new ScriptRunException($"script ran more than {_limits.MaxStatements:N0} statements"); }
-        catch (RecursionDepthOverflowException) { throw new ScriptRunException($"script recursed deeper than {_limits.MaxRecursion}"); }
-        catch (JavaScriptException e) { throw new ScriptRunException($"{Describe(e)} (line {Math.Max(1, e.LineNumber - lineOffset)}, column {e.Column})"); }
-        catch (OutOfMemoryException) { throw new ScriptRunException("script ran out of memory"); }
-        finally { lock (_gate) _running = false; }
+        if (_sealed is not null) throw new InvalidOperationException("the sandbox is sealed");
+        Engine.SetValue(name, new ClrFunction(Engine, name, (_, args) => function(args), length));
     }
 
-    /// <summary>Jint 2 leaves the message of its own TypeErrors (a call on undefined, …) empty: say at least which error.</summary>
-    private static string Describe(JavaScriptException e)
+    /// <summary>Freezes every built-in and host function and records the globals every later run starts from.</summary>
+    public void Seal()
     {
-        if (!string.IsNullOrWhiteSpace(e.Message)) return e.Message;
-        var error = e.Error;
-        var name = error.IsObject() && error.AsObject().Get("name") is { } n && n.IsString() ? n.AsString() : "Error";
-        return $"{name} (e.g. a property read or a call on undefined or null)";
+        Harden();
+        _sealed = Engine.Advanced.CaptureGlobalSnapshot();
     }
 
-    private void CheckMemory()
+    /// <summary>
+    /// Freezes everything reachable from the global object's properties (constructors, prototypes, Math, JSON, the
+    /// host functions), but not the global object itself: scripts may declare top-level functions and variables,
+    /// which the per-run restore of the sealed globals removes again. Walked from C# with the native
+    /// <c>Object.freeze</c>, so it counts none of a script's statements.
+    /// </summary>
+    private void Harden()
     {
-        lock (_gate)
+        var freeze = Engine.Evaluate("Object.freeze");
+        var global = Engine.Global;
+        var seen = new HashSet<ObjectInstance>(ReferenceEqualityComparer.Instance);
+        var pending = new Stack<JsValue>();
+        foreach (var key in global.GetOwnPropertyKeys()) pending.Push(global.GetOwnProperty(key).Value);
+        pending.Push(global.Prototype ?? JsValue.Null);
+        while (pending.TryPop(out var value))
         {
-            if (!_running || _memoryExceeded || GC.GetTotalAllocatedBytes() - _startAllocated <= _limits.MaxAllocatedBytes) return;
-            _memoryExceeded = true;
-            // Jint checks its deadline before every statement: move the deadline to now.
-            _options.TimeoutInterval(TimeSpan.FromTicks(1));
-            Engine.ResetTimeoutTicks();
-        }
-    }
-
-    private static Thread StartWatchdog()
-    {
-        var thread = new Thread(() =>
-        {
-            while (true)
+            if (value is not ObjectInstance o || ReferenceEquals(o, global) || !seen.Add(o)) continue;
+            freeze.Call(JsValue.Undefined, [o]);
+            foreach (var key in o.GetOwnPropertyKeys())
             {
-                Thread.Sleep(25);
-                foreach (var s in Running.Keys) s.CheckMemory();
+                var d = o.GetOwnProperty(key);
+                if (d.IsDataDescriptor()) pending.Push(d.Value);
+                else { pending.Push(d.Get ?? JsValue.Undefined); pending.Push(d.Set ?? JsValue.Undefined); }
             }
-        }) { IsBackground = true, Name = "script memory watchdog", Priority = ThreadPriority.AboveNormal };
-        thread.Start();
-        return thread;
+            pending.Push(o.Prototype ?? JsValue.Null);
+        }
     }
 
-    public void Dispose() => Running.TryRemove(this, out _);
+    /// <summary>Parses a script once (ES2020+); a syntax error becomes a <see cref="ScriptSyntaxException"/> with the position in <paramref name="source"/>.</summary>
+    public static Prepared<Script> Prepare(string source, string label, int lineOffset = 0)
+    {
+        try { return Engine.PrepareScript(source, label, strict: true); }
+        catch (ScriptPreparationException e) when (e.InnerException is Acornima.ParseErrorException p)
+        {
+            throw new ScriptSyntaxException($"{label}: {p.Description}", Math.Max(1, p.LineNumber - lineOffset), p.Column + 1);
+        }
+    }
+
+    /// <summary>
+    /// Runs <paramref name="body"/> from the sealed globals under the limits. A JS error or a limit becomes a
+    /// <see cref="ScriptRunException"/> saying which (with the line in the user's text, <paramref name="lineOffset"/>
+    /// lines of wrapper taken off); <see cref="ScriptLimits.Stop"/> becomes an <see cref="OperationCanceledException"/>.
+    /// </summary>
+    public T Run<T>(Func<T> body, int lineOffset = 0)
+    {
+        if (_sealed is not null) Engine.Advanced.RestoreGlobalSnapshot(_sealed);
+        try { return body(); }
+        catch (Exception e) when (e is not ScriptRunException)
+        {
+            Engine.Advanced.ResetCallStack();
+            if (_limits.Stop.IsCancellationRequested) throw new OperationCanceledException("the script's owner stopped", e, _limits.Stop);
+            throw new ScriptRunException(Describe(e, lineOffset));
+        }
+    }
+
+    private string Describe(Exception e, int lineOffset) => e switch
+    {
+        RegexMatchTimeoutException => $"a regular expression ran longer than {_limits.Timeout.TotalMilliseconds:0} ms",
+        TimeoutException => $"script ran longer than {_limits.Timeout.TotalMilliseconds:0} ms",
+        StatementsCountOverflowException => $"script ran more than {_limits.MaxStatements:N0} statements",
+        RecursionDepthOverflowException => $"script recursed deeper than {_limits.MaxRecursion}",
+        MemoryLimitExceededException m when m.Message.StartsWith("Script has allocated", StringComparison.Ordinal)
+            => $"script allocated more than {_limits.MaxAllocatedBytes / (1024 * 1024)} MB",
+        MemoryLimitExceededException => e.Message,
+        JavaScriptException js => $"{NameOf(js)}{js.Message} (line {Math.Max(1, js.Location.Start.Line - lineOffset)}, column {js.Location.Start.Column + 1})",
+        OutOfMemoryException => "script ran out of memory",
+        _ => $"script failed: {e.Message}",
+    };
+
+    /// <summary>"TypeError: " and the like, as a JS console prints an error.</summary>
+    private static string NameOf(JavaScriptException js) =>
+        js.Error is ObjectInstance error && error.Get("name") is JsString name && !js.Message.StartsWith(name.ToString(), StringComparison.Ordinal) ? $"{name}: " : "";
+
+    /// <summary>The clock of a deterministic sandbox: reading it fails the run (date parsing and arithmetic still work, in UTC).</summary>
+    private sealed class NoClock : ITimeSystem
+    {
+        private readonly DefaultTimeSystem _utc = new(TimeZoneInfo.Utc, System.Globalization.CultureInfo.InvariantCulture);
+
+        public static string Refusal(string what) =>
+            $"{what} is not allowed in a map or reduce: an index must give the same entries whenever it is built (ETL transforms may use it)";
+
+        public DateTimeOffset GetUtcNow() => throw new ScriptRunException(Refusal("reading the clock (Date.now(), new Date() without arguments, Temporal.Now)"));
+        public TimeZoneInfo DefaultTimeZone => _utc.DefaultTimeZone;
+        public bool TryParse(string date, out long epochMilliseconds) => _utc.TryParse(date, out epochMilliseconds);
+        public TimeSpan GetUtcOffset(long epochMilliseconds) => _utc.GetUtcOffset(epochMilliseconds);
+    }
 }

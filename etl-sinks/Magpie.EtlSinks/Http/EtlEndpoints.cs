@@ -45,7 +45,7 @@ public static class EtlEndpoints
     {
         for (var i = 0; i < task.Transforms.Count; i++)
         {
-            try { TransformScript.Compile(task.Transforms[i].Script, limits).Dispose(); }
+            try { TransformScript.Compile(task.Transforms[i].Script, limits); }
             catch (ScriptSyntaxException e) { throw new ScriptProblem(i, e); }
         }
     }

@@ -1,9 +1,8 @@
 using System.Text.RegularExpressions;
+using Acornima.Ast;
+using Jint;
 using Jint.Native;
-using Jint.Native.Json;
 using Jint.Native.Object;
-using Jint.Parser;
-using Jint.Runtime.Interop;
 using Magpie.Contracts.Changes;
 using Magpie.Scripting;
 
@@ -19,9 +18,11 @@ public sealed record LoadedMessage(string Destination, string? RoutingKey, strin
 /// <c>obj</c> is <c>attrs</c>); returning without loading filters the document out. For a delete, the
 /// script's <c>deleted(id, collection)</c> function runs if it declares one (it loads what it wants, or
 /// nothing); otherwise <c>{ id, collection }</c> goes to every destination the script names, routing key
-/// = the document id. ES5.1 (Jint 2).
+/// = the document id. Modern JavaScript (Jint 4). Each change runs the script's top level afresh in a sandbox whose
+/// globals are reset, so no change sees what another left; unlike index maps, transforms may read the clock and
+/// <c>Math.random()</c>.
 /// </summary>
-public sealed partial class TransformScript : IDisposable
+public sealed partial class TransformScript
 {
     // The script becomes the body of a function, so `return` filters and function declarations (deleted) hoist.
     private const string Prologue = "function __magpie_transform(__magpie_op, __magpie_id, __magpie_collection) { "
@@ -29,44 +30,41 @@ public sealed partial class TransformScript : IDisposable
     private const int PrologueLines = 1;
 
     private readonly ScriptSandbox _sandbox;
-    private readonly JsValue _transform;
-    private readonly JsonParser _parser;
+    private readonly Prepared<Script> _source;
+    private readonly int _maxDepth;
     private readonly List<LoadedMessage> _loaded = [];
     private ObjectInstance? _current;
     private string _currentId = "";
 
-    private TransformScript(string script, ScriptLimits limits)
+    private TransformScript(string script, Prepared<Script> source, ScriptLimits limits)
     {
+        (_source, _maxDepth) = (source, limits.MaxJsonDepth);
         Destinations = NamedDestinations(script);
-        _sandbox = new ScriptSandbox(limits);
-        var engine = _sandbox.Engine;
-        _parser = new JsonParser(engine);
-        engine.SetValue("id", new ClrFunctionInstance(engine, (_, args) => IdOf(args.Length > 0 ? args[0] : JsValue.Undefined), 1));
-        engine.SetValue("loadTo", new ClrFunctionInstance(engine, (_, args) =>
-            Load(args.Length > 0 && args[0].IsString() ? args[0].AsString() : throw new ScriptRunException("loadTo(name, obj, …) needs the destination name first"), args.Skip(1).ToArray()), 4));
+        _sandbox = new ScriptSandbox(limits, deterministic: false);
+        _sandbox.Define("id", args => IdOf(args.Length > 0 ? args[0] : JsValue.Undefined), 1);
+        _sandbox.Define("loadTo", args =>
+            Load(args.Length > 0 && args[0].IsString() ? args[0].AsString() : throw new ScriptRunException("loadTo(name, obj, …) needs the destination name first"), args.Skip(1).ToArray()), 4);
         foreach (var name in Destinations.Where(d => IdentifierPattern().IsMatch(d)))
-            engine.SetValue("loadTo" + name, new ClrFunctionInstance(engine, (_, args) => Load(name, args), 3));
-        engine.SetValue("__magpie_deleted", new ClrFunctionInstance(engine, (_, args) => DefaultDelete(args[0].AsString(), args[1].AsString()), 2));
-        engine.Execute(Prologue + script + "\n}");
-        _transform = engine.GetValue("__magpie_transform");
+            _sandbox.Define("loadTo" + name, args => Load(name, args), 3);
+        _sandbox.Define("__magpie_deleted", args => DefaultDelete(args[0].AsString(), args[1].AsString()), 2);
+        _sandbox.Seal();
     }
 
     /// <summary>Exchanges / topics the script names literally (<c>loadToOrders(</c>, <c>loadTo('orders.x'</c>): declared up front, and where deletes go by default.</summary>
     public IReadOnlyList<string> Destinations { get; }
 
-    /// <summary>Parses and prepares the script; a syntax error becomes a <see cref="ScriptSyntaxException"/>.</summary>
+    /// <summary>Parses and prepares the script; a syntax error becomes a <see cref="ScriptSyntaxException"/> at its place in the user's text.</summary>
     public static TransformScript Compile(string script, ScriptLimits limits)
     {
-        try { new JavaScriptParser().Parse(Prologue + script + "\n}"); }
-        catch (ParserException e)
+        var lines = script.Split('\n');
+        Prepared<Script> source;
+        try { source = ScriptSandbox.Prepare(Prologue + script + "\n}", "script", PrologueLines); }
+        catch (ScriptSyntaxException e) when (e.Line > lines.Length)
         {
-            var line = Math.Max(1, e.LineNumber - PrologueLines);
-            var lines = script.Split('\n').Length;
             // Past the user's last line means the wrapper's closing brace: the script ended too early.
-            if (line > lines) throw new ScriptSyntaxException($"script does not parse: {e.Description} at the end of the script (an unclosed bracket or string?); scripts are ES5.1", lines, script.Split('\n')[^1].Length + 1);
-            throw new ScriptSyntaxException($"script does not parse: {e.Description}; scripts are ES5.1", line, e.Column);
+            throw new ScriptSyntaxException($"script does not parse: {e.Message[..e.Message.LastIndexOf(" (line", StringComparison.Ordinal)]} at the end of the script (an unclosed bracket or string?)", lines.Length, lines[^1].Length + 1);
         }
-        return new TransformScript(script, limits);
+        return new TransformScript(script, source, limits);
     }
 
     /// <summary>Runs the script for one change; what it loaded, in call order. Throws <see cref="ScriptRunException"/>.</summary>
@@ -76,21 +74,23 @@ public sealed partial class TransformScript : IDisposable
         _currentId = change.Id;
         _sandbox.Run(() =>
         {
+            _sandbox.Engine.Execute(_source);
+            var transform = _sandbox.Engine.GetValue("__magpie_transform");
             if (change.Op == ChangeOp.Delete)
             {
                 _current = null;
-                return _transform.Invoke(JsValue.Null, ["delete", change.Id, change.Collection]);
+                return _sandbox.Engine.Invoke(transform, JsValue.Null, ["delete", change.Id, change.Collection]);
             }
-            var doc = JsValueJson.ToJs(_sandbox.Engine, _parser, change.Document!.Value);
-            _current = doc.AsObject();
-            return _transform.Invoke(doc, ["put", change.Id, change.Collection]);
+            var doc = JsValueJson.ToJs(_sandbox.Engine, change.Document!.Value);
+            _current = (ObjectInstance)doc;
+            return _sandbox.Engine.Invoke(transform, doc, ["put", change.Id, change.Collection]);
         }, PrologueLines);
         return [.. _loaded];
     }
 
     private JsValue IdOf(JsValue value)
     {
-        if (value.IsObject() && ReferenceEquals(value.AsObject(), _current)) return _currentId;
+        if (value is ObjectInstance o && ReferenceEquals(o, _current)) return _currentId;
         if (value.IsObject() && value.AsObject().Get("@metadata") is { } meta && meta.IsObject() && meta.AsObject().Get("@id") is { } id && id.IsString()) return id;
         return JsValue.Undefined;
     }
@@ -98,7 +98,7 @@ public sealed partial class TransformScript : IDisposable
     private JsValue Load(string destination, JsValue[] args)
     {
         if (args.Length == 0 || !args[0].IsObject()) throw new ScriptRunException($"loadTo{destination}(obj, …) needs an object to publish");
-        var body = JsValueJson.Serialize(args[0]);
+        var body = JsValueJson.Serialize(_sandbox.Engine, args[0], _maxDepth);
         string? routingKey = null;
         ObjectInstance? attributes = null;
         for (var i = 1; i < args.Length; i++)
@@ -141,5 +141,4 @@ public sealed partial class TransformScript : IDisposable
     [GeneratedRegex(@"^[A-Za-z_$][\w$]*$")]
     private static partial Regex IdentifierPattern();
 
-    public void Dispose() => _sandbox.Dispose();
 }

@@ -164,7 +164,6 @@ public sealed class EtlTaskRunner(string name, EtlTaskDefinition task, EtlConnec
     {
         _stop.Cancel();
         try { await _loop; } catch (OperationCanceledException) { }
-        foreach (var (_, script) in _transforms) script.Dispose();
         _stop.Dispose();
     }
 }

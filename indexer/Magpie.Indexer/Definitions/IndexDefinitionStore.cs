@@ -38,10 +38,10 @@ public sealed partial class IndexDefinitionStore(IIndexDefinitionLog log) : IHos
                 throw new IndexDefinitionException(400, $"fields.{field}.indexing must be \"search\", \"exact\" or \"no\", got '{options.Indexing}'");
         try
         {
-            MapScript.Compile(definition.Maps, limits).Dispose();
+            MapScript.Compile(definition.Maps, limits);
             if (definition.Reduce is { } reduce)
             {
-                ReduceScript.Compile(reduce, limits).Dispose();
+                ReduceScript.Compile(reduce, limits);
                 ReduceShape.Check(definition.Maps, reduce);
             }
         }

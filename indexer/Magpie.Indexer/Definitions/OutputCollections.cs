@@ -41,7 +41,7 @@ public static partial class OutputCollections
 
     private static HashSet<string> CollectionsOf(IndexDefinition definition, ScriptLimits limits)
     {
-        using var maps = MapScript.Compile(definition.Maps, limits);
+        var maps = MapScript.Compile(definition.Maps, limits);
         return new HashSet<string>(maps.Collections, StringComparer.OrdinalIgnoreCase);
     }
 

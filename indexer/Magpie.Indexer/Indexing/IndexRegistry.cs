@@ -156,19 +156,19 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
     /// </summary>
     private List<(WorkerKey, IndexWorker)> WorkersFor(string name, IndexDefinition definition, int shard)
     {
-        IndexWorker Worker(IChangeFeed feed, string directory, Func<IIndexErrors, IIndexStage> stage) =>
+        IndexWorker Worker(IChangeFeed feed, string directory, Func<IIndexErrors, CancellationToken, IIndexStage> stage) =>
             new(name, definition, feed, _engine, directory, stage, _log, options.BatchSize) { Shard = shard };
         var limits = options.ScriptLimits;
         if (definition.Reduce is null)
-            return [(new WorkerKey(name, shard), Worker(shards.FeedOf(shard), DirectoryOf(name, shard), s => new MapStage(definition, limits, s, options.StoreSource)))];
+            return [(new WorkerKey(name, shard), Worker(shards.FeedOf(shard), DirectoryOf(name, shard), (s, stop) => new MapStage(definition, limits with { Stop = stop }, s, options.StoreSource)))];
         if (shards.Mapped is not { } mapped)
-            return [(new WorkerKey(name, shard), Worker(shards.FeedOf(shard), DirectoryOf(name, shard), s => new LocalMapReduceStage(definition, limits, s, documents)))];
+            return [(new WorkerKey(name, shard), Worker(shards.FeedOf(shard), DirectoryOf(name, shard), (s, stop) => new LocalMapReduceStage(definition, limits with { Stop = stop }, s, documents)))];
         var topic = mapped.TopicOf(name, definition);
         return
         [
             (new WorkerKey(name, shard, MapSide: true),
-                Worker(shards.FeedOf(shard), DirectoryOf(name, shard) + "-map", s => new MappedTopicStage(definition, limits, s, mapped, topic, shard))),
-            (new WorkerKey(name, shard), Worker(mapped.FeedOf(topic, shard), DirectoryOf(name, shard), s => new TopicReduceStage(definition, limits, s, documents, mapped, topic))),
+                Worker(shards.FeedOf(shard), DirectoryOf(name, shard) + "-map", (s, stop) => new MappedTopicStage(definition, limits with { Stop = stop }, s, mapped, topic, shard))),
+            (new WorkerKey(name, shard), Worker(mapped.FeedOf(topic, shard), DirectoryOf(name, shard), (s, stop) => new TopicReduceStage(definition, limits with { Stop = stop }, s, documents, mapped, topic))),
         ];
     }
 

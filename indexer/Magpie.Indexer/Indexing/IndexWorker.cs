@@ -6,6 +6,7 @@ using Magpie.Contracts.Indexes;
 using Magpie.Contracts.Search;
 using Magpie.Indexer.Indexing.Stages;
 using Magpie.Indexer.Engine;
+using Magpie.Scripting;
 using Microsoft.Extensions.Logging;
 
 namespace Magpie.Indexer.Indexing;
@@ -19,7 +20,7 @@ namespace Magpie.Indexer.Indexing;
 /// changed index) is wiped and rebuilt from the beginning of the feed.
 /// </summary>
 public sealed class IndexWorker(string name, IndexDefinition definition, IChangeFeed feed, IIndexEngine engine, string directory,
-    Func<IIndexErrors, IIndexStage> stages, ILogger log, int batchSize = 4096) : IAsyncDisposable, ILocalShard
+    Func<IIndexErrors, CancellationToken, IIndexStage> stages, ILogger log, int batchSize = 4096) : IAsyncDisposable, ILocalShard
 {
     public const string PositionKey = "magpie.position", EtagKey = "magpie.etag", DefinitionKey = "magpie.definition", SourceKey = "magpie.source";
 
@@ -143,7 +144,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
         {
             try
             {
-                using var stage = stages(Status);
+                var stage = stages(Status, ct);
                 await stage.PrepareAsync(ct);
                 Index ??= engine.Open(directory);
                 var position = await ResumeAsync(Index, stage, ct);
@@ -152,6 +153,14 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
                 await IndexFromAsync(Index, stage, position, ct);
             }
             catch (OperationCanceledException) when (ct.IsCancellationRequested) { break; }
+            catch (ScriptSyntaxException e)
+            {
+                // A saved definition this version refuses (stricter script rules): retrying cannot help. The index stays
+                // in error, the process and every other index run on, and replacing the definition starts a new worker.
+                Status.Failed($"definition quarantined: {e.Message}");
+                log.LogError("index {Index}: definition quarantined: {Error}", name, e.Message);
+                try { await Task.Delay(Timeout.Infinite, ct); } catch (OperationCanceledException) { break; }
+            }
             catch (Exception e)
             {
                 Status.Failed(e.Message);

@@ -38,8 +38,6 @@ public sealed class MappedTopicStage(IndexDefinition definition, ScriptLimits li
             else documents.Add(new StateEntry(change.Key, change.Source, null).ToDocument());
         return batch with { Deletes = deletes, Documents = documents, Entries = batch.Changes.Count };
     }
-
-    public void Dispose() => _map.Dispose();
 }
 
 /// <summary>
@@ -74,6 +72,4 @@ public sealed class TopicReduceStage(IndexDefinition definition, ScriptLimits li
     }
 
     public Task<MappedBatch> ApplyAsync(MappedBatch batch, CancellationToken ct) => _reduce.ApplyAsync(batch, ct);
-
-    public void Dispose() => _reduce.Dispose();
 }

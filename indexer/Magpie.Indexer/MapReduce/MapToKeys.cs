@@ -14,7 +14,7 @@ namespace Magpie.Indexer.MapReduce;
 /// map or key throws is recorded and contributes nothing. Owns its own reduce script (for the keys): the reduce half
 /// runs on another thread.
 /// </summary>
-public sealed class MapToKeys(IndexDefinition definition, ScriptLimits limits, IIndexErrors status) : IDisposable
+public sealed class MapToKeys(IndexDefinition definition, ScriptLimits limits, IIndexErrors status)
 {
     private readonly MapScript _maps = MapScript.Compile(definition.Maps, limits);
     private readonly ReduceScript _keys = ReduceScript.Compile(definition.Reduce!, limits);
@@ -39,12 +39,6 @@ public sealed class MapToKeys(IndexDefinition definition, ScriptLimits limits, I
         }
         return changes;
     }
-
-    public void Dispose()
-    {
-        _maps.Dispose();
-        _keys.Dispose();
-    }
 }
 
 /// <summary>
@@ -53,7 +47,7 @@ public sealed class MapToKeys(IndexDefinition definition, ScriptLimits limits, I
 /// queries return), gone keys deleted, and the state entries beside them so they commit together. With an output
 /// collection, the results are written back as documents first.
 /// </summary>
-public sealed class ReduceWriter(IndexDefinition definition, ScriptLimits limits, IIndexErrors status, IDocumentOutput? documents) : IDisposable
+public sealed class ReduceWriter(IndexDefinition definition, ScriptLimits limits, IIndexErrors status, IDocumentOutput? documents)
 {
     private readonly ReduceOutput? _output = definition.OutputReduceToCollection is { } collection
         ? new ReduceOutput(collection, documents ?? throw new InvalidOperationException("outputReduceToCollection needs a document output"))
@@ -77,8 +71,6 @@ public sealed class ReduceWriter(IndexDefinition definition, ScriptLimits limits
             else documents.Add(entry.ToDocument());
         return batch with { Deletes = deletes, Documents = documents, Entries = flush.Results.Count };
     }
-
-    public void Dispose() => _reduce.Dispose();
 }
 
 /// <summary>Embedded map/reduce: both halves in one worker, the reduce on the write loop, several mapped batches allowed ahead.</summary>
@@ -102,10 +94,4 @@ public sealed class LocalMapReduceStage(IndexDefinition definition, ScriptLimits
     public MappedBatch Map(ChangeBatch batch) => new(batch, [], [], 0) { Changes = _map.Map(batch) };
 
     public Task<MappedBatch> ApplyAsync(MappedBatch batch, CancellationToken ct) => _reduce.ApplyAsync(batch, ct);
-
-    public void Dispose()
-    {
-        _map.Dispose();
-        _reduce.Dispose();
-    }
 }

@@ -1,4 +1,5 @@
-using Jint.Parser.Ast;
+using Acornima;
+using Acornima.Ast;
 using Magpie.Scripting;
 
 namespace Magpie.Indexer.MapReduce;
@@ -26,8 +27,8 @@ public static class ReduceShape
 
     private static Expression? Single(string script)
     {
-        var program = new Jint.Parser.JavaScriptParser().Parse(ArrowFunctions.ToEs5(script));
-        return program.Body.Count == 1 && program.Body.First() is ExpressionStatement s ? s.Expression : null;
+        var program = new Parser().ParseScript(script);
+        return program.Body is [ExpressionStatement s] ? s.Expression : null;
     }
 
     /// <summary>Argument <paramref name="index"/> of the call to <paramref name="function"/> (<c>map(…)</c> or <c>….aggregate(…)</c>).</summary>
@@ -44,13 +45,20 @@ public static class ReduceShape
     }
 
     /// <summary>The property names of the object literal a function returns, or null when that can't be read off its text.</summary>
-    private static HashSet<string>? ReturnedFields(Expression? e)
+    private static HashSet<string>? ReturnedFields(Node? e)
     {
-        // An arrow rewritten to ES5 is (function (x) { return …; }).bind(this).
-        if (e is CallExpression { Callee: MemberExpression { Object: FunctionExpression bound, Property: Identifier { Name: "bind" } } }) e = bound;
-        if (e is not FunctionExpression { Body: BlockStatement body }) return null;
-        var returns = body.Body.OfType<ReturnStatement>().ToList();
-        if (returns is not [{ Argument: ObjectExpression literal }]) return null;
-        return literal.Properties.Select(p => p.Key.GetKey()).ToHashSet(StringComparer.Ordinal);
+        var returned = e switch
+        {
+            ArrowFunctionExpression { Body: Expression body } => body,
+            IFunction { Body: FunctionBody { Body: var statements } } => statements.OfType<ReturnStatement>().ToList() is [{ Argument: var argument }] ? argument : null,
+            _ => null,
+        };
+        if (returned is not ObjectExpression literal || literal.Properties.Any(p => p is not Property { Computed: false })) return null;
+        return literal.Properties.Cast<Property>().Select(p => p.Key switch
+        {
+            Identifier id => id.Name,
+            Literal l => l.Value?.ToString() ?? "",
+            _ => "",
+        }).ToHashSet(StringComparer.Ordinal);
     }
 }

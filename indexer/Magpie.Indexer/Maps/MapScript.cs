@@ -1,6 +1,7 @@
+using Acornima.Ast;
+using Jint;
 using Jint.Native;
-using Jint.Native.Json;
-using Jint.Runtime.Interop;
+using Jint.Native.Object;
 using Magpie.Contracts.Changes;
 using Magpie.Scripting;
 
@@ -12,75 +13,67 @@ public sealed record MappedEntry(IReadOnlyList<KeyValuePair<string, object?>> Va
 /// <summary>
 /// An index's maps, RavenDB style: each string calls <c>map('Collection', doc => ({ … }))</c> once; the
 /// function returns an entry, an array of entries, or null/undefined for none. <c>id(doc)</c> is the document
-/// id. Compiled once per definition (arrow functions rewritten to ES5 for Jint 2), run per document in
-/// the shared sandbox.
+/// id. Each map is parsed once; per document its top level runs again in a deterministic sandbox whose globals
+/// are reset, so nothing one document's map did (a counter, a cache in a closure) is seen by the next.
 /// </summary>
-public sealed class MapScript : IDisposable
+public sealed class MapScript
 {
     private readonly ScriptSandbox _sandbox;
-    private readonly JsonParser _parser;
-    private readonly List<(string Collection, JsValue Map)> _maps = [];
+    private readonly int _maxDepth;
+    private readonly List<(string Collection, Prepared<Script> Source)> _maps = [];
+    private (JsValue Collection, JsValue Map)? _registered;
     private string _currentId = "";
     private JsValue _current = JsValue.Undefined;
 
     private MapScript(ScriptLimits limits)
     {
-        _sandbox = new ScriptSandbox(limits);
-        _parser = new JsonParser(_sandbox.Engine);
+        _maxDepth = limits.MaxJsonDepth;
+        _sandbox = new ScriptSandbox(limits, deterministic: true);
+        _sandbox.Define("map", args =>
+        {
+            if (_registered is not null) throw new ScriptRunException("a map source must call map('Collection', doc => ({ … })) exactly once");
+            _registered = (args.Length > 0 ? args[0] : JsValue.Undefined, args.Length > 1 ? args[1] : JsValue.Undefined);
+            return JsValue.Undefined;
+        }, 2);
+        _sandbox.Define("id", args => args.Length > 0 && args[0] is ObjectInstance o && ReferenceEquals(o, _current) ? _currentId : JsValue.Undefined, 1);
+        _sandbox.Seal();
     }
 
     /// <summary>The collections the maps cover (case-insensitive).</summary>
     public IReadOnlySet<string> Collections { get; private set; } = new HashSet<string>();
 
-    /// <summary>Throws <see cref="ScriptSyntaxException"/> naming the map (1-based) and the position in it.</summary>
+    /// <summary>Throws <see cref="ScriptSyntaxException"/> naming the map (0-based, as in the definition's array) and the position in it.</summary>
     public static MapScript Compile(IReadOnlyList<string> maps, ScriptLimits limits)
     {
         if (maps.Count == 0) throw new ScriptSyntaxException("an index needs at least one map: map('Collection', doc => ({ … }))", 1, 1);
         var script = new MapScript(limits);
-        try
+        for (var i = 0; i < maps.Count; i++)
         {
-            var engine = script._sandbox.Engine;
-            var registered = new List<(JsValue Collection, JsValue Map)>();
-            engine.SetValue("map", new ClrFunctionInstance(engine, (_, args) =>
-            {
-                registered.Add((args.Length > 0 ? args[0] : JsValue.Undefined, args.Length > 1 ? args[1] : JsValue.Undefined));
-                return JsValue.Undefined;
-            }, 2));
-            engine.SetValue("id", new ClrFunctionInstance(engine, (_, args) =>
-                args.Length > 0 && args[0].IsObject() && script._current.IsObject() && ReferenceEquals(args[0].AsObject(), script._current.AsObject())
-                    ? script._currentId : JsValue.Undefined, 1));
-            for (var i = 0; i < maps.Count; i++)
-            {
-                registered.Clear();
-                string es5;
-                try
-                {
-                    es5 = ArrowFunctions.ToEs5(maps[i]);
-                    new Jint.Parser.JavaScriptParser().Parse(es5);
-                }
-                catch (ScriptSyntaxException e) { throw new ScriptSyntaxException($"maps[{i}]: {e.Message}", e.Line, e.Column); }
-                catch (Jint.Parser.ParserException e) { throw new ScriptSyntaxException($"maps[{i}]: {e.Description} (scripts are ES5.1 plus arrow functions)", e.LineNumber, e.Column); }
-                try { script._sandbox.Run(() => engine.Execute(es5), 0); }
-                catch (ScriptRunException e) { throw new ScriptSyntaxException($"maps[{i}]: {e.Message}", 1, 1); }
-                if (registered.Count != 1 || !registered[0].Collection.IsString() || !registered[0].Map.IsObject() || registered[0].Map.AsObject().Class != "Function")
-                    throw new ScriptSyntaxException($"maps[{i}] must call map('Collection', doc => ({{ … }})) exactly once", 1, 1);
-                script._maps.Add((registered[0].Collection.AsString(), registered[0].Map));
-            }
-            script.Collections = script._maps.Select(m => m.Collection).ToHashSet(StringComparer.OrdinalIgnoreCase);
-            return script;
+            var source = ScriptSandbox.Prepare(maps[i], $"maps[{i}]");
+            JsValue collection;
+            try { collection = script._sandbox.Run(() => script.Register(source).Collection); }
+            catch (ScriptRunException e) { throw new ScriptSyntaxException($"maps[{i}]: {e.Message}", 1, 1); }
+            script._maps.Add((collection.AsString(), source));
         }
-        catch
-        {
-            script.Dispose();
-            throw;
-        }
+        script.Collections = script._maps.Select(m => m.Collection).ToHashSet(StringComparer.OrdinalIgnoreCase);
+        return script;
+    }
+
+    /// <summary>Runs a map source's top level; what its <c>map(…)</c> call registered. Inside a sandbox run.</summary>
+    private (JsValue Collection, JsValue Map) Register(Prepared<Script> source)
+    {
+        _registered = null;
+        _sandbox.Engine.Execute(source);
+        if (_registered is not var (collection, map) || !collection.IsString() || !map.IsCallable())
+            throw new ScriptRunException("must call map('Collection', doc => ({ … })) exactly once");
+        return (collection, map);
     }
 
     /// <summary>The entries of one document (none if no map covers its collection). Throws <see cref="ScriptRunException"/>.</summary>
     public IReadOnlyList<MappedEntry> Run(ChangeEvent change)
     {
         var entries = new List<MappedEntry>();
-        foreach (var value in Results(change)) Add(entries, value);
+        Each(change, value => entries.Add(EntryOf(value)));
         return entries;
     }
 
@@ -88,72 +81,69 @@ public sealed class MapScript : IDisposable
     public IReadOnlyList<string> RunJson(ChangeEvent change)
     {
         var entries = new List<string>();
-        foreach (var value in Results(change))
-        {
-            if (value.IsNull() || value.IsUndefined()) continue;
-            if (!value.IsObject() || value.IsArray()) throw new ScriptRunException("a map must return an object, an array of objects, or null");
-            entries.Add(JsValueJson.Serialize(value));
-        }
+        Each(change, value => entries.Add(JsValueJson.Serialize(_sandbox.Engine, ObjectOf(value), _maxDepth)));
         return entries;
     }
 
-    /// <summary>What the maps of the document's collection returned, arrays flattened.</summary>
-    private IEnumerable<JsValue> Results(ChangeEvent change)
+    /// <summary>Runs the maps of the document's collection and hands each entry they returned (arrays flattened, nulls skipped) to <paramref name="entry"/>, inside the run.</summary>
+    private void Each(ChangeEvent change, Action<JsValue> entry)
     {
-        if (change.Document is not { } document) yield break;
-        foreach (var (collection, map) in _maps)
+        if (change.Document is not { } document) return;
+        foreach (var (collection, source) in _maps)
         {
             if (!string.Equals(collection, change.Collection, StringComparison.OrdinalIgnoreCase)) continue;
-            var result = _sandbox.Run(() =>
+            _sandbox.Run(() =>
             {
+                var (_, map) = Register(source);
                 _currentId = change.Id;
-                _current = JsValueJson.ToJs(_sandbox.Engine, _parser, document);
-                return map.Invoke(_current);
-            }, 0);
-            if (result.IsArray())
-            {
-                var array = result.AsArray();
-                var length = (uint)array.Get("length").AsNumber();
-                for (uint i = 0; i < length; i++) yield return array.Get(i.ToString());
-            }
-            else yield return result;
+                _current = JsValueJson.ToJs(_sandbox.Engine, document);
+                var result = map.Call(JsValue.Undefined, [_current]);
+                if (result is JsArray array)
+                    for (uint i = 0, n = JsValueJson.LengthOf(array); i < n; i++) Emit(array.Get(i), entry);
+                else Emit(result, entry);
+                return true;
+            });
         }
     }
 
-    private static void Add(List<MappedEntry> entries, JsValue value)
+    private static void Emit(JsValue value, Action<JsValue> entry)
     {
-        if (value.IsNull() || value.IsUndefined()) return;
-        if (!value.IsObject()) throw new ScriptRunException("a map must return an object, an array of objects, or null");
-        var o = value.AsObject();
+        if (!value.IsNull() && !value.IsUndefined()) entry(value);
+    }
+
+    private static ObjectInstance ObjectOf(JsValue value) =>
+        value is ObjectInstance o and not JsArray && !value.IsCallable() ? o : throw new ScriptRunException("a map must return an object, an array of objects, or null");
+
+    private MappedEntry EntryOf(JsValue value)
+    {
+        var o = ObjectOf(value);
         var values = new List<KeyValuePair<string, object?>>();
-        foreach (var (name, descriptor) in o.GetOwnProperties().ToList())
+        foreach (var (key, descriptor) in o.GetOwnProperties())
         {
-            if (descriptor.Enumerable != true) continue;
-            var v = o.Get(name);
-            if (v.IsUndefined() || (v.IsObject() && v.AsObject().Class == "Function")) continue;
-            values.Add(new(name, ToClr(v)));
+            if (!key.IsString() || !descriptor.Enumerable) continue;
+            var v = descriptor.IsDataDescriptor() ? descriptor.Value : o.Get(key);
+            if (v is JsUndefined || v.IsCallable()) continue;
+            values.Add(new(key.AsString(), ToClr(v, 1)));
         }
-        entries.Add(new MappedEntry(values));
+        return new MappedEntry(values);
     }
 
-    private static object? ToClr(JsValue v)
+    private object? ToClr(JsValue v, int depth)
     {
-        if (v.IsNull() || v.IsUndefined()) return null;
-        if (v.IsString()) return v.AsString();
-        if (v.IsNumber()) return v.AsNumber();
-        if (v.IsBoolean()) return v.AsBoolean();
-        if (v.IsArray())
+        JsValueJson.CheckDepth(depth, _maxDepth);
+        switch (v)
         {
-            var a = v.AsArray();
-            var length = (uint)a.Get("length").AsNumber();
-            var list = new List<object?>((int)length);
-            for (uint i = 0; i < length; i++) list.Add(ToClr(a.Get(i.ToString())));
-            return list;
+            case JsNull or JsUndefined: return null;
+            case JsString s: return s.ToString();
+            case JsNumber n: return n.AsNumber();
+            case JsBoolean b: return b.AsBoolean();
+            case JsArray a:
+                var list = new List<object?>();
+                for (uint i = 0, n = JsValueJson.LengthOf(a); i < n; i++) list.Add(ToClr(a.Get(i), depth + 1));
+                return list;
+            default: return new NestedJson(JsValueJson.Serialize(_sandbox.Engine, v, _maxDepth, depth));
         }
-        return new NestedJson(JsValueJson.Serialize(v));
     }
-
-    public void Dispose() => _sandbox.Dispose();
 }
 
 /// <summary>An object value inside an entry: indexed as its JSON text, as RavenDB does.</summary>

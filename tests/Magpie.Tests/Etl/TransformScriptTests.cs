@@ -16,7 +16,7 @@ public sealed class TransformScriptTests
     [Fact]
     public void Loads_the_object_with_routing_key_and_attributes_and_knows_the_document_id()
     {
-        using var script = TransformScript.Compile("""
+        var script = TransformScript.Compile("""
             if (this.Total < 10) return;
             loadToOrders({ OrderId: id(this), Total: this.Total, Lines: this.Lines.length }, 'orders.big', { type: 'com.shop.order', source: '/shop' });
             """, ScriptLimits.Default);
@@ -36,7 +36,7 @@ public sealed class TransformScriptTests
     [Fact]
     public void LoadTo_with_a_name_reaches_destinations_that_are_not_identifiers_and_several_loads_keep_their_order()
     {
-        using var script = TransformScript.Compile("""
+        var script = TransformScript.Compile("""
             loadTo('users.audit', { Name: this.Name });
             loadTo('users.search', { Name: this.Name }, { Id: 'custom-id' });
             """, ScriptLimits.Default);
@@ -50,7 +50,7 @@ public sealed class TransformScriptTests
     [Fact]
     public void Deletes_run_the_deleted_function_or_go_by_default_to_every_named_destination()
     {
-        using var custom = TransformScript.Compile("""
+        var custom = TransformScript.Compile("""
             function deleted(docId, collection) { loadToOrders({ Deleted: docId, From: collection }, 'orders.deleted'); }
             loadToOrders({ Total: this.Total });
             """, ScriptLimits.Default);
@@ -58,20 +58,20 @@ public sealed class TransformScriptTests
         Assert.Equal(("Orders", "orders.deleted"), (d.Destination, d.RoutingKey));
         Assert.Equal("""{"Deleted":"orders/9","From":"orders"}""", d.BodyJson);
 
-        using var byDefault = TransformScript.Compile("loadToOrders({ Total: this.Total }); loadTo('audit', { Id: id(this) });", ScriptLimits.Default);
+        var byDefault = TransformScript.Compile("loadToOrders({ Total: this.Total }); loadTo('audit', { Id: id(this) });", ScriptLimits.Default);
         var defaults = byDefault.Run(Delete("orders/9"));
         Assert.Equal(["Orders", "audit"], defaults.Select(m => m.Destination));
         Assert.All(defaults, m => Assert.Equal("orders/9", m.RoutingKey));
         Assert.All(defaults, m => Assert.Equal("""{"id":"orders/9","collection":"orders"}""", m.BodyJson));
 
-        using var ignoring = TransformScript.Compile("function deleted() { } loadToOrders(this);", ScriptLimits.Default);
+        var ignoring = TransformScript.Compile("function deleted() { } loadToOrders(this);", ScriptLimits.Default);
         Assert.Empty(ignoring.Run(Delete("orders/9")));
     }
 
     [Fact]
     public void Loaded_objects_are_serialized_as_JSON_stringify_would_and_documents_arrive_intact()
     {
-        using var script = TransformScript.Compile("""
+        var script = TransformScript.Compile("""
             loadToX({
               copy: this, n: 1.5, big: 1e21, nan: NaN, undef: undefined, f: function () {}, arr: [1, undefined, function () {}, 'é"\n'],
               date: new Date(Date.UTC(2024, 0, 2, 3, 4, 5, 6)), custom: { toJSON: function () { return 'custom!'; } }, nested: { a: [[{ b: null }]] }
@@ -92,7 +92,7 @@ public sealed class TransformScriptTests
         Assert.Equal("custom!", body.GetProperty("custom").GetString());
         Assert.Equal(JsonValueKind.Null, body.GetProperty("nested").GetProperty("a")[0][0].GetProperty("b").ValueKind);
 
-        using var cyclic = TransformScript.Compile("var o = {}; o.self = o; loadToX(o);", ScriptLimits.Default);
+        var cyclic = TransformScript.Compile("var o = {}; o.self = o; loadToX(o);", ScriptLimits.Default);
         Assert.Contains("refers to itself", Assert.Throws<ScriptRunException>(() => cyclic.Run(Put("x/1", "{}"))).Message);
     }
 
@@ -110,7 +110,7 @@ public sealed class TransformScriptTests
     [Fact]
     public void A_throwing_script_reports_the_error_and_the_next_document_still_runs()
     {
-        using var script = TransformScript.Compile("if (this.Bad) throw new Error('bad document'); loadToX({ A: this.A.B });", ScriptLimits.Default);
+        var script = TransformScript.Compile("if (this.Bad) throw new Error('bad document'); loadToX({ A: this.A.B });", ScriptLimits.Default);
         var thrown = Assert.Throws<ScriptRunException>(() => script.Run(Put("x/1", """{"Bad": true}""")));
         Assert.Contains("bad document", thrown.Message);
         var typeError = Assert.Throws<ScriptRunException>(() => script.Run(Put("x/2", """{}""")));
@@ -122,19 +122,19 @@ public sealed class TransformScriptTests
     public void The_sandbox_stops_endless_loops_huge_allocations_deep_recursion_and_has_no_CLR()
     {
         var limits = ScriptLimits.Default with { Timeout = TimeSpan.FromMilliseconds(500), MaxAllocatedBytes = 64L * 1024 * 1024 };
-        using var loop = TransformScript.Compile("while (true) { }", limits with { MaxStatements = int.MaxValue, MaxAllocatedBytes = long.MaxValue });
+        var loop = TransformScript.Compile("while (true) { }", limits with { MaxStatements = int.MaxValue, MaxAllocatedBytes = long.MaxValue });
         Assert.Contains("longer than 500 ms", Assert.Throws<ScriptRunException>(() => loop.Run(Put("x/1", "{}"))).Message);
 
-        using var memory = TransformScript.Compile("var s = 'x'; var keep = []; while (true) { s = s + s; keep.push(s); }", limits with { MaxStatements = int.MaxValue, Timeout = TimeSpan.FromSeconds(30) });
+        var memory = TransformScript.Compile("var s = 'x'; var keep = []; while (true) { s = s + s; keep.push(s); }", limits with { MaxStatements = int.MaxValue, Timeout = TimeSpan.FromSeconds(30) });
         Assert.Contains("more than 64 MB", Assert.Throws<ScriptRunException>(() => memory.Run(Put("x/1", "{}"))).Message);
 
-        using var recursion = TransformScript.Compile("function f(n) { return f(n + 1); } f(0);", limits);
+        var recursion = TransformScript.Compile("function f(n) { return f(n + 1); } f(0);", limits);
         Assert.Contains("recursed deeper", Assert.Throws<ScriptRunException>(() => recursion.Run(Put("x/1", "{}"))).Message);
 
-        using var statements = TransformScript.Compile("for (var i = 0; i < 1e9; i++) { }", limits with { Timeout = TimeSpan.FromMinutes(1), MaxStatements = 10_000 });
+        var statements = TransformScript.Compile("for (var i = 0; i < 1e9; i++) { }", limits with { Timeout = TimeSpan.FromMinutes(1), MaxStatements = 10_000 });
         Assert.Contains("more than 10,000 statements", Assert.Throws<ScriptRunException>(() => statements.Run(Put("x/1", "{}"))).Message);
 
-        using var clr = TransformScript.Compile("loadToX({ t: typeof System + '/' + typeof importNamespace + '/' + typeof require });", limits);
+        var clr = TransformScript.Compile("loadToX({ t: typeof System + '/' + typeof importNamespace + '/' + typeof require });", limits);
         Assert.Equal("""{"t":"undefined/undefined/undefined"}""", Assert.Single(clr.Run(Put("x/1", "{}"))).BodyJson);
 
         // After all that, the same engine still runs a normal document.

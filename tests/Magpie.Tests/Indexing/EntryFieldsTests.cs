@@ -22,7 +22,7 @@ public sealed class EntryFieldsTests
             Maps = ["map('Posts', p => ({ Title: p.Title, Tags: p.Tags, Score: p.Score, Created: p.Created, Answered: p.Answered, Views: p.Views === undefined ? null : p.Views, Owner: p.Owner }))"],
             Fields = new() { ["Title"] = new() { Indexing = IndexFieldOptions.Search, Store = true }, ["Tags"] = new() { Store = true } },
         };
-        using var maps = MapScript.Compile(definition.Maps, ScriptLimits.Default);
+        var maps = MapScript.Compile(definition.Maps, ScriptLimits.Default);
         var docs = new Dictionary<string, string>
         {
             ["posts/1"] = """{"Title":"Sources in Answers","Tags":["Discussion","Sources"],"Score":18,"Created":"2011-10-11T19:42:20.713","Answered":true,"Views":223,"Owner":{"Name":"Ann"}}""",

@@ -50,9 +50,9 @@ public sealed class IndexWorkerTests : IAsyncLifetime
         Directory.Delete(_dir, recursive: true);
     }
 
-    private IndexWorker Worker(IndexDefinition definition, string name = "Posts/ByTags") =>
+    private IndexWorker Worker(IndexDefinition definition, string name = "Posts/ByTags", ScriptLimits? limits = null) =>
         new(name, definition, new EmbeddedChangeFeed(new ChangeLogTail(_store)), _host, Path.Combine(_dir, "indexes", name),
-            status => new MapStage(definition, ScriptLimits.Default, status, storeSource: false), NullLogger.Instance);
+            (status, stop) => new MapStage(definition, (limits ?? ScriptLimits.Default) with { Stop = stop }, status, storeSource: false), NullLogger.Instance);
 
     private static async Task<long> Count(IndexWorker worker, SearchQuery q) => (await worker.Index!.SearchAsync(new SearchRequest(q, [], 1))).TotalHits;
 
@@ -95,7 +95,7 @@ public sealed class IndexWorkerTests : IAsyncLifetime
 
     private IndexWorker ReduceWorker(string name = "Posts/ByYear") =>
         new(name, ByYear, new EmbeddedChangeFeed(new ChangeLogTail(_store)), _host, Path.Combine(_dir, "indexes", name),
-            status => new Magpie.Indexer.MapReduce.LocalMapReduceStage(ByYear, ScriptLimits.Default, status), NullLogger.Instance);
+            (status, stop) => new Magpie.Indexer.MapReduce.LocalMapReduceStage(ByYear, ScriptLimits.Default with { Stop = stop }, status), NullLogger.Instance);
 
     private static async Task<Dictionary<string, (long Count, long Score)>> Results(IndexWorker worker)
     {
@@ -168,6 +168,39 @@ public sealed class IndexWorkerTests : IAsyncLifetime
         Assert.Equal(0, await Count(second, new ExistsQuery("Tags")));            // the old definition's entries are gone
         Assert.Equal(_posts.Count(p => p.Score >= 0 && p.Title is null), await Count(second, new TermQuery("Upper", "NULL_VALUE")));
         Assert.All(status.RecentBatches, b => Assert.True(b.Changes > 0 && b.CommitMs >= 0));
+    }
+
+    [Fact]
+    public async Task A_definition_refused_at_start_is_quarantined_while_other_indexes_run()
+    {
+        // Saved by an older version whose rules were looser; this one cannot compile it.
+        await using var refused = Worker(ByTags with { Maps = ["map('Posts', p => ({ A: }))"] }, "Posts/Refused");
+        await using var healthy = Worker(ByTags, "Posts/Healthy");
+        refused.Start();
+        healthy.Start();
+        Assert.True(await healthy.WaitForEtagAsync(_lastEtag, TimeSpan.FromSeconds(60)));
+        var failure = await WaitForFailureAsync(refused);
+        Assert.Contains("definition quarantined: maps[0]", failure);
+        Assert.Contains("line 1", failure);
+        Assert.Equal(0, refused.Status.IndexedEtag);
+    }
+
+    [Fact]
+    public async Task Stopping_a_worker_ends_the_script_it_is_running()
+    {
+        var spinning = Worker(ByTags with { Maps = ["map('Posts', p => { for (;;) {} })"] }, "Posts/Spinning",
+            ScriptLimits.Default with { Timeout = TimeSpan.FromMinutes(10), MaxStatements = int.MaxValue });
+        spinning.Start();
+        await Task.Delay(500);
+        // Each document would run ten minutes; the stop reaches into the running script. The wait only guards the suite.
+        await spinning.DisposeAsync().AsTask().WaitAsync(TimeSpan.FromMinutes(1));
+        Assert.Equal(0, spinning.Status.IndexedEtag);
+    }
+
+    private static async Task<string> WaitForFailureAsync(IndexWorker worker)
+    {
+        for (var i = 0; i < 600 && worker.Status.Snapshot().Failure is null; i++) await Task.Delay(100);
+        return worker.Status.Snapshot().Failure ?? throw new Xunit.Sdk.XunitException("the worker never reported a failure");
     }
 }
 

@@ -16,7 +16,7 @@ public sealed class MapScriptTests
     [Fact]
     public void A_map_turns_a_document_into_an_entry_with_its_id_and_values()
     {
-        using var maps = MapScript.Compile(["map('Posts', p => ({ Id: id(p), Title: p.Title, Tags: p.Tags.map(t => t.toUpperCase()), Score: p.Score, Closed: p.Closed || null, Owner: p.Owner }))"], ScriptLimits.Default);
+        var maps = MapScript.Compile(["map('Posts', p => ({ Id: id(p), Title: p.Title, Tags: p.Tags.map(t => t.toUpperCase()), Score: p.Score, Closed: p.Closed || null, Owner: p.Owner }))"], ScriptLimits.Default);
         var entry = Assert.Single(maps.Run(Put("posts/1", "posts", """{"Title":"Hello","Tags":["a","b"],"Score":3,"Owner":{"Name":"Ann"}}""")));
         var v = Values(entry);
         Assert.Equal("posts/1", v["Id"]);
@@ -31,7 +31,7 @@ public sealed class MapScriptTests
     [Fact]
     public void Several_maps_cover_their_own_collections_and_a_map_may_return_many_entries_or_none()
     {
-        using var maps = MapScript.Compile(
+        var maps = MapScript.Compile(
         [
             "map('Posts', p => p.Tags.map(t => ({ Tag: t, Post: id(p) })))",
             "map('Users', function (u) { if (u.Banned) return null; return { Name: u.Name }; })",
@@ -51,7 +51,7 @@ public sealed class MapScriptTests
         Assert.Equal(2, syntax.Line);
         Assert.Contains("exactly once", Assert.Throws<ScriptSyntaxException>(() => MapScript.Compile(["var x = 1;"], ScriptLimits.Default)).Message);
         Assert.Contains("exactly once", Assert.Throws<ScriptSyntaxException>(() => MapScript.Compile(["map('A', 5)"], ScriptLimits.Default)).Message);
-        Assert.Contains("template", Assert.Throws<ScriptSyntaxException>(() => MapScript.Compile(["map('A', a => `${a}`)"], ScriptLimits.Default)).Message);
+        Assert.Contains("exactly once", Assert.Throws<ScriptSyntaxException>(() => MapScript.Compile(["map('A', a => a); map('B', b => b)"], ScriptLimits.Default)).Message);
         Assert.Throws<ScriptSyntaxException>(() => MapScript.Compile([], ScriptLimits.Default));
     }
 
@@ -59,7 +59,7 @@ public sealed class MapScriptTests
     public void A_throwing_or_runaway_map_fails_that_document_only()
     {
         var limits = ScriptLimits.Default with { Timeout = TimeSpan.FromMilliseconds(300), MaxStatements = int.MaxValue, MaxAllocatedBytes = long.MaxValue };
-        using var maps = MapScript.Compile(["map('Posts', p => { if (p.Loop) { while (true) {} } return { T: p.Title.toLowerCase() }; })"], limits);
+        var maps = MapScript.Compile(["map('Posts', p => { if (p.Loop) { while (true) {} } return { T: p.Title.toLowerCase() }; })"], limits);
         Assert.Contains("TypeError", Assert.Throws<ScriptRunException>(() => maps.Run(Put("posts/1", "posts", "{}"))).Message);
         Assert.Contains("longer than 300 ms", Assert.Throws<ScriptRunException>(() => maps.Run(Put("posts/2", "posts", """{"Loop":true,"Title":"x"}"""))).Message);
         Assert.Equal("ok", Values(Assert.Single(maps.Run(Put("posts/3", "posts", """{"Title":"OK"}"""))))["T"]);

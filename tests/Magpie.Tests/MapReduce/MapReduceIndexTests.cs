@@ -80,7 +80,7 @@ public sealed class MapReduceIndexTests(ImportedSampleFixture fx) : IClassFixtur
                 "map('Players', p => ({ Player: id(p), Adult: p.Adult, Characters: [], MaxLevel: 0 }))",
                 "map('Characters', c => ({ Player: c.Player, Adult: false, Characters: [{ Id: id(c), Name: c.Name }], MaxLevel: c.Level }))"
               ],
-              "reduce": "groupBy(x => x.Player).aggregate(g => ({ Player: g.key, Adult: g.values.some(v => v.Adult), Characters: g.values.reduce((all, v) => all.concat(v.Characters), []), MaxLevel: g.values.reduce((m, v) => Math.max(m, v.MaxLevel), 0) }))"
+              "reduce": "groupBy(x => x.Player).aggregate(g => ({ Player: g.key, Adult: g.values.some(x => x.Adult), Characters: g.values.flatMap(x => x.Characters), MaxLevel: Math.max(...g.values.map(x => x.MaxLevel)) }))"
             }
             """));
         Assert.Equal(HttpStatusCode.NoContent, put.StatusCode);

@@ -16,7 +16,7 @@ public sealed class ReduceTreeTests
     [Fact]
     public void Random_changes_to_a_deep_tree_always_give_what_a_from_scratch_reduce_gives()
     {
-        using var reduce = ReduceScript.Compile(SumAndCount, ScriptLimits.Default);
+        var reduce = ReduceScript.Compile(SumAndCount, ScriptLimits.Default);
         var tree = new ReduceTree("\"users/1\"", reduce.Aggregate, pageSize: 8, fanOut: 4);
         var live = new Dictionary<string, List<(int Count, int Score)>>();
         var random = new Random(17);
@@ -46,7 +46,7 @@ public sealed class ReduceTreeTests
     [Fact]
     public void A_key_whose_last_entry_goes_has_no_result()
     {
-        using var reduce = ReduceScript.Compile(SumAndCount, ScriptLimits.Default);
+        var reduce = ReduceScript.Compile(SumAndCount, ScriptLimits.Default);
         var tree = new ReduceTree("\"users/2\"", reduce.Aggregate, pageSize: 4, fanOut: 2);
         for (var i = 0; i < 20; i++) tree.Put($"posts/{i}", [Entry(1, i)]);
         Assert.Equal(20, JsonDocument.Parse(tree.Reduce()!).RootElement.GetProperty("Count").GetInt32());
@@ -72,9 +72,9 @@ public sealed class ReduceTreeTests
     [Fact]
     public void The_key_is_canonical_json_and_composite_keys_keep_their_properties()
     {
-        using var simple = ReduceScript.Compile(SumAndCount, ScriptLimits.Default);
+        var simple = ReduceScript.Compile(SumAndCount, ScriptLimits.Default);
         Assert.Equal("\"users/1\"", simple.KeyOf("""{"User":"users/1","Count":1,"Score":2}"""));
-        using var composite = ReduceScript.Compile("groupBy(x => ({ User: x.User, Day: x.Day })).aggregate(g => ({ User: g.key.User, Day: g.key.Day, Count: g.values.length }))", ScriptLimits.Default);
+        var composite = ReduceScript.Compile("groupBy(x => ({ User: x.User, Day: x.Day })).aggregate(g => ({ User: g.key.User, Day: g.key.Day, Count: g.values.length }))", ScriptLimits.Default);
         var key = composite.KeyOf("""{"Day":"2024-01-02","User":"users/1","Count":1}""");
         Assert.Equal("""{"User":"users/1","Day":"2024-01-02"}""", key);
         var result = JsonDocument.Parse(composite.Aggregate(key, ["""{"Count":1}""", """{"Count":1}"""])).RootElement;

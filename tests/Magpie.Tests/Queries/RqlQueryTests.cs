@@ -32,7 +32,7 @@ public sealed class RqlPostsFixture : IAsyncLifetime
     public async Task InitializeAsync()
     {
         Index = Host.Open(_dir);
-        using var maps = MapScript.Compile(Definition.Maps, ScriptLimits.Default);
+        var maps = MapScript.Compile(Definition.Maps, ScriptLimits.Default);
         var docs = Posts.Select(p => new IndexedDocument(p.Id, maps.Run(new ChangeEvent(p.Id, "posts", 1, ChangeOp.Put, DateTimeOffset.UtcNow,
             JsonSerializer.SerializeToElement(new { p.Title, p.Tags, p.Score, Created = p.Created.ToString("yyyy-MM-ddTHH:mm:ss.fff"), p.Type, p.Views }, OmitNulls)))
             .Select(e => EntryMapping.From(e, Definition)).ToList())).ToList();

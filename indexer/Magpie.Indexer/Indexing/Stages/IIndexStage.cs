@@ -23,7 +23,7 @@ public sealed record MappedBatch(ChangeBatch Source, List<string> Deletes, List<
 /// JavaScript maps of the next batch run while this one is reduced and written. One stage per attempt: a worker that
 /// retries after a failure makes a new one and loads it again.
 /// </summary>
-public interface IIndexStage : IDisposable
+public interface IIndexStage
 {
     /// <summary>Batches the map loop may run ahead of the write loop.</summary>
     int MapAhead => 1;

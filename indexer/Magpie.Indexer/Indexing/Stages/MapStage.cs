@@ -59,6 +59,4 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, II
         var source = new StoredField(EntryFields.Source, Encoding.UTF8.GetString(buffer.WrittenSpan));
         return entries.Select(e => new IndexEntry([.. e.Fields, source])).ToList();
     }
-
-    public void Dispose() => _maps.Dispose();
 }

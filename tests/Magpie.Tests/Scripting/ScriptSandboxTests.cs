@@ -1,0 +1,162 @@
+using System.Diagnostics;
+using System.Text.Json;
+using Magpie.Contracts.Changes;
+using Magpie.EtlSinks.Scripts;
+using Magpie.Indexer.Maps;
+using Magpie.Indexer.MapReduce;
+using Magpie.Scripting;
+
+namespace Magpie.Tests.Scripting;
+
+/// <summary>
+/// Scripts as a hostile or careless user writes them, on the real Jint 4 sandbox: modern syntax works, and every
+/// way one document's script could hang, crash or poison the process or the next document fails that document only.
+/// </summary>
+public sealed class ScriptSandboxTests
+{
+    private static ChangeEvent Put(string id, string json) =>
+        new(id, id.Split('/')[0], 1, ChangeOp.Put, DateTimeOffset.UtcNow, JsonDocument.Parse(json).RootElement);
+
+    private static Dictionary<string, object?> Values(MappedEntry e) => e.Values.ToDictionary(v => v.Key, v => v.Value);
+
+    private static MapScript Map(string body, ScriptLimits? limits = null) => MapScript.Compile([body], limits ?? ScriptLimits.Default);
+
+    private static string Fails(MapScript maps, string json = "{}") => Assert.Throws<ScriptRunException>(() => maps.Run(Put("posts/1", json))).Message;
+
+    /// <summary>After a failure the same script still maps a normal document.</summary>
+    private static void StillWorks(MapScript maps) => Assert.Single(maps.Run(Put("posts/ok", """{"Title":"fine"}""")));
+
+    [Fact]
+    public void Maps_are_modern_JavaScript()
+    {
+        var maps = Map("""
+            const shout = s => `${s.toUpperCase()}!`;
+            map('Posts', ({ Title, Tags = [], Owner, ...rest }) => {
+              let total = 0;
+              for (const t of Tags) total += t.length;
+              return { Title: shout(Title), Tags: [...Tags, 'x'].flatMap(t => [t, t]), Owner: Owner?.Name ?? 'nobody', Total: total, Keys: Object.keys(rest).join(), Max: Math.max(...[1, 7, 3]) };
+            })
+            """);
+        var v = Values(Assert.Single(maps.Run(Put("posts/1", """{"Title":"hi","Tags":["ab","c"],"Score":3}"""))));
+        Assert.Equal("HI!", v["Title"]);
+        Assert.Equal(new List<object?> { "ab", "ab", "c", "c", "x", "x" }, v["Tags"]);
+        Assert.Equal("nobody", v["Owner"]);
+        Assert.Equal(3.0, v["Total"]);
+        Assert.Equal("Score", v["Keys"]);
+        Assert.Equal(7.0, v["Max"]);
+    }
+
+    [Fact]
+    public void A_single_statement_or_regex_past_the_limits_is_stopped()
+    {
+        var limits = ScriptLimits.Default with { Timeout = TimeSpan.FromMilliseconds(500) };
+        var arrays = Map("map('Posts', p => ({ S: new Array(1e8).join('x') }))", limits);
+        Assert.Contains("array size 100000000 is larger than maximum allowed", Fails(arrays));
+        StillWorks(Map("map('Posts', p => ({ S: p.Title }))", limits));
+
+        var regex = Map("map('Posts', p => ({ M: /^(a+)+$/.test(p.Title) }))", limits);
+        var started = Stopwatch.GetTimestamp();
+        Assert.Contains("regular expression ran longer than 500 ms", Fails(regex, """{"Title":"aaaaaaaaaaaaaaaaaaaaaaaaaaa!"}"""));
+        Assert.True(Stopwatch.GetElapsedTime(started) < TimeSpan.FromSeconds(10), "the 12 s catastrophic backtrack was cut at the regex timeout");
+        StillWorks(regex);
+
+        var strings = Map("map('Posts', p => { let s = 'x'; while (true) s = s + s; })", limits with { MaxAllocatedBytes = 64L << 20 });
+        Assert.Contains("more than 64 MB", Fails(strings));
+    }
+
+    [Fact]
+    public void Results_and_JSON_deeper_than_the_limit_fail_their_document_not_the_process()
+    {
+        var deepResult = Map("map('Posts', p => { let a = []; if (p.Deep) for (let i = 0; i < 30000; i++) a = [a]; return { A: a }; })");
+        Assert.Contains("nested deeper than 64 levels", Fails(deepResult, """{"Deep":true}"""));
+        StillWorks(deepResult);
+
+        var deepObject = Map("map('Posts', p => { let o = {}; for (let i = 0; i < 30000; i++) o = { o }; return { O: o }; })");
+        Assert.Contains("nested deeper than 64 levels", Fails(deepObject));
+
+        var parse = Map("map('Posts', p => ({ A: JSON.parse('['.repeat(100000) + ']'.repeat(100000)) }))");
+        Assert.Contains("Max. depth level of JSON reached", Fails(parse));
+
+        var stringify = Map("map('Posts', p => { let a = []; if (p.Deep) for (let i = 0; i < 30000; i++) a = [a]; return { S: JSON.stringify(a) }; })");
+        Assert.Contains("RangeError", Fails(stringify, """{"Deep":true}"""));
+        StillWorks(stringify);
+
+        var reduce = ReduceScript.Compile("groupBy(x => x.K).aggregate(g => { let a = []; for (let i = 0; i < 30000; i++) a = [a]; return { K: g.key, A: a }; })", ScriptLimits.Default);
+        Assert.Contains("nested deeper", Assert.Throws<ScriptRunException>(() => reduce.Aggregate("\"k\"", ["""{"K":"k"}"""])).Message);
+    }
+
+    [Fact]
+    public void Nothing_one_document_does_is_seen_by_the_next()
+    {
+        var prototype = Map("map('Posts', p => { if (p.Evil) Object.prototype.Leak = 'yes'; return { Leak: ({}).Leak ?? null }; })");
+        Assert.Contains("TypeError", Fails(prototype, """{"Evil":true}"""));
+        Assert.Null(Values(Assert.Single(prototype.Run(Put("posts/2", "{}"))))["Leak"]);
+
+        var builtins = Map("map('Posts', p => { Array.prototype.map = () => []; return {}; })");
+        Assert.Contains("TypeError", Fails(builtins));
+
+        // Top-level state, a closure's state and globalThis all start over for every document.
+        var counters = Map("""
+            var seen = 0;
+            const next = (() => { let n = 0; return () => ++n; })();
+            map('Posts', p => { globalThis.hits = (globalThis.hits ?? 0) + 1; return { Seen: ++seen, Next: next(), Hits: globalThis.hits }; })
+            """);
+        foreach (var i in Enumerable.Range(1, 3))
+        {
+            var v = Values(Assert.Single(counters.Run(Put($"posts/{i}", "{}"))));
+            Assert.Equal((1.0, 1.0, 1.0), ((double)v["Seen"]!, (double)v["Next"]!, (double)v["Hits"]!));
+        }
+    }
+
+    [Fact]
+    public void Maps_and_reduces_cannot_read_the_clock_or_random_numbers_but_ETL_transforms_can()
+    {
+        foreach (var call in new[] { "Date.now()", "new Date().getTime()", "Math.random()", "Temporal.Now.instant().epochMilliseconds" })
+        {
+            var maps = Map($"map('Posts', p => ({{ V: {call} }}))");
+            Assert.Contains("is not allowed in a map or reduce", Fails(maps));
+        }
+        var dates = Values(Assert.Single(Map("map('Posts', p => ({ T: new Date(p.At).getTime(), Y: new Date(p.At).getUTCFullYear() }))").Run(Put("posts/1", """{"At":"2015-01-27T20:09:32.720Z"}"""))));
+        Assert.Equal((1422389372720.0, 2015.0), ((double)dates["T"]!, (double)dates["Y"]!));
+
+        var reduce = ReduceScript.Compile("groupBy(x => x.K).aggregate(g => ({ K: g.key, At: Date.now() }))", ScriptLimits.Default);
+        Assert.Contains("is not allowed in a map or reduce", Assert.Throws<ScriptRunException>(() => reduce.Aggregate("\"k\"", ["""{"K":"k","At":0}"""])).Message);
+
+        var transform = TransformScript.Compile("loadToX({ now: Date.now(), r: Math.random() });", ScriptLimits.Default);
+        var body = JsonDocument.Parse(Assert.Single(transform.Run(Put("x/1", "{}"))).BodyJson).RootElement;
+        Assert.InRange(body.GetProperty("now").GetDouble(), DateTimeOffset.UtcNow.AddMinutes(-1).ToUnixTimeMilliseconds(), DateTimeOffset.UtcNow.AddMinutes(1).ToUnixTimeMilliseconds());
+        Assert.InRange(body.GetProperty("r").GetDouble(), 0, 1);
+    }
+
+    [Fact]
+    public void Loops_allocation_bombs_recursion_and_escape_attempts_fail_with_a_reason()
+    {
+        var limits = ScriptLimits.Default with { Timeout = TimeSpan.FromMilliseconds(500), MaxAllocatedBytes = 64L << 20 };
+        Assert.Contains("longer than 500 ms", Fails(Map("map('Posts', p => { for (;;) {} })", limits with { MaxStatements = int.MaxValue })));
+        Assert.Contains("more than 1,000,000 statements", Fails(Map("map('Posts', p => { for (;;) {} })", limits with { Timeout = TimeSpan.FromMinutes(1) })));
+        Assert.Contains("more than 64 MB", Fails(Map("map('Posts', p => { const xs = []; for (;;) xs.push({ s: 'x'.repeat(1000) }); })", limits with { MaxStatements = int.MaxValue, Timeout = TimeSpan.FromMinutes(1) })));
+        Assert.Contains("recursed deeper than 64", Fails(Map("const f = n => f(n + 1); map('Posts', p => ({ N: f(0) }))", limits)));
+
+        Assert.Contains("require is not defined", Fails(Map("map('Posts', p => ({ F: require('fs') }))")));
+        Assert.Contains("System is not defined", Fails(Map("map('Posts', p => ({ F: System.IO.File.ReadAllText('/etc/passwd') }))")));
+        Assert.Contains("importNamespace is not defined", Fails(Map("map('Posts', p => ({ F: importNamespace('System.IO') }))")));
+        Assert.Contains("String compilation has been disabled", Fails(Map("map('Posts', p => ({ F: eval('1 + 1') }))")));
+        Assert.Contains("String compilation has been disabled", Fails(Map("map('Posts', p => ({ F: new Function('return 1')() }))")));
+        Assert.Contains("Module loading has been disabled", Fails(Map("map('Posts', p => ({ F: import('fs') }))")));
+        Assert.Throws<ScriptSyntaxException>(() => Map("import fs from 'fs'; map('Posts', p => ({}))"));
+        Assert.Equal("undefined/undefined", Values(Assert.Single(Map("map('Posts', p => ({ T: typeof clr + '/' + typeof host }))").Run(Put("posts/1", "{}"))))["T"]);
+    }
+
+    [Fact]
+    public async Task A_stop_ends_a_running_script_at_once()
+    {
+        using var stop = new CancellationTokenSource();
+        var maps = Map("map('Posts', p => { for (;;) {} })", ScriptLimits.Default with { Timeout = TimeSpan.FromMinutes(10), MaxStatements = int.MaxValue, Stop = stop.Token });
+        var running = Task.Run(() => maps.Run(Put("posts/1", "{}")));
+        await Task.Delay(200);
+        Assert.False(running.IsCompleted);
+        stop.Cancel();
+        // Without the stop the run would go on for ten minutes; the wait is only a guard against hanging the suite.
+        await Assert.ThrowsAnyAsync<OperationCanceledException>(() => running.WaitAsync(TimeSpan.FromMinutes(1)));
+    }
+}
