@@ -110,6 +110,14 @@ public static class IndexBenchmark
         }
     }
 
+    /// <summary>The JS map's cost per document over the index's recent batches (<c>GET /indexes/{name}/stats</c>: map ms and documents of the last 20).</summary>
+    public static async Task<double> MapMicrosPerDocumentAsync(HttpClient http, string name = Name)
+    {
+        var batches = (await http.GetFromJsonAsync<JsonElement>($"indexes/{name}/stats")).GetProperty("recentBatches").EnumerateArray().ToList();
+        var documents = batches.Sum(b => b.GetProperty("documents").GetInt32());
+        return documents == 0 ? 0 : batches.Sum(b => b.GetProperty("mapMs").GetDouble()) * 1000 / documents;
+    }
+
     /// <summary>
     /// Freshness at a given write rate: background writers keep <paramref name="docsPerSecond"/> flowing in
     /// bulk batches; every 100 ms one probe document with a unique tag is written, and the time from its

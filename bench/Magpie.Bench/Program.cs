@@ -187,7 +187,8 @@ async Task RunIndexAsync()
     await IngestBenchmark.HttpBulkAsync(http.BaseAddress, posts, 8);
     await IndexBenchmark.WaitIndexedAsync([http], n, TimeSpan.FromMinutes(30));
     var embeddedRate = n / watch.Elapsed.TotalSeconds;
-    Console.WriteLine($"embedded pipeline: {embeddedRate:N0} docs/s ({watch.Elapsed.TotalSeconds:F1} s)");
+    var mapMicros = await IndexBenchmark.MapMicrosPerDocumentAsync(http);
+    Console.WriteLine($"embedded pipeline: {embeddedRate:N0} docs/s ({watch.Elapsed.TotalSeconds:F1} s); JS map {mapMicros:F1} µs per document (last 20 batches)");
 
     var fresh = await IndexBenchmark.FreshnessAsync(http, http, embeddedRate / 2, probes: 200);
     Console.WriteLine($"freshness at {embeddedRate / 2:N0} docs/s: p50 {IndexBenchmark.Percentile(fresh, 0.5):F1} ms, p99 {IndexBenchmark.Percentile(fresh, 0.99):F1} ms");
@@ -244,7 +245,7 @@ async Task RunIndexAsync()
     Console.WriteLine(JsonSerializer.Serialize(new
     {
         benchmark = "index", docs = n, kafka_docs = kafkaDocs, cores = Environment.ProcessorCount,
-        raw_docs_per_s = Math.Round(raw.DocsPerSecond), embedded_docs_per_s = Math.Round(embeddedRate),
+        raw_docs_per_s = Math.Round(raw.DocsPerSecond), embedded_docs_per_s = Math.Round(embeddedRate), map_us_per_doc = Math.Round(mapMicros, 1),
         kafka_docs_per_s = kafkaRate is { } kr ? Math.Round(kr) : (double?)null,
         ratio_embedded = Math.Round(embeddedRate / raw.DocsPerSecond, 3), ratio_kafka = kafkaRate is { } kk ? Math.Round(kk / raw.DocsPerSecond, 3) : (double?)null,
         freshness_rate_docs_per_s = Math.Round(embeddedRate / 2), freshness_p50_ms = Math.Round(IndexBenchmark.Percentile(fresh, 0.5), 1),

@@ -1,0 +1,102 @@
+using System.Diagnostics;
+
+namespace Magpie.Tests.Fixtures;
+
+/// <summary>A single-node KRaft Kafka broker run from <c>KAFKA_HOME</c>'s jars by this test run, data in a temp dir, stopped by pid.</summary>
+public sealed class LocalKafka : IServiceRuntime
+{
+    private readonly string _dataDir;
+    private readonly int _port;
+    private Process? _process;
+
+    private LocalKafka(string dataDir, int port) => (_dataDir, _port) = (dataDir, port);
+
+    public string BootstrapServers => $"127.0.0.1:{_port}";
+
+    public static string KafkaHome =>
+        Environment.GetEnvironmentVariable("KAFKA_HOME") is { Length: > 0 } home ? home : Path.Combine(RepoPaths.Shared, "kafka");
+
+    public static async Task<LocalKafka> StartAsync(int port)
+    {
+        var libs = Path.Combine(KafkaHome, "libs");
+        if (!Directory.Exists(libs))
+            throw new InvalidOperationException($"no Kafka for the tests: set KAFKA_BOOTSTRAP_SERVERS, run a Docker engine, or point KAFKA_HOME at a Kafka distribution (looked in {libs})");
+        var dataDir = Directory.CreateTempSubdirectory("magpie-kafka-").FullName;
+        var controllerPort = FreePort.Next();
+        await File.WriteAllTextAsync(Path.Combine(dataDir, "server.properties"), $"""
+            process.roles=broker,controller
+            node.id=1
+            controller.quorum.voters=1@127.0.0.1:{controllerPort}
+            listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controllerPort}
+            advertised.listeners=PLAINTEXT://127.0.0.1:{port}
+            controller.listener.names=CONTROLLER
+            listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+            log.dirs={dataDir}/logs
+            num.partitions=3
+            offsets.topic.replication.factor=1
+            offsets.topic.num.partitions=3
+            transaction.state.log.replication.factor=1
+            transaction.state.log.min.isr=1
+            group.initial.rebalance.delay.ms=0
+            log.cleaner.enable=true
+            """);
+        await File.WriteAllTextAsync(Path.Combine(dataDir, "log4j.properties"), """
+            log4j.rootLogger=WARN, stdout
+            log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+            log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+            log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
+            """);
+        var clusterId = (await RunJavaAsync(libs, "kafka.tools.StorageTool random-uuid")).Trim();
+        await RunJavaAsync(libs, $"kafka.tools.StorageTool format -t {clusterId} -c {dataDir}/server.properties");
+        var broker = new LocalKafka(dataDir, port);
+        await broker.StartProcessAsync();
+        return broker;
+    }
+
+    private async Task StartProcessAsync()
+    {
+        var libs = Path.Combine(KafkaHome, "libs");
+        var psi = new ProcessStartInfo("java")
+        {
+            RedirectStandardOutput = true,
+            RedirectStandardError = true,
+            UseShellExecute = false,
+        };
+        foreach (var a in new[] { "-Xmx512m", $"-Dlog4j.configuration=file:{_dataDir}/log4j.properties", "-cp", $"{libs}/*", "kafka.Kafka", $"{_dataDir}/server.properties" })
+            psi.ArgumentList.Add(a);
+        _process = Process.Start(psi)!;
+        _process.OutputDataReceived += (_, _) => { };
+        _process.ErrorDataReceived += (_, _) => { };
+        _process.BeginOutputReadLine();
+        _process.BeginErrorReadLine();
+        await FreePort.WaitOpenAsync(_port, TimeSpan.FromSeconds(60), () => !_process.HasExited);
+    }
+
+    private static async Task<string> RunJavaAsync(string libs, string args)
+    {
+        var psi = new ProcessStartInfo("java", $"-cp \"{libs}/*\" {args}") { RedirectStandardOutput = true, RedirectStandardError = true };
+        using var p = Process.Start(psi)!;
+        var stdout = p.StandardOutput.ReadToEndAsync();
+        var stderr = p.StandardError.ReadToEndAsync();
+        await p.WaitForExitAsync();
+        if (p.ExitCode != 0) throw new InvalidOperationException($"java {args} failed: {await stderr}");
+        return await stdout;
+    }
+
+    public Task StopAsync()
+    {
+        if (_process is null || _process.HasExited) return Task.CompletedTask;
+        Signals.Send(_process.Id, Signals.SigTerm);
+        if (!_process.WaitForExit(30_000)) { _process.Kill(); _process.WaitForExit(); }
+        return Task.CompletedTask;
+    }
+
+    public Task StartAgainAsync() => StartProcessAsync();
+
+    public async ValueTask DisposeAsync()
+    {
+        await StopAsync();
+        _process?.Dispose();
+        try { Directory.Delete(_dataDir, recursive: true); } catch (IOException) { }
+    }
+}

@@ -1,0 +1,106 @@
+using System.Collections.Concurrent;
+using System.Diagnostics;
+
+namespace Magpie.Tests.Fixtures;
+
+/// <summary>
+/// Debian's <c>rabbitmq-server</c> (apt-get install rabbitmq-server; <c>RABBITMQ_SERVER</c> overrides the script's
+/// path) run by this test run on free ports, with its own epmd, Erlang cookie and data in a temp dir, stopped by pid.
+/// </summary>
+public sealed class LocalRabbitMq : IServiceRuntime
+{
+    private readonly string _dir;
+    private readonly int _port, _epmdPort, _distPort;
+    private readonly ConcurrentQueue<string> _output = new();
+    private Process? _server, _epmd;
+
+    private LocalRabbitMq(string dir, int port) => (_dir, _port, _epmdPort, _distPort) = (dir, port, FreePort.Next(), FreePort.Next());
+
+    public string Url => $"amqp://guest:guest@127.0.0.1:{_port}/";
+
+    public static async Task<LocalRabbitMq> StartAsync(int port)
+    {
+        var server = Environment.GetEnvironmentVariable("RABBITMQ_SERVER") is { Length: > 0 } s ? s : "/usr/lib/rabbitmq/bin/rabbitmq-server";
+        if (!File.Exists(server))
+            throw new InvalidOperationException($"no RabbitMQ for the tests: set RABBITMQ_URL, run a Docker engine, or apt-get install rabbitmq-server (looked for {server})");
+        var dir = Directory.CreateTempSubdirectory("magpie-rabbit-").FullName;
+        await File.WriteAllTextAsync(Path.Combine(dir, "enabled_plugins"), "[].");
+        await File.WriteAllTextAsync(Path.Combine(dir, "rabbitmq.conf"), "loopback_users = none\n");
+        var broker = new LocalRabbitMq(dir, port);
+        await broker.StartProcessesAsync();
+        return broker;
+    }
+
+    private async Task StartProcessesAsync()
+    {
+        if (_epmd is null || _epmd.HasExited)
+        {
+            // Our own epmd in the foreground, so it is ours to stop (rabbitmq-server would leave a daemon behind).
+            _epmd = Start("epmd", ["-port", _epmdPort.ToString()], []);
+            await FreePort.WaitOpenAsync(_epmdPort, TimeSpan.FromSeconds(10), () => !_epmd.HasExited);
+        }
+        var server = Environment.GetEnvironmentVariable("RABBITMQ_SERVER") is { Length: > 0 } s ? s : "/usr/lib/rabbitmq/bin/rabbitmq-server";
+        _server = Start(server, [], new()
+        {
+            ["HOME"] = _dir,
+            ["RABBITMQ_NODENAME"] = $"magpie{_port}@localhost",
+            ["RABBITMQ_NODE_PORT"] = _port.ToString(),
+            ["RABBITMQ_DIST_PORT"] = _distPort.ToString(),
+            ["ERL_EPMD_PORT"] = _epmdPort.ToString(),
+            ["RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS"] = "-start_epmd false",
+            ["RABBITMQ_MNESIA_BASE"] = Path.Combine(_dir, "mnesia"),
+            ["RABBITMQ_LOG_BASE"] = Path.Combine(_dir, "log"),
+            ["RABBITMQ_LOGS"] = "-",
+            ["RABBITMQ_CONFIG_FILE"] = Path.Combine(_dir, "rabbitmq"),
+            ["RABBITMQ_ENABLED_PLUGINS_FILE"] = Path.Combine(_dir, "enabled_plugins"),
+            ["RABBITMQ_PID_FILE"] = Path.Combine(_dir, "rabbitmq.pid"),
+        });
+        await RabbitMqBroker.WaitReadyAsync(Url, () => !_server.HasExited, () => string.Join('\n', _output));
+    }
+
+    private Process Start(string file, string[] args, Dictionary<string, string> env)
+    {
+        var psi = new ProcessStartInfo(file) { RedirectStandardOutput = true, RedirectStandardError = true, UseShellExecute = false };
+        foreach (var a in args) psi.ArgumentList.Add(a);
+        foreach (var (k, v) in env) psi.Environment[k] = v;
+        var p = Process.Start(psi)!;
+        p.OutputDataReceived += (_, e) => { if (e.Data is not null) _output.Enqueue(e.Data); };
+        p.ErrorDataReceived += (_, e) => { if (e.Data is not null) _output.Enqueue(e.Data); };
+        p.BeginOutputReadLine();
+        p.BeginErrorReadLine();
+        return p;
+    }
+
+    public Task StopAsync()
+    {
+        if (_server is null || _server.HasExited) return Task.CompletedTask;
+        var pidFile = Path.Combine(_dir, "rabbitmq.pid");
+        if (File.Exists(pidFile) && int.TryParse(File.ReadAllText(pidFile).Trim(), out var beam)) Signals.Send(beam, Signals.SigTerm);
+        else Signals.Send(_server.Id, Signals.SigTerm);
+        if (!_server.WaitForExit(30_000))
+        {
+            if (File.Exists(pidFile) && int.TryParse(File.ReadAllText(pidFile).Trim(), out var b)) Signals.Send(b, Signals.SigKill);
+            _server.Kill(entireProcessTree: true);
+            _server.WaitForExit();
+        }
+        return Task.CompletedTask;
+    }
+
+    /// <summary>CPU time the broker's Erlang VM has used (benchmarks split costs with it).</summary>
+    public TimeSpan? ServerCpu()
+    {
+        var pidFile = Path.Combine(_dir, "rabbitmq.pid");
+        if (!File.Exists(pidFile) || !int.TryParse(File.ReadAllText(pidFile).Trim(), out var beam)) return null;
+        try { using var p = Process.GetProcessById(beam); return p.TotalProcessorTime; }
+        catch (ArgumentException) { return null; }
+    }
+
+    public Task StartAgainAsync() => StartProcessesAsync();
+
+    public async ValueTask DisposeAsync()
+    {
+        await StopAsync();
+        if (_epmd is { HasExited: false }) { _epmd.Kill(); _epmd.WaitForExit(); }
+        try { Directory.Delete(_dir, recursive: true); } catch (IOException) { }
+    }
+}
