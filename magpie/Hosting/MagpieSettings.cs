@@ -53,4 +53,5 @@ public sealed class PgSettings
     public string? CertificatePassword { get; set; }
     public int MaxConnections { get; set; } = 64;
     public int StatementTimeoutSeconds { get; set; } = 30;
+    public int StartupTimeoutSeconds { get; set; } = 10;
 }

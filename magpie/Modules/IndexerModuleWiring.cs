@@ -79,6 +79,7 @@ public sealed class QueryModuleWiring(bool indexerInProcess) : IMagpieModule
         CertificatePassword = pg.CertificatePassword,
         MaxConnections = pg.MaxConnections,
         StatementTimeout = TimeSpan.FromSeconds(pg.StatementTimeoutSeconds),
+        StartupTimeout = TimeSpan.FromSeconds(pg.StartupTimeoutSeconds),
     };
 
     public void Map(WebApplication app, MagpieSettings settings) => app.MapQueries();

@@ -21,6 +21,20 @@ namespace Magpie.Query.Http;
 public static class QueryEndpoints
 {
     private const int MaxPageSize = 1024;
+
+    /// <summary>The deepest page an offset may reach (Elasticsearch's <c>max_result_window</c> idea): the engine keeps start + pageSize hits in memory; deeper pages go by cursor.</summary>
+    private const int MaxOffsetWindow = 1_000_000;
+
+    /// <summary>Paging the engine must never see: checked before the query runs.</summary>
+    private static QueryProblem? PagingProblem(int pageSize, int start, bool fromRql)
+    {
+        var name = fromRql ? "limit" : "pageSize";
+        if (pageSize is < 1 or > MaxPageSize) return new QueryProblem(400, $"{name} must be 1 to {MaxPageSize}");
+        if (start < 0) return new QueryProblem(400, $"{(fromRql ? "offset" : "start")} must be 0 or more, not {start}");
+        if ((long)start + pageSize > MaxOffsetWindow)
+            return new QueryProblem(400, $"start + pageSize may reach {MaxOffsetWindow:N0} at most (asked {(long)start + pageSize:N0}); page deeper with the cursor (nextCursor)");
+        return null;
+    }
     private static readonly ReadOnlyMemory<byte> NewLine = "\n"u8.ToArray();
 
     public static IEndpointRouteBuilder MapQueryEndpoints(this IEndpointRouteBuilder app)
@@ -34,9 +48,10 @@ public static class QueryEndpoints
             {
                 var (request, query) = await ReadAsync(ctx);
                 if (query.FacetsOnly) kind = "facets";
-                if (request.PageSize is < 1 or > MaxPageSize) return Problem(new QueryProblem(400, $"pageSize must be 1 to {MaxPageSize}"));
                 var pageSize = query.Limit ?? request.PageSize;
-                var page = await coordinator.PageAsync(request.ToCoordinator(), query, pageSize, query.Offset ?? request.Start, request.Cursor,
+                var start = query.Offset ?? request.Start;
+                if (PagingProblem(pageSize, start, query.Limit is not null) is { } paging) return Problem(paging);
+                var page = await coordinator.PageAsync(request.ToCoordinator(), query, pageSize, start, request.Cursor,
                     request.WaitForNonStaleResults, ctx.RequestAborted);
                 failed = false;
                 return Results.Json(new

@@ -22,6 +22,10 @@ public sealed record PgOptions
     public int MaxConnections { get; init; } = 64;
     public TimeSpan StatementTimeout { get; init; } = TimeSpan.FromSeconds(30);
 
+    /// <summary>How long a connection may take to authenticate (PostgreSQL's <c>authentication_timeout</c>): a client that never
+    /// finishes its startup gives its slot back instead of holding it forever.</summary>
+    public TimeSpan StartupTimeout { get; init; } = TimeSpan.FromSeconds(10);
+
     /// <summary>Parses <c>name:password</c> entries (the password may contain ':').</summary>
     public static Dictionary<string, string> ParseUsers(IEnumerable<string> entries)
     {

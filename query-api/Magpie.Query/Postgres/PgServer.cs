@@ -80,7 +80,7 @@ public sealed class PgServer(PgOptions options, Func<IPgStatements> statements, 
             // Refused after the startup handshake (TLS, cancel requests included), as PostgreSQL does; drivers expect that order.
             var full = new PgException(PgException.TooManyConnections, $"sorry, too many clients already ({options.MaxConnections})", fatal: true);
             using var startupOnly = CancellationTokenSource.CreateLinkedTokenSource(ct);
-            startupOnly.CancelAfter(TimeSpan.FromSeconds(10));
+            startupOnly.CancelAfter(options.StartupTimeout);
             try { await new PgSession(stream, options, certificate, statements(), _cancellations, full).RunAsync(startupOnly.Token); }
             catch (Exception e) when (e is OperationCanceledException or IOException or System.Security.Authentication.AuthenticationException) { }
             return;

@@ -34,7 +34,14 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
     {
         try
         {
-            if (await StartupAsync(ct) is not { } user) return;
+            string? user;
+            using (var startup = CancellationTokenSource.CreateLinkedTokenSource(ct))
+            {
+                startup.CancelAfter(options.StartupTimeout);
+                try { user = await StartupAsync(startup.Token); }
+                catch (OperationCanceledException) when (!ct.IsCancellationRequested) { return; }   // never authenticated in time: the slot goes back
+            }
+            if (user is null) return;
             var (pid, secret) = cancellations.Register(this);
             try
             {

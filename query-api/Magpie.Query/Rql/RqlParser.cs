@@ -8,7 +8,7 @@ public sealed class RqlParser
 {
     private readonly string _text;
     private readonly List<RqlToken> _tokens;
-    private int _at;
+    private int _at, _depth, _clauses;
 
     private readonly IReadOnlyDictionary<string, System.Text.Json.JsonElement>? _parameters;
 
@@ -23,6 +23,7 @@ public sealed class RqlParser
     public static RqlQuery Parse(string text, IReadOnlyDictionary<string, System.Text.Json.JsonElement>? parameters = null)
     {
         if (string.IsNullOrWhiteSpace(text)) throw new RqlException("the query is empty; start with: from index 'Name' or from Collection", 1, 1);
+        if (text.Length > QueryLimits.MaxQueryChars) throw new RqlException(QueryLimits.TooLong(text.Length), 1, 1);
         return new RqlParser(text, parameters).Query();
     }
 
@@ -30,6 +31,7 @@ public sealed class RqlParser
     public static RqlExpression ParseCondition(string text)
     {
         if (string.IsNullOrWhiteSpace(text)) throw new RqlException("the range is empty", 1, 1);
+        if (text.Length > QueryLimits.MaxQueryChars) throw new RqlException(QueryLimits.TooLong(text.Length), 1, 1);
         var parser = new RqlParser(text, null);
         var e = parser.Or();
         if (parser.Current.Kind != RqlTokenKind.End) throw parser.Expected("the end of the range");
@@ -189,18 +191,31 @@ public sealed class RqlParser
 
     private RqlExpression Not()
     {
-        if (Current.Is("not")) { _at++; return new RqlNot(Not()); }
-        return Primary();
+        if (!Current.Is("not")) return Primary();
+        _at++;
+        Enter();
+        var inner = Not();
+        _depth--;
+        return new RqlNot(inner);
+    }
+
+    /// <summary>One level deeper (parentheses, not): refused past <see cref="QueryLimits.MaxNesting"/> before the recursion goes on.</summary>
+    private void Enter()
+    {
+        if (++_depth > QueryLimits.MaxNesting) throw RqlLexer.Error(_text, Current.Position, QueryLimits.TooDeep);
     }
 
     private RqlExpression Primary()
     {
         if (Accept("("))
         {
+            Enter();
             var inner = Or();
             Expect(")");
+            _depth--;
             return inner;
         }
+        if (++_clauses > QueryLimits.MaxClauses) throw RqlLexer.Error(_text, Current.Position, QueryLimits.TooManyClauses);
         if (Current.Kind == RqlTokenKind.Identifier && _tokens[_at + 1].IsSymbol("("))
         {
             var function = Current.Text.ToLowerInvariant();
@@ -241,7 +256,11 @@ public sealed class RqlParser
             _at++;
             Expect("(");
             var values = new List<RqlValue>();
-            do values.Add(Value()); while (Accept(","));
+            do
+            {
+                if (values.Count == QueryLimits.MaxInValues) throw RqlLexer.Error(_text, Current.Position, QueryLimits.TooManyInValues);
+                values.Add(Value());
+            } while (Accept(","));
             Expect(")");
             return new RqlIn(field, values, exact);
         }

@@ -30,6 +30,7 @@ public sealed class PgConnectionControlTests
             ["MAGPIE__PG__USERS__0"] = "grafana:secret",
             ["MAGPIE__PG__STATEMENTTIMEOUTSECONDS"] = "2",
             ["MAGPIE__PG__MAXCONNECTIONS"] = "3",
+            ["MAGPIE__PG__STARTUPTIMEOUTSECONDS"] = "2",
         });
         string Connection(string sslMode) =>
             $"Host=127.0.0.1;Port={magpie.PgPort};Username=grafana;Password=secret;Database=magpie;Pooling=false;SSL Mode={sslMode};Server Compatibility Mode=NoTypeLoading";
@@ -89,6 +90,27 @@ public sealed class PgConnectionControlTests
         await third.CloseAsync();
         await Task.Delay(200);   // the server frees the slot when it sees the Terminate
         await fourth.OpenAsync();
+        await second.CloseAsync();
+        await third.CloseAsync();
+        await fourth.CloseAsync();
+        await Task.Delay(200);
+
+        // Connections that never send a startup packet hold their slots only until the startup timeout (2 s here).
+        var silent = new List<System.Net.Sockets.TcpClient>();
+        for (var i = 0; i < 3; i++)
+        {
+            var c = new System.Net.Sockets.TcpClient();
+            await c.ConnectAsync("127.0.0.1", magpie.PgPort);
+            silent.Add(c);
+        }
+        await Task.Delay(TimeSpan.FromSeconds(4));
+        await using (var afterSilent = new NpgsqlConnection(Connection("Prefer")))
+        {
+            await afterSilent.OpenAsync();
+            await using var one = new NpgsqlCommand("SELECT 1", afterSilent);
+            Assert.Equal("1", (await one.ExecuteScalarAsync())!.ToString());
+        }
+        foreach (var c in silent) c.Dispose();
 
         try { Directory.Delete(dir, recursive: true); } catch (IOException) { }
     }

@@ -92,6 +92,34 @@ public sealed class PostgresEndpointTests(PgSampleFixture fx) : IClassFixture<Pg
         }
     }
 
+    [Theory]
+    [InlineData("or-50000", "the limit is 262,144")]
+    [InlineData("or-2000", "more than 1,024 conditions")]
+    [InlineData("parens", "more than 64 levels deep")]
+    [InlineData("sum", "more than 4,096 terms")]
+    [InlineData("in", "more than 1,024 values")]
+    public async Task A_statement_past_a_parser_limit_is_refused_with_54001_and_the_connection_goes_on(string shape, string expected)
+    {
+        await using var db = new NpgsqlConnection(fx.ConnectionString());
+        await db.OpenAsync();
+        var where = shape switch
+        {
+            "or-50000" => string.Join(" OR ", Enumerable.Range(0, 50_000).Select(i => $"\"Score\" = {i}")),
+            "or-2000" => string.Join(" OR ", Enumerable.Range(0, 2_000).Select(i => $"\"Score\" = {i}")),
+            "parens" => new string('(', 100_000) + "\"Score\" = 1" + new string(')', 100_000),
+            "sum" => "\"Score\" = " + string.Join(" + ", Enumerable.Repeat("1", 20_000)),
+            _ => "\"Score\" IN (" + string.Join(", ", Enumerable.Range(0, 2_000)) + ")",
+        };
+        await using (var cmd = new NpgsqlCommand($"""SELECT count(*) FROM "Posts/Stats" WHERE {where}""", db))
+        {
+            var e = await Assert.ThrowsAsync<PostgresException>(() => cmd.ExecuteScalarAsync());
+            Assert.Equal("54001", e.SqlState);
+            Assert.Contains(expected, e.MessageText);
+        }
+        await using var ok = new NpgsqlCommand("""SELECT count(*) FROM "Posts/Stats" WHERE "Score" >= 0""", db);
+        Assert.True((long)(await ok.ExecuteScalarAsync())! > 0);
+    }
+
     [Fact]
     public async Task Grafana_macro_sql_returns_typed_columns_and_the_values_of_the_xml()
     {

@@ -49,6 +49,50 @@ public sealed class QueryApiTests(ImportedSampleFixture fx) : IClassFixture<Impo
     private static List<string> Ids(JsonElement response) =>
         response.GetProperty("results").EnumerateArray().Select(d => d.GetProperty("@metadata").GetProperty("@id").GetString()!).ToList();
 
+    [Theory]
+    [InlineData(2_000_000_000, 25, "start + pageSize may reach 1,000,000 at most")]
+    [InlineData(-5, 25, "start must be 0 or more")]
+    [InlineData(0, 5000, "pageSize must be 1 to 1024")]
+    public async Task Paging_the_engine_cannot_serve_is_refused_before_it_runs(int start, int pageSize, string expected)
+    {
+        var r = await Http.PostAsJsonAsync("queries", new { query = "from index 'Posts/ByTags'", start, pageSize });
+        Assert.Equal(System.Net.HttpStatusCode.BadRequest, r.StatusCode);
+        Assert.Contains(expected, (await r.JsonAsync()).GetProperty("detail").GetString());
+        var rql = await Http.PostAsJsonAsync("queries", new { query = "from index 'Posts/ByTags' limit 5000" });
+        Assert.Contains("limit must be 1 to 1024", (await rql.JsonAsync()).GetProperty("detail").GetString());
+        Assert.True((await Query("from index 'Posts/ByTags' where Tags = 'discussion'")).GetProperty("totalResults").GetInt64() > 0);
+    }
+
+    [Theory]
+    [InlineData("or-20000", "limit")]
+    [InlineData("or-2000", "more than 1,024 conditions")]
+    [InlineData("parens", "more than 64 levels deep")]
+    [InlineData("not", "more than 64 levels deep")]
+    [InlineData("in", "more than 1,024 values")]
+    [InlineData("long", "the limit is 262,144")]
+    public async Task A_query_past_a_parser_limit_is_refused_with_400_and_the_process_answers_on(string shape, string expected)
+    {
+        var rql = shape switch
+        {
+            // The hostile inputs of issue 17: each of these used to overflow the stack and end the process.
+            "or-20000" => "from index 'Posts/ByTags' where " + string.Join(" or ", Enumerable.Range(0, 20_000).Select(i => $"Tags = 't{i}'")),
+            "or-2000" => "from index 'Posts/ByTags' where " + string.Join(" or ", Enumerable.Range(0, 2_000).Select(i => $"Tags = 't{i}'")),
+            "parens" => "from index 'Posts/ByTags' where " + new string('(', 100_000) + "Tags = 'x'" + new string(')', 100_000),
+            "not" => "from index 'Posts/ByTags' where " + string.Concat(Enumerable.Repeat("not ", 10_000)) + "Tags = 'x'",
+            "in" => "from index 'Posts/ByTags' where Tags in (" + string.Join(", ", Enumerable.Range(0, 2_000).Select(i => $"'t{i}'")) + ")",
+            _ => "from index 'Posts/ByTags' where Tags = '" + new string('x', 300_000) + "'",
+        };
+        var r = await Http.PostAsJsonAsync("queries", new { query = rql });
+        Assert.Equal(System.Net.HttpStatusCode.BadRequest, r.StatusCode);
+        Assert.Equal("application/problem+json", r.Content.Headers.ContentType?.MediaType);
+        Assert.Contains(expected, (await r.JsonAsync()).GetProperty("detail").GetString());
+        // The limits sit above what real queries need: 1,024 conditions and 64 levels still run.
+        var wide = "from index 'Posts/ByTags' where " + string.Join(" or ", Enumerable.Range(0, 1_024).Select(i => i == 0 ? "Tags = 'discussion'" : $"Tags = 'none-{i}'"));
+        Assert.True((await Query(wide)).GetProperty("totalResults").GetInt64() > 0);
+        var deep = "from index 'Posts/ByTags' where " + new string('(', 63) + "Tags = 'discussion'" + new string(')', 63);
+        Assert.True((await Query(deep)).GetProperty("totalResults").GetInt64() > 0);
+    }
+
     [Fact]
     public async Task Indexes_run_in_process_no_java_is_started()
     {

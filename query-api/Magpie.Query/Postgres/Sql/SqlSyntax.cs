@@ -36,11 +36,24 @@ internal sealed record SqlToken(SqlTokenKind Kind, string Text, int Position)
 public sealed class SqlParser
 {
     private readonly List<SqlToken> _tokens;
-    private int _at;
+    private int _at, _depth, _clauses, _terms;
 
     private SqlParser(string sql) => _tokens = Tokenize(sql);
 
-    public static SqlSelect Parse(string sql) => new SqlParser(sql).Select();
+    public static SqlSelect Parse(string sql) =>
+        sql.Length > Rql.QueryLimits.MaxQueryChars ? throw Limit(Rql.QueryLimits.TooLong(sql.Length)) : new SqlParser(sql).Select();
+
+    /// <summary>A statement past one of <see cref="Rql.QueryLimits"/>: 54001, statement too complex, as PostgreSQL says of its own limits.</summary>
+    private static PgException Limit(string message) => new(PgException.StatementTooComplex, message);
+
+    /// <summary>One level deeper: refused past the nesting limit before the recursion goes on.</summary>
+    private T Nested<T>(Func<T> parse)
+    {
+        if (++_depth > Rql.QueryLimits.MaxNesting) throw Limit(Rql.QueryLimits.TooDeep);
+        var result = parse();
+        _depth--;
+        return result;
+    }
 
     private SqlToken Current => _tokens[_at];
 
@@ -101,7 +114,7 @@ public sealed class SqlParser
         throw Error($"LIMIT and OFFSET take a non-negative integer, not \"{Current.Text}\"");
     }
 
-    private SqlExpr Expr() => Or();
+    private SqlExpr Expr() => Nested(Or);
 
     private SqlExpr Or()
     {
@@ -119,7 +132,8 @@ public sealed class SqlParser
 
     private SqlExpr NotExpr()
     {
-        if (Current.Is("not")) { _at++; return new SqlNot(NotExpr()); }
+        if (Current.Is("not")) { _at++; return new SqlNot(Nested(NotExpr)); }
+        if (++_clauses > Rql.QueryLimits.MaxClauses) throw Limit(Rql.QueryLimits.TooManyClauses);
         return Comparison();
     }
 
@@ -140,7 +154,11 @@ public sealed class SqlParser
             _at++;
             Expect("(");
             var list = new List<SqlExpr>();
-            do list.Add(Additive()); while (Accept(","));
+            do
+            {
+                if (list.Count == Rql.QueryLimits.MaxInValues) throw Limit(Rql.QueryLimits.TooManyInValues);
+                list.Add(Additive());
+            } while (Accept(","));
             Expect(")");
             return new SqlIn(left, list, negated);
         }
@@ -176,7 +194,7 @@ public sealed class SqlParser
 
     private SqlExpr Unary()
     {
-        if (Current.IsSymbol("-")) { _at++; return new SqlNegate(Unary()); }
+        if (Current.IsSymbol("-")) { _at++; return new SqlNegate(Nested(Unary)); }
         var e = Primary();
         while (Current.IsSymbol("::")) { _at++; e = new SqlCast(e, Name().ToLowerInvariant()); }
         return e;
@@ -184,6 +202,7 @@ public sealed class SqlParser
 
     private SqlExpr Primary()
     {
+        if (++_terms > Rql.QueryLimits.MaxSqlTerms) throw Limit(Rql.QueryLimits.TooManyTerms);
         var t = Current;
         if (Accept("("))
         {
