@@ -35,7 +35,7 @@ public static class MagpieHost
             k.ListenAnyIP(settings.HttpPort);
             k.Limits.MaxRequestBodySize = settings.MaxRequestBodyBytes;
         });
-        builder.Services.AddProblemDetails();
+        builder.Services.AddClientErrors();
         builder.Services.AddRateLimiter(o =>
         {
             // Shed load instead of queueing without bound (ARCHITECTURE.md: bounded concurrency everywhere).
@@ -56,7 +56,7 @@ public static class MagpieHost
 
         var app = builder.Build();
         app.UseRequestLog();
-        app.UseExceptionHandler();
+        app.UseClientErrors();
         app.UseRateLimiter();
         app.MapGet("/health", () => Results.Ok(new { status = "ok", target = settings.Target, modules = modules.Select(m => m.Name) }));
         app.MapHealthEndpoints(settings.Target);

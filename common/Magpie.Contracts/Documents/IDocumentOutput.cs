@@ -3,12 +3,17 @@ namespace Magpie.Contracts.Documents;
 /// <summary>A document another stage writes back into the store: the JSON to put, or null to delete it.</summary>
 public sealed record OutputDocument(string Id, string Collection, string? Json);
 
+/// <summary>An output document the store refused (over a limit, not valid as a document): it fails only itself.</summary>
+public sealed record OutputRefusal(string Id, string Reason);
+
 /// <summary>
 /// How a stage writes documents into the store it does not own (a map/reduce index's output collection): straight
 /// into the store when it is in the same process, else through the <c>magpie.documents</c> input topic. Returns once
 /// the writes are durable (stored, or acknowledged by Kafka); writing the same batch again leaves the same documents.
+/// Documents refused for what they are come back as refusals, the rest are written; a failure of the store or the
+/// broker itself throws.
 /// </summary>
 public interface IDocumentOutput
 {
-    Task WriteAsync(IReadOnlyList<OutputDocument> documents, CancellationToken ct = default);
+    Task<IReadOnlyList<OutputRefusal>> WriteAsync(IReadOnlyList<OutputDocument> documents, CancellationToken ct = default);
 }

@@ -16,20 +16,35 @@ public sealed class DocumentTopicOutput(string bootstrapServers, ILogger log) : 
     private readonly Lazy<IProducer<string, byte[]?>> _producer = new(() =>
         KafkaClients.BuildProducer<string, byte[]?>(KafkaClients.Producer(bootstrapServers, "magpie-document-output"), log));
 
-    public async Task WriteAsync(IReadOnlyList<OutputDocument> documents, CancellationToken ct = default)
+    public async Task<IReadOnlyList<OutputRefusal>> WriteAsync(IReadOnlyList<OutputDocument> documents, CancellationToken ct = default)
     {
-        if (documents.Count == 0) return;
-        var sent = documents.Select(d => _producer.Value.ProduceAsync(Topics.Documents, new Message<string, byte[]?>
-        {
-            Key = d.Id,
-            Value = d.Json is null ? null : Encoding.UTF8.GetBytes(d.Json),
-            Headers = new Headers
-            {
-                { Topics.Headers.Op, Encoding.UTF8.GetBytes(d.Json is null ? "delete" : "put") },
-                { Topics.Headers.Collection, Encoding.UTF8.GetBytes(d.Collection) },
-            },
-        }, ct));
+        if (documents.Count == 0) return [];
+        var sent = documents.Select(d => SendAsync(d, ct)).ToList();
         await Task.WhenAll(sent);
+        // What the store refuses on arrival goes to the input topic's DLQ with its reason, as any producer's message does.
+        return sent.Select(s => s.Result).OfType<OutputRefusal>().ToList();
+    }
+
+    private async Task<OutputRefusal?> SendAsync(OutputDocument d, CancellationToken ct)
+    {
+        try
+        {
+            await _producer.Value.ProduceAsync(Topics.Documents, new Message<string, byte[]?>
+            {
+                Key = d.Id,
+                Value = d.Json is null ? null : Encoding.UTF8.GetBytes(d.Json),
+                Headers = new Headers
+                {
+                    { Topics.Headers.Op, Encoding.UTF8.GetBytes(d.Json is null ? "delete" : "put") },
+                    { Topics.Headers.Collection, Encoding.UTF8.GetBytes(d.Collection) },
+                },
+            }, ct);
+            return null;
+        }
+        catch (ProduceException<string, byte[]?> e) when (e.Error.Code == ErrorCode.MsgSizeTooLarge)
+        {
+            return new OutputRefusal(d.Id, $"the document is larger than the broker accepts: {e.Error.Reason}");
+        }
     }
 
     public void Dispose()

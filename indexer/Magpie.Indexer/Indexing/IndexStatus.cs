@@ -18,8 +18,30 @@ public sealed class IndexStatus(string index) : Stages.IIndexErrors
     private readonly Lock _lock = new();
     private readonly List<IndexError> _errors = [];
     private readonly List<IndexBatchStats> _batches = [];
-    private long _indexedEtag, _entries, _batchCount, _documents, _errorCount;
+    private long _indexedEtag, _entries, _batchCount, _documents, _errorCount, _attempts;
     private string? _failure;
+
+    /// <summary>
+    /// RavenDB's rule for an index that fails most of what it is given: once it has tried <see cref="ErrorSampleSize"/>
+    /// documents (or reduce keys), more than <see cref="ErrorRatioLimit"/> of them failing marks it errored: it stops
+    /// indexing (its results would be mostly missing) until it is reset or redefined.
+    /// </summary>
+    public const int ErrorSampleSize = 500;
+    public const double ErrorRatioLimit = 0.15;
+
+    /// <summary>Null while healthy; why the index is errored once too many of its documents failed.</summary>
+    public string? Errored
+    {
+        get
+        {
+            lock (_lock)
+                return _attempts >= ErrorSampleSize && _errorCount > ErrorRatioLimit * _attempts
+                    ? string.Create(System.Globalization.CultureInfo.InvariantCulture, $"errored: {_errorCount:N0} of {_attempts:N0} documents failed (over {ErrorRatioLimit:P0}); fix the definition or the documents, then POST /indexes/{{name}}/reset")
+                    : null;
+        }
+    }
+
+    public void Attempted(int count) { lock (_lock) _attempts += count; }
 
     public long IndexedEtag { get { lock (_lock) return _indexedEtag; } }
 

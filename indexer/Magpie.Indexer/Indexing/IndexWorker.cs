@@ -153,12 +153,14 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
                 await IndexFromAsync(Index, stage, position, ct);
             }
             catch (OperationCanceledException) when (ct.IsCancellationRequested) { break; }
-            catch (ScriptSyntaxException e)
+            catch (Exception e) when (e is ScriptSyntaxException or IndexErroredException)
             {
-                // A saved definition this version refuses (stricter script rules): retrying cannot help. The index stays
-                // in error, the process and every other index run on, and replacing the definition starts a new worker.
-                Status.Failed($"definition quarantined: {e.Message}");
-                log.LogError("index {Index}: definition quarantined: {Error}", name, e.Message);
+                // A saved definition this version refuses (stricter script rules), or one that fails most documents: retrying
+                // cannot help. The index stays in error, the process and every other index run on, and a reset or a new
+                // definition starts a new worker.
+                var reason = e is ScriptSyntaxException ? $"definition quarantined: {e.Message}" : e.Message;
+                Status.Failed(reason);
+                log.LogError("index {Index}: {Reason}", name, reason);
                 try { await Task.Delay(Timeout.Infinite, ct); } catch (OperationCanceledException) { break; }
             }
             catch (Exception e)
@@ -207,6 +209,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
             {
                 var started = Stopwatch.GetTimestamp();
                 var applied = await stage.ApplyAsync(batch, attempt.Token) with { ApplyMs = Ms(Stopwatch.GetElapsedTime(started)) };
+                if (Status.Errored is { } errored) throw new IndexErroredException(errored.Replace("{name}", name));
                 await writing;
                 var more = mapped.Reader.Count > 0;
                 writing = Task.Run(() => WriteAsync(index, applied, moreWaiting: more, attempt.Token), attempt.Token);
@@ -350,3 +353,6 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
         _stop.Dispose();
     }
 }
+
+/// <summary>Too many of an index's documents failed (<see cref="IndexStatus.Errored"/>): it stops until reset.</summary>
+public sealed class IndexErroredException(string message) : Exception(message);

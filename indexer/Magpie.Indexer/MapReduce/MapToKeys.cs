@@ -30,6 +30,7 @@ public sealed class MapToKeys(IndexDefinition definition, ScriptLimits limits, I
         foreach (var change in MapStage.LatestOf(batch, _maps))
         {
             if (change.Op == ChangeOp.Delete) { changes.AddRange(Documents.Changes(change.Id, [])); continue; }
+            status.Attempted(1);
             try { changes.AddRange(Documents.Changes(change.Id, _maps.RunJson(change))); }
             catch (ScriptRunException e)
             {
@@ -61,11 +62,25 @@ public sealed class ReduceWriter(IndexDefinition definition, ScriptLimits limits
     {
         foreach (var change in batch.Changes) State.Apply(change);
         var flush = State.Flush();
-        if (_output is not null) await _output.WriteAsync(flush, ct);
-        foreach (var (key, message) in flush.Failed) status.Error($"reduce key {key}", message);
-        var documents = flush.Results.Select(r => new IndexedDocument(r.Key,
-            [new IndexEntry([.. EntryMapping.From(ReduceState.EntryOf(r.Result), definition).Fields, new StoredField(EntryFields.Source, r.Result)])])).ToList();
+        var refused = _output is null ? [] : await _output.WriteAsync(flush, ct);
+        foreach (var (key, message) in flush.Failed.Concat(refused)) status.Error($"reduce key {key}", message);
+        status.Attempted(flush.Results.Count + flush.Failed.Count);
         var deletes = flush.Gone;
+        var documents = new List<IndexedDocument>(flush.Results.Count);
+        foreach (var (key, result) in flush.Results)
+        {
+            try
+            {
+                documents.Add(new IndexedDocument(key,
+                    [new IndexEntry([.. EntryMapping.From(ReduceState.EntryOf(result), definition).Fields, new StoredField(EntryFields.Source, result)])]));
+            }
+            catch (EntryRefusedException e)
+            {
+                // The key's result is not queryable (its old one goes too, as a failed map's entries do); its state stays for the next change.
+                status.Error($"reduce key {key}", e.Message);
+                deletes.Add(key);
+            }
+        }
         foreach (var (id, entry) in flush.State)
             if (entry is null) deletes.Add(id);
             else documents.Add(entry.ToDocument());

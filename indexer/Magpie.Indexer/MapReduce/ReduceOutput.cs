@@ -13,11 +13,22 @@ namespace Magpie.Indexer.MapReduce;
 /// </summary>
 public sealed class ReduceOutput(string collection, IDocumentOutput output)
 {
-    public Task WriteAsync(ReduceFlush flush, CancellationToken ct) => output.WriteAsync(
-        [
-            .. flush.Results.Select(r => new OutputDocument(IdOf(collection, r.Key), collection, r.Result)),
-            .. flush.Gone.Select(k => new OutputDocument(IdOf(collection, k), collection, null)),
-        ], ct);
+    /// <summary>Writes the flush's results and deletes; returns (reduce key, reason) for each output document the store refused.</summary>
+    public async Task<IReadOnlyList<(string Key, string Reason)>> WriteAsync(ReduceFlush flush, CancellationToken ct)
+    {
+        var keys = new Dictionary<string, string>(StringComparer.Ordinal);
+        var documents = new List<OutputDocument>(flush.Results.Count + flush.Gone.Count);
+        foreach (var (key, result) in flush.Results.Select(r => (r.Key, (string?)r.Result)).Concat(flush.Gone.Select(k => (k, (string?)null))))
+        {
+            var id = IdOf(collection, key);
+            keys[id] = key;
+            documents.Add(new OutputDocument(id, collection, result));
+        }
+        var refused = await output.WriteAsync(documents, ct);
+        // A key whose new result is refused loses its old document too: an output collection never shows a stale aggregate.
+        if (refused.Count > 0) await output.WriteAsync([.. refused.Select(r => new OutputDocument(r.Id, collection, null))], ct);
+        return [.. refused.Select(r => (keys[r.Id], $"the output document {r.Id} was refused: {r.Reason}"))];
+    }
 
     /// <summary>
     /// <c>DailySales/2024-01-02</c> for the key "2024-01-02", <c>DailySales/users/1/2024-01-02</c> for a composite key

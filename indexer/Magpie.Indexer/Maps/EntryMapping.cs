@@ -6,14 +6,26 @@ using static Magpie.Contracts.Indexes.EntryFields;
 
 namespace Magpie.Indexer.Maps;
 
-/// <summary>How a mapped value becomes index fields, named as <see cref="EntryFields"/> says.</summary>
+/// <summary>
+/// How a mapped value becomes index fields, named as <see cref="EntryFields"/> says. An entry the engine would refuse
+/// is refused here, before any of it is written (<see cref="EntryRefusedException"/>): it fails its document only.
+/// </summary>
 public static class EntryMapping
 {
+    /// <summary>Lucene's longest term (<c>IndexWriter.MAX_TERM_LENGTH</c>), in UTF-8 bytes; exact values are one term each.</summary>
+    public const int MaxTermBytes = 32766;
+
     public static IndexEntry From(MappedEntry entry, IndexDefinition definition)
     {
         var fields = new List<IndexField>();
         foreach (var (name, value) in entry.Values)
         {
+            // '@' starts the names Magpie writes beside the user's (@id, @exists, @source, F@cs, F@num, …): a field named
+            // so would overwrite them or change their kind, which Lucene refuses for the whole index.
+            if (name.Length == 0 || name.Contains('@'))
+                throw new EntryRefusedException(name.Length == 0
+                    ? "the map returned a field with an empty name"
+                    : $"the map returned a field named '{Shorten(name)}': names containing '@' are reserved for the index's own fields");
             var options = definition.FieldOptions(name);
             if (options.Indexing != IndexFieldOptions.No)
             {
@@ -29,7 +41,7 @@ public static class EntryMapping
     {
         // Lucene wants one kind of indexing per field name: a search field takes every non-number as text.
         var search = options.Indexing == IndexFieldOptions.Search;
-        IndexField Term(string text) => search ? new TextField(name, text) : new KeywordField(name, text.ToLowerInvariant());
+        IndexField Term(string text) => search ? new TextField(name, text) : new KeywordField(name, Checked(name, text).ToLowerInvariant());
         switch (value)
         {
             case null:
@@ -50,6 +62,18 @@ public static class EntryMapping
                 break;
         }
     }
+
+    /// <summary>An exact value is one term: past Lucene's limit it is refused with a reason the user can act on.</summary>
+    private static string Checked(string name, string text)
+    {
+        // 3 UTF-8 bytes a UTF-16 char at most: shorter strings need no count. Both the lower-cased term and the one with its case (F@cs) are written.
+        if (text.Length * 3 > MaxTermBytes
+            && Math.Max(System.Text.Encoding.UTF8.GetByteCount(text), System.Text.Encoding.UTF8.GetByteCount(text.ToLowerInvariant())) is var bytes && bytes > MaxTermBytes)
+            throw new EntryRefusedException(string.Create(CultureInfo.InvariantCulture, $"the field '{Shorten(name)}' has a {bytes:N0}-byte value: an exact field takes at most {MaxTermBytes:N0} bytes (index it as \"search\", or with \"indexing\": \"no\")"));
+        return text;
+    }
+
+    private static string Shorten(string name) => name.Length <= 64 ? name : name[..64] + "…";
 
     private static string JsonOf(object? value) => value switch
     {

@@ -1,5 +1,7 @@
 using Magpie.Contracts.Documents;
+using System.Buffers;
 using System.Text.Json;
+using System.Text.Unicode;
 
 namespace Magpie.Ingest.Documents;
 
@@ -8,7 +10,12 @@ public static class DocumentJson
 {
     public const int DefaultMaxDepth = 64;
 
-    /// <summary>Null when <paramref name="json"/> is a JSON object within the depth limit, else the reason.</summary>
+    /// <summary>
+    /// Null when <paramref name="json"/> is a JSON object within the depth limit whose every string and name is
+    /// text that can be served back, else the reason. <see cref="Utf8JsonReader"/> checks neither the UTF-8 of
+    /// unescaped strings nor the surrogates of escaped ones until a string is read, so this does both here:
+    /// a document that passes can always be parsed, re-serialised and read as .NET strings.
+    /// </summary>
     public static string? ValidateObject(ReadOnlySpan<byte> json, int maxDepth = DefaultMaxDepth)
     {
         var reader = new Utf8JsonReader(json, new JsonReaderOptions { MaxDepth = maxDepth });
@@ -16,13 +23,49 @@ public static class DocumentJson
         {
             if (!reader.Read()) return "the document is empty";
             if (reader.TokenType != JsonTokenType.StartObject) return $"a document must be a JSON object, not {Describe(reader.TokenType)}";
-            reader.Skip();
-            reader.Read(); // throws on anything after the object but whitespace
-            return null;
+            return InvalidTextFrom(ref reader);
         }
         catch (JsonException e)
         {
             return MalformedReason(e);
+        }
+    }
+
+    /// <summary>Null when every string and name of <paramref name="json"/> (any JSON value, e.g. a JSON Patch) is text, else the reason; malformed JSON is left to the caller's parser.</summary>
+    public static string? InvalidText(ReadOnlySpan<byte> json)
+    {
+        var reader = new Utf8JsonReader(json, new JsonReaderOptions { MaxDepth = 1024 });
+        try { return InvalidTextFrom(ref reader); }
+        catch (JsonException) { return null; }
+    }
+
+    private static string? InvalidTextFrom(ref Utf8JsonReader reader)
+    {
+        while (reader.Read())
+            if (reader.TokenType is JsonTokenType.String or JsonTokenType.PropertyName && InvalidToken(ref reader) is { } textError)
+                return textError;
+        return null;
+    }
+
+    private static string? InvalidToken(ref Utf8JsonReader reader)
+    {
+        var what = reader.TokenType == JsonTokenType.PropertyName ? "a property name" : "a string";
+        if (!reader.ValueIsEscaped)
+            return Utf8.IsValid(reader.ValueSpan) ? null : $"{what} at byte {reader.TokenStartIndex} is not valid UTF-8";
+        // Unescaping is what finds a lone surrogate (\ud800 without its pair); the unescaped text is never longer than the escaped.
+        var rented = ArrayPool<char>.Shared.Rent(reader.ValueSpan.Length);
+        try
+        {
+            reader.CopyString(rented);
+            return null;
+        }
+        catch (InvalidOperationException)
+        {
+            return $"{what} at byte {reader.TokenStartIndex} is not valid text (invalid UTF-8, or a \\u escape of a lone surrogate)";
+        }
+        finally
+        {
+            ArrayPool<char>.Shared.Return(rented);
         }
     }
 

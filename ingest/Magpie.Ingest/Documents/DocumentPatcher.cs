@@ -37,6 +37,8 @@ public static class DocumentPatcher
         catch (JsonException e) { error = $"invalid JSON Patch: {DocumentJson.MalformedReason(e)}"; return null; }
         using (parsed)
         {
+            // Values are turned into .NET strings while the patch applies: text that is not (a lone surrogate) is refused here.
+            if (DocumentJson.InvalidText(json) is { } textError) { error = $"invalid JSON Patch: {textError}"; return null; }
             if (parsed.RootElement.ValueKind != JsonValueKind.Array) { error = "a JSON Patch must be a JSON array of operations"; return null; }
             foreach (var op in parsed.RootElement.EnumerateArray())
             {
@@ -58,7 +60,7 @@ public static class DocumentPatcher
 
     private static bool IsString(JsonElement o, string name) => o.TryGetProperty(name, out var v) && v.ValueKind == JsonValueKind.String;
 
-    /// <summary>Applies <paramref name="patch"/> to a stored document; throws <see cref="DocumentPatchException"/> when it can't, or when the result nests deeper than <paramref name="maxDepth"/>.</summary>
+    /// <summary>Applies <paramref name="patch"/> to a stored document; throws <see cref="DocumentPatchException"/> when it can't (a stored document deeper than <paramref name="maxDepth"/> included).</summary>
     public static byte[] Apply(ReadOnlySpan<byte> document, JsonPatchDocument patch, int maxDepth = DocumentJson.DefaultMaxDepth)
     {
         JsonNode target;
@@ -77,10 +79,8 @@ public static class DocumentPatcher
         var buffer = new ArrayBufferWriter<byte>(document.Length + 64);
         using (var writer = new Utf8JsonWriter(buffer, new JsonWriterOptions { SkipValidation = true }))
             WriteAsRead(target, writer);
-        var patched = buffer.WrittenSpan.ToArray();
-        // Values the patch added are written as the patch had them: the result is checked as a PUT body would be.
-        if (DocumentJson.ValidateObject(patched, maxDepth) is { } invalid) throw new DocumentPatchException($"the patched document is refused: {invalid}", breaksLimits: true);
-        return patched;
+        // Values the patch added are written as the patch had them; the store checks the result as it checks a PUT body.
+        return buffer.WrittenSpan.ToArray();
     }
 
     /// <summary>The value at a JSON Pointer (RFC 6901); a location that does not exist fails the patch.</summary>

@@ -173,11 +173,6 @@ public sealed partial class DocumentStore : IAsyncDisposable
                     byte[] patched;
                     try { patched = DocumentPatcher.Apply(before, cmd.Patch!, _options.MaxJsonDepth); }
                     catch (DocumentPatchException e) { outcomes[i] = Failed(cmd, e.BreaksLimits ? WriteErrorKind.Invalid : WriteErrorKind.PatchFailed, e.Message); continue; }
-                    if (patched.Length > _options.MaxDocumentBytes)
-                    {
-                        outcomes[i] = Failed(cmd, WriteErrorKind.Invalid, $"the patched document would be {patched.Length} bytes, over the limit of {_options.MaxDocumentBytes}");
-                        continue;
-                    }
                     // A patch keeps the document in its collection unless the patched metadata names another.
                     var patchedCollection = cmd.Collection ?? DocumentJson.ExplicitCollection(patched) ?? current.Collection!;
                     write = new PlannedWrite(i, ChangeOp.Put, cmd.Id, patchedCollection, patched, false, current.Collection);
@@ -187,9 +182,9 @@ public sealed partial class DocumentStore : IAsyncDisposable
                     write = new PlannedWrite(i, ChangeOp.Delete, cmd.Id, current.Collection!, [], false, current.Collection);
                     break;
             }
-            if (write!.Op == ChangeOp.Put && DocumentId.ValidateCollection(write.Collection) is { } collectionError)
+            if (write!.Op == ChangeOp.Put && (DocumentId.ValidateCollection(write.Collection) ?? Unservable(cmd, write.Document)) is { } invalid)
             {
-                outcomes[i] = Failed(cmd, WriteErrorKind.Invalid, collectionError);
+                outcomes[i] = Failed(cmd, WriteErrorKind.Invalid, invalid);
                 continue;
             }
             plan.Add(write);
@@ -199,6 +194,18 @@ public sealed partial class DocumentStore : IAsyncDisposable
                 : new Current(true, 0, 0, write.Collection, write.Document);
         }
         return plan;
+    }
+
+    /// <summary>
+    /// The last check every write path meets (PUT, PATCH results, bulk, the input topic, reduce outputs): what is
+    /// stored must be a document a GET can serve back, so size, depth and text are checked on the final bytes.
+    /// </summary>
+    private string? Unservable(WriteCommand cmd, byte[] document)
+    {
+        var what = cmd.Method == WriteMethod.Patch ? "the patched document" : "the document";
+        if (document.Length > _options.MaxDocumentBytes)
+            return $"{what} would be {document.Length} bytes, over the limit of {_options.MaxDocumentBytes}";
+        return DocumentJson.ValidateObject(document, _options.MaxJsonDepth) is { } reason ? $"{what} is refused: {reason}" : null;
     }
 
     private static WriteOutcome Failed(WriteCommand cmd, WriteErrorKind kind, string message) =>

@@ -6,14 +6,15 @@ namespace Magpie.Ingest.Documents;
 /// <summary>Other stages in the same process write documents straight into the store (one atomic batch, durable on return).</summary>
 public sealed class StoreDocumentOutput(DocumentStore store) : IDocumentOutput
 {
-    public async Task WriteAsync(IReadOnlyList<OutputDocument> documents, CancellationToken ct = default)
+    public async Task<IReadOnlyList<OutputRefusal>> WriteAsync(IReadOnlyList<OutputDocument> documents, CancellationToken ct = default)
     {
-        if (documents.Count == 0) return;
+        if (documents.Count == 0) return [];
         var commands = documents.Select(d => d.Json is null
             ? WriteCommand.Delete(d.Id)
             : WriteCommand.Put(d.Id, Encoding.UTF8.GetBytes(d.Json), collection: d.Collection)).ToList();
         // Deleting a document that is already gone is what a replay after a crash does: not an error.
-        var failed = (await store.WriteAsync(commands, atomic: false, ct)).FirstOrDefault(o => o.Error is { Kind: not WriteErrorKind.NotFound });
-        if (failed is not null) throw new InvalidOperationException($"writing {failed.Id} failed: {failed.Error!.Message}");
+        return (await store.WriteAsync(commands, atomic: false, ct))
+            .Where(o => o.Error is { Kind: not WriteErrorKind.NotFound })
+            .Select(o => new OutputRefusal(o.Id, o.Error!.Message)).ToList();
     }
 }

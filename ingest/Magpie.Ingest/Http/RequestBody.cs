@@ -55,6 +55,12 @@ public sealed class RequestBody : IDisposable
             var limit = request.HttpContext.Features.Get<IHttpMaxRequestBodySizeFeature>()?.MaxRequestBodySize;
             return (null, Problems.TooLarge($"the request body exceeds the limit of {limit} bytes"));
         }
+        catch (BadHttpRequestException e)
+        {
+            // A body that stops short of its Content-Length (408 once it arrives too slowly), a broken chunk (400): the client's fault.
+            ArrayPool<byte>.Shared.Return(buffer);
+            return (null, Problems.Create(e.StatusCode, e.StatusCode == StatusCodes.Status408RequestTimeout ? "Request timeout" : "Bad request", e.Message));
+        }
         catch
         {
             ArrayPool<byte>.Shared.Return(buffer);

@@ -75,7 +75,7 @@ public sealed class DocumentApiTests(MagpieFixture fixture) : IClassFixture<Magp
     public async Task Missing_document_is_404_with_a_problem_body()
     {
         var response = await Http.GetAsync($"docs/{NewId()}");
-        await AssertProblem(response, HttpStatusCode.NotFound, "does not exist");
+        await HttpJson.AssertProblem(response, HttpStatusCode.NotFound, "does not exist");
     }
 
     [Fact]
@@ -83,15 +83,15 @@ public sealed class DocumentApiTests(MagpieFixture fixture) : IClassFixture<Magp
     {
         var id = NewId();
         var etag = (await Http.PutAsync(id, """{"n":1}""")).EtagHeader();
-        await AssertProblem(await Http.PutAsync(id, """{"n":2}""", ifMatch: etag + 1000), HttpStatusCode.Conflict, "If-Match");
-        await AssertProblem(await Http.PatchAsync(id, """[{"op":"replace","path":"/n","value":5}]""", ifMatch: etag + 1000), HttpStatusCode.Conflict, "If-Match");
-        await AssertProblem(await Http.DeleteAsync(id, ifMatch: etag + 1000), HttpStatusCode.Conflict, "If-Match");
+        await HttpJson.AssertProblem(await Http.PutAsync(id, """{"n":2}""", ifMatch: etag + 1000), HttpStatusCode.Conflict, "If-Match");
+        await HttpJson.AssertProblem(await Http.PatchAsync(id, """[{"op":"replace","path":"/n","value":5}]""", ifMatch: etag + 1000), HttpStatusCode.Conflict, "If-Match");
+        await HttpJson.AssertProblem(await Http.DeleteAsync(id, ifMatch: etag + 1000), HttpStatusCode.Conflict, "If-Match");
         Assert.Equal(1, (await (await Http.GetAsync($"docs/{id}")).JsonAsync()).GetProperty("n").GetInt32());
 
         var ok = await Http.PutAsync(id, """{"n":2}""", ifMatch: etag);
         Assert.Equal(HttpStatusCode.OK, ok.StatusCode);
         Assert.Equal(HttpStatusCode.NoContent, (await Http.DeleteAsync(id, ifMatch: ok.EtagHeader())).StatusCode);
-        await AssertProblem(await Http.PutAsync(NewId(), """{"n":1}""", ifMatch: 1), HttpStatusCode.Conflict, "does not exist");
+        await HttpJson.AssertProblem(await Http.PutAsync(NewId(), """{"n":1}""", ifMatch: 1), HttpStatusCode.Conflict, "does not exist");
     }
 
     [Fact]
@@ -99,7 +99,7 @@ public sealed class DocumentApiTests(MagpieFixture fixture) : IClassFixture<Magp
     {
         var request = new HttpRequestMessage(HttpMethod.Put, $"docs/{NewId()}") { Content = HttpJson.Json("{}") };
         request.Headers.TryAddWithoutValidation("If-Match", "\"not-an-etag\"");
-        await AssertProblem(await Http.SendAsync(request), HttpStatusCode.BadRequest, "If-Match");
+        await HttpJson.AssertProblem(await Http.SendAsync(request), HttpStatusCode.BadRequest, "If-Match");
     }
 
     [Fact]
@@ -158,7 +158,7 @@ public sealed class DocumentApiTests(MagpieFixture fixture) : IClassFixture<Magp
     {
         var id = NewId();
         await Http.PutAsync(id, """{"a":1.50}""");
-        await AssertProblem(await Http.PatchAsync(id, patch), HttpStatusCode.BadRequest, "");
+        await HttpJson.AssertProblem(await Http.PatchAsync(id, patch), HttpStatusCode.BadRequest, "");
         var doc = await (await Http.GetAsync($"docs/{id}")).JsonAsync();
         Assert.Equal("1.50", doc.GetProperty("a").GetRawText());
         Assert.False(doc.TryGetProperty("x", out _));
@@ -171,7 +171,7 @@ public sealed class DocumentApiTests(MagpieFixture fixture) : IClassFixture<Magp
         await Http.PutAsync(id, """{"a":{"b":{"c":{"d":{}}}}}""");
         // 62 levels added at depth 5: the value alone is within the limit (64), the result is not.
         var deep = string.Concat(Enumerable.Repeat("[", 62)) + string.Concat(Enumerable.Repeat("]", 62));
-        await AssertProblem(await Http.PatchAsync(id, $$"""[{"op":"add","path":"/a/b/c/d/e","value":{{deep}}}]"""), HttpStatusCode.BadRequest, "deeper");
+        await HttpJson.AssertProblem(await Http.PatchAsync(id, $$"""[{"op":"add","path":"/a/b/c/d/e","value":{{deep}}}]"""), HttpStatusCode.BadRequest, "deeper");
         var doc = await (await Http.GetAsync($"docs/{id}")).JsonAsync();
         Assert.False(doc.GetProperty("a").GetProperty("b").GetProperty("c").GetProperty("d").TryGetProperty("e", out _));
     }
@@ -179,13 +179,13 @@ public sealed class DocumentApiTests(MagpieFixture fixture) : IClassFixture<Magp
     [Fact]
     public async Task Patch_errors_are_404_400_and_422()
     {
-        await AssertProblem(await Http.PatchAsync(NewId(), """[{"op":"add","path":"/a","value":1}]"""), HttpStatusCode.NotFound, "does not exist");
+        await HttpJson.AssertProblem(await Http.PatchAsync(NewId(), """[{"op":"add","path":"/a","value":1}]"""), HttpStatusCode.NotFound, "does not exist");
         var id = NewId();
         await Http.PutAsync(id, """{"a":1}""");
-        await AssertProblem(await Http.PatchAsync(id, """{"op":"add"}"""), HttpStatusCode.BadRequest, "array");
-        await AssertProblem(await Http.PatchAsync(id, """[{"op":"frobnicate","path":"/a"}]"""), HttpStatusCode.BadRequest, "frobnicate");
-        await AssertProblem(await Http.PatchAsync(id, """[{"op":"test","path":"/a","value":2}]"""), HttpStatusCode.UnprocessableEntity, "");
-        await AssertProblem(await Http.PatchAsync(id, """[{"op":"remove","path":"/missing/deep"}]"""), HttpStatusCode.UnprocessableEntity, "");
+        await HttpJson.AssertProblem(await Http.PatchAsync(id, """{"op":"add"}"""), HttpStatusCode.BadRequest, "array");
+        await HttpJson.AssertProblem(await Http.PatchAsync(id, """[{"op":"frobnicate","path":"/a"}]"""), HttpStatusCode.BadRequest, "frobnicate");
+        await HttpJson.AssertProblem(await Http.PatchAsync(id, """[{"op":"test","path":"/a","value":2}]"""), HttpStatusCode.UnprocessableEntity, "");
+        await HttpJson.AssertProblem(await Http.PatchAsync(id, """[{"op":"remove","path":"/missing/deep"}]"""), HttpStatusCode.UnprocessableEntity, "");
         Assert.Equal(1, (await (await Http.GetAsync($"docs/{id}")).JsonAsync()).GetProperty("a").GetInt32());
     }
 
@@ -233,7 +233,7 @@ public sealed class DocumentApiTests(MagpieFixture fixture) : IClassFixture<Magp
             [{"method":"PUT","id":"{{{fresh}}}","document":{"v":1}},
              {"method":"PUT","id":"{{{existing}}}","document":{"v":2},"etag":{{{etag + 99}}}}]
             """);
-        var problem = await AssertProblem(response, HttpStatusCode.Conflict, "If-Match");
+        var problem = await HttpJson.AssertProblem(response, HttpStatusCode.Conflict, "If-Match");
         Assert.Equal(1, problem.GetProperty("index").GetInt32());
         Assert.Equal(HttpStatusCode.NotFound, (await Http.GetAsync($"docs/{fresh}")).StatusCode);
         Assert.Equal(1, (await (await Http.GetAsync($"docs/{existing}")).JsonAsync()).GetProperty("v").GetInt32());
@@ -254,7 +254,7 @@ public sealed class DocumentApiTests(MagpieFixture fixture) : IClassFixture<Magp
     public async Task Bulk_docs_rejects_bad_commands_with_400(string body, string expected)
     {
         if (expected == "[0]: needs a string 'id'") body = "[" + body + "]";
-        await AssertProblem(await Http.BulkAsync(body), HttpStatusCode.BadRequest, expected);
+        await HttpJson.AssertProblem(await Http.BulkAsync(body), HttpStatusCode.BadRequest, expected);
     }
 
     [Fact]
@@ -277,9 +277,9 @@ public sealed class DocumentApiTests(MagpieFixture fixture) : IClassFixture<Magp
         Assert.Equal(ids.Skip(4).Take(2), page2.Results);
         Assert.Equal(ids.Skip(4).Take(2), skipped.Results);
 
-        await AssertProblem(await Http.GetAsync("docs?pageSize=0"), HttpStatusCode.BadRequest, "pageSize");
-        await AssertProblem(await Http.GetAsync("docs?pageSize=5000"), HttpStatusCode.BadRequest, "pageSize");
-        await AssertProblem(await Http.GetAsync("docs?cursor=abc"), HttpStatusCode.BadRequest, "cursor");
+        await HttpJson.AssertProblem(await Http.GetAsync("docs?pageSize=0"), HttpStatusCode.BadRequest, "pageSize");
+        await HttpJson.AssertProblem(await Http.GetAsync("docs?pageSize=5000"), HttpStatusCode.BadRequest, "pageSize");
+        await HttpJson.AssertProblem(await Http.GetAsync("docs?cursor=abc"), HttpStatusCode.BadRequest, "cursor");
     }
 
     [Fact]
@@ -303,17 +303,17 @@ public sealed class DocumentApiTests(MagpieFixture fixture) : IClassFixture<Magp
     [Fact]
     public async Task Bad_documents_and_ids_are_rejected_with_400()
     {
-        await AssertProblem(await Http.PutAsync(NewId(), "[1,2]"), HttpStatusCode.BadRequest, "must be a JSON object");
-        await AssertProblem(await Http.PutAsync(NewId(), "\"text\""), HttpStatusCode.BadRequest, "must be a JSON object");
-        await AssertProblem(await Http.PutAsync(NewId(), "{\"a\":"), HttpStatusCode.BadRequest, "malformed JSON");
-        await AssertProblem(await Http.PutAsync(NewId(), "{} {}"), HttpStatusCode.BadRequest, "malformed JSON");
-        await AssertProblem(await Http.PutAsync(NewId(), ""), HttpStatusCode.BadRequest, "empty");
+        await HttpJson.AssertProblem(await Http.PutAsync(NewId(), "[1,2]"), HttpStatusCode.BadRequest, "must be a JSON object");
+        await HttpJson.AssertProblem(await Http.PutAsync(NewId(), "\"text\""), HttpStatusCode.BadRequest, "must be a JSON object");
+        await HttpJson.AssertProblem(await Http.PutAsync(NewId(), "{\"a\":"), HttpStatusCode.BadRequest, "malformed JSON");
+        await HttpJson.AssertProblem(await Http.PutAsync(NewId(), "{} {}"), HttpStatusCode.BadRequest, "malformed JSON");
+        await HttpJson.AssertProblem(await Http.PutAsync(NewId(), ""), HttpStatusCode.BadRequest, "empty");
         var deep = string.Concat(Enumerable.Repeat("{\"a\":", 80)) + "1" + new string('}', 80);
-        await AssertProblem(await Http.PutAsync(NewId(), deep), HttpStatusCode.BadRequest, "deeper");
-        await AssertProblem(await Http.PutAsync("x/" + new string('a', 520), "{}"), HttpStatusCode.BadRequest, "512");
-        await AssertProblem(await Http.PutAsync("x/bad%01id", "{}"), HttpStatusCode.BadRequest, "control character");
+        await HttpJson.AssertProblem(await Http.PutAsync(NewId(), deep), HttpStatusCode.BadRequest, "deeper");
+        await HttpJson.AssertProblem(await Http.PutAsync("x/" + new string('a', 520), "{}"), HttpStatusCode.BadRequest, "512");
+        await HttpJson.AssertProblem(await Http.PutAsync("x/bad%01id", "{}"), HttpStatusCode.BadRequest, "control character");
         var longCollection = new string('c', 600);
-        await AssertProblem(await Http.PutAsync(NewId(), "{\"@metadata\":{\"@collection\":\"" + longCollection + "\"}}"), HttpStatusCode.BadRequest, "collection name");
+        await HttpJson.AssertProblem(await Http.PutAsync(NewId(), "{\"@metadata\":{\"@collection\":\"" + longCollection + "\"}}"), HttpStatusCode.BadRequest, "collection name");
     }
 
     [Fact]
@@ -326,7 +326,7 @@ public sealed class DocumentApiTests(MagpieFixture fixture) : IClassFixture<Magp
         {
             var request = new HttpRequestMessage(method, path) { Content = HttpJson.Json(body) };
             request.Headers.ExpectContinue = true;
-            await AssertProblem(await Http.SendAsync(request), HttpStatusCode.RequestEntityTooLarge, "limit");
+            await HttpJson.AssertProblem(await Http.SendAsync(request), HttpStatusCode.RequestEntityTooLarge, "limit");
         }
     }
 
@@ -348,16 +348,5 @@ public sealed class DocumentApiTests(MagpieFixture fixture) : IClassFixture<Magp
         var results = body.GetProperty("results").EnumerateArray().Select(d => d.GetProperty("@metadata").GetProperty("@id").GetString()!).ToList();
         var next = body.GetProperty("nextCursor").ValueKind == JsonValueKind.String ? body.GetProperty("nextCursor").GetString() : null;
         return (results, next);
-    }
-
-    private static async Task<JsonElement> AssertProblem(HttpResponseMessage response, HttpStatusCode status, string detailContains)
-    {
-        var text = await response.Content.ReadAsStringAsync();
-        Assert.True(status == response.StatusCode, $"expected {(int)status}, got {(int)response.StatusCode}: {text}");
-        Assert.Equal("application/problem+json", response.Content.Headers.ContentType?.MediaType);
-        var problem = JsonDocument.Parse(text).RootElement;
-        Assert.Equal((int)status, problem.GetProperty("status").GetInt32());
-        Assert.Contains(detailContains, problem.GetProperty("detail").GetString(), StringComparison.OrdinalIgnoreCase);
-        return problem;
     }
 }

@@ -32,6 +32,34 @@ public static class HttpJson
     public static async Task<JsonElement> JsonAsync(this HttpResponseMessage response) =>
         await response.Content.ReadFromJsonAsync<JsonElement>();
 
+    public static async Task PutIndexAsync(this HttpClient http, string name, string definition)
+    {
+        var put = await http.PutAsync($"indexes/{name}", Json(definition));
+        Xunit.Assert.True(put.StatusCode == System.Net.HttpStatusCode.NoContent, await put.Content.ReadAsStringAsync());
+    }
+
+    /// <summary>A query's first page (up to 1024 results) once the index is non-stale.</summary>
+    public static async Task<JsonElement> QueryNonStaleAsync(this HttpClient http, string rql)
+    {
+        var r = await http.PostAsJsonAsync("queries", new { query = rql, pageSize = 1024, waitForNonStaleResults = true, timeoutMs = 60_000 });
+        Xunit.Assert.True(r.IsSuccessStatusCode, await r.Content.ReadAsStringAsync());
+        var body = await r.JsonAsync();
+        Xunit.Assert.False(body.GetProperty("isStale").GetBoolean(), rql);
+        return body;
+    }
+
+    /// <summary>Asserts an RFC 7807 problem body with <paramref name="status"/> whose detail contains <paramref name="detailContains"/>.</summary>
+    public static async Task<JsonElement> AssertProblem(HttpResponseMessage response, System.Net.HttpStatusCode status, string detailContains)
+    {
+        var text = await response.Content.ReadAsStringAsync();
+        Xunit.Assert.True(status == response.StatusCode, $"expected {(int)status}, got {(int)response.StatusCode}: {text}");
+        Xunit.Assert.Equal("application/problem+json", response.Content.Headers.ContentType?.MediaType);
+        var problem = JsonDocument.Parse(text).RootElement;
+        Xunit.Assert.Equal((int)status, problem.GetProperty("status").GetInt32());
+        Xunit.Assert.Contains(detailContains, problem.GetProperty("detail").GetString(), StringComparison.OrdinalIgnoreCase);
+        return problem;
+    }
+
     public static long EtagHeader(this HttpResponseMessage response) => long.Parse(response.Headers.ETag!.Tag.Trim('"'));
 
     private static HttpRequestMessage With(HttpRequestMessage request, long? ifMatch)

@@ -197,6 +197,59 @@ public sealed class IndexWorkerTests : IAsyncLifetime
         Assert.Equal(0, spinning.Status.IndexedEtag);
     }
 
+    [Fact]
+    public async Task Entries_the_engine_would_refuse_fail_only_their_document_and_indexing_goes_on()
+    {
+        // The issue's inputs: a map that emits a field named @id, and a 40 KB string in an exact field (Lucene's "immense term").
+        var definition = ByTags with { Maps = ["map('Posts', p => p.Evil ? { '@id': 'x', Tags: p.Tags } : { Tags: p.Tags, Code: p.Code })"] };
+        await using var worker = Worker(definition, "Posts/Refusing");
+        await using var other = Worker(ByTags, "Posts/Other");
+        worker.Start();
+        other.Start();
+        var written = await _store.WriteAsync(
+        [
+            WriteCommand.Put("posts/evil", Encoding.UTF8.GetBytes("""{"Evil":true,"Tags":["evil"]}""")),
+            WriteCommand.Put("posts/immense", Encoding.UTF8.GetBytes($$"""{"Tags":["immense"],"Code":"{{new string('x', 40_000)}}"}""")),
+            WriteCommand.Put("posts/after", Encoding.UTF8.GetBytes("""{"Tags":["after"],"Code":"fine"}""")),
+        ], atomic: true);
+        var last = written.Max(o => o.Etag!.Value);
+        Assert.True(await worker.WaitForEtagAsync(last, TimeSpan.FromSeconds(60)), JsonSerializer.Serialize(worker.Status.Snapshot()));
+        Assert.True(await other.WaitForEtagAsync(last, TimeSpan.FromSeconds(60)));
+
+        var status = worker.Status.Snapshot();
+        Assert.Null(status.Failure);
+        Assert.Equal(2, status.ErrorCount);
+        Assert.Contains("reserved", Assert.Single(status.Errors, e => e.DocumentId == "posts/evil").Message);
+        Assert.Contains("40,000-byte value", Assert.Single(status.Errors, e => e.DocumentId == "posts/immense").Message);
+        Assert.Equal(1, await Count(worker, new TermQuery("Tags", "after")));
+        Assert.Equal(0, await Count(worker, new TermQuery("Tags", "immense")));
+        Assert.Equal(_posts.Count + 1, status.Entries);
+        // The other index on the same collection took all three.
+        Assert.Equal(0, other.Status.Snapshot().ErrorCount);
+        Assert.Equal(_posts.Count + 3, other.Status.Snapshot().Entries);
+    }
+
+    [Fact]
+    public async Task An_index_failing_most_documents_is_marked_errored_while_other_indexes_run()
+    {
+        Assert.True(_posts.Count >= IndexStatus.ErrorSampleSize);
+        await using var failing = Worker(ByTags with { Maps = ["map('Posts', p => { if (p.Score < 1000) throw new Error('always'); return { Tags: p.Tags }; })"] }, "Posts/Failing");
+        await using var healthy = Worker(ByTags, "Posts/Healthy2");
+        failing.Start();
+        healthy.Start();
+        Assert.True(await healthy.WaitForEtagAsync(_lastEtag, TimeSpan.FromSeconds(60)));
+        var failure = await WaitForFailureAsync(failing);
+        Assert.StartsWith("errored: ", failure);
+        Assert.Contains("POST /indexes/Posts/Failing/reset", failure);
+        var status = failing.Status.Snapshot();
+        Assert.True(status.ErrorCount > IndexStatus.ErrorRatioLimit * IndexStatus.ErrorSampleSize);
+        // It stopped: it does not go on to the end of the feed, and it stays stopped.
+        await Task.Delay(500);
+        Assert.True(failing.Status.IndexedEtag < _lastEtag);
+        Assert.Equal(status.ErrorCount, failing.Status.Snapshot().ErrorCount);
+        Assert.Equal(_posts.Count, healthy.Status.Snapshot().Entries);
+    }
+
     private static async Task<string> WaitForFailureAsync(IndexWorker worker)
     {
         for (var i = 0; i < 600 && worker.Status.Snapshot().Failure is null; i++) await Task.Delay(100);

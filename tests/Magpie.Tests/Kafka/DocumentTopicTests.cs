@@ -42,6 +42,8 @@ public sealed class DocumentTopicTests(KafkaFixture kafka)
             await Send(null, """{"orphan":true}""", expectReason: "no key");
             await Send($"{g}/2", """{"a":1}""", op: "frobnicate", expectReason: "unknown magpie-op");
             await Send($"{g}/array", """[1,2]""", expectReason: "must be a JSON object");
+            await Send($"{g}/lone", """{"a":"\ud800"}""", expectReason: "lone surrogate");
+            await Send($"{g}/1", """[{"op":"add","path":"/b","value":"\udfff"}]""", op: "patch", expectReason: "lone surrogate");
             await Send($"{g}/missing", """[{"op":"add","path":"/a","value":1}]""", op: "patch", expectReason: "NotFound");
             await Send($"{g}/1", """{"Name":"clobbered"}""", ifMatch: "999999999", expectReason: "Conflict");
             await Send($"{g}/1", """[{"op":"add","path":"/Tags/-","value":"patched"}]""", op: "patch");
@@ -58,7 +60,7 @@ public sealed class DocumentTopicTests(KafkaFixture kafka)
         Assert.Equal("Things", one.GetProperty("@metadata").GetProperty("@collection").GetString());
         Assert.Equal(HttpStatusCode.NotFound, (await magpie.Http.GetAsync($"docs/{g}/3")).StatusCode);
         Assert.Equal("fixed", (await (await magpie.Http.GetAsync($"docs/{g}/bad-json")).JsonAsync()).GetProperty("Name").GetString());
-        foreach (var id in new[] { "2", "array", "missing" })
+        foreach (var id in new[] { "2", "array", "missing", "lone" })
             Assert.Equal(HttpStatusCode.NotFound, (await magpie.Http.GetAsync($"docs/{g}/{id}")).StatusCode);
 
         var dead = await ReadDeadLetters(servers, g, poison.Count);

@@ -134,11 +134,7 @@ public sealed class StackExchangeAggregateTests(ImportedSampleFixture fx) : ICla
             actual.OrderBy(a => a.Key, StringComparer.Ordinal).Select(a => (a.Key, a.Value)));
     }
 
-    private async Task PutIndexAsync(string name, string body)
-    {
-        var put = await Http.PutAsync($"indexes/{name}", HttpJson.Json(body));
-        Assert.True(put.StatusCode == HttpStatusCode.NoContent, await put.Content.ReadAsStringAsync());
-    }
+    private Task PutIndexAsync(string name, string body) => Http.PutIndexAsync(name, body);
 
     /// <summary>Every result, after waiting for the index to be non-stale.</summary>
     private async Task<List<JsonElement>> StreamAsync(string rql)
@@ -149,14 +145,7 @@ public sealed class StackExchangeAggregateTests(ImportedSampleFixture fx) : ICla
         return (await stream.Content.ReadAsStringAsync()).Split('\n', StringSplitOptions.RemoveEmptyEntries).Select(l => JsonDocument.Parse(l).RootElement).ToList();
     }
 
-    private async Task<JsonElement> QueryAsync(string rql)
-    {
-        var r = await Http.PostAsJsonAsync("queries", new { query = rql, pageSize = 1024, waitForNonStaleResults = true, timeoutMs = 60_000 });
-        Assert.True(r.IsSuccessStatusCode, await r.Content.ReadAsStringAsync());
-        var body = await r.JsonAsync();
-        Assert.False(body.GetProperty("isStale").GetBoolean(), rql);
-        return body;
-    }
+    private Task<JsonElement> QueryAsync(string rql) => Http.QueryNonStaleAsync(rql);
 
     private async Task<JsonElement> GetAsync(string path)
     {

@@ -46,8 +46,14 @@ public interface IIndexStage
     bool FedByAllPartitions => false;
 }
 
-/// <summary>Where a stage records a document (or reduce key) it could not process: that document's error, not the index's.</summary>
+/// <summary>
+/// Where a stage records a document (or reduce key) it could not process: that document's error, not the index's.
+/// Stages also count what they tried (<see cref="Attempted"/>), so the share that failed can mark the index errored.
+/// </summary>
 public interface IIndexErrors
 {
     void Error(string documentId, string message);
+
+    /// <summary><paramref name="count"/> more documents (or reduce keys) were mapped or reduced, failed ones included.</summary>
+    void Attempted(int count);
 }

@@ -10,7 +10,8 @@ namespace Magpie.Indexer.Indexing.Stages;
 
 /// <summary>
 /// A map index: each changed document's entries replace its old ones, a deleted document's go. A document whose map
-/// throws is recorded and loses its entries, so the index never shows a version the map can't produce.
+/// throws, or whose entries the engine would refuse, is recorded and loses its entries, so the index never shows a
+/// version the map can't produce.
 /// </summary>
 /// <param name="storeSource">Keep each document (with its metadata) in its entries as <see cref="EntryFields.Source"/>:
 /// Kafka-mode indexers have no document store beside them, so query results come from the index.</param>
@@ -26,6 +27,7 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, II
         foreach (var change in LatestOf(batch, _maps))
         {
             if (change.Op == ChangeOp.Delete) { deletes.Add(change.Id); continue; }
+            status.Attempted(1);
             try
             {
                 var mapped = _maps.Run(change).Select(e => EntryMapping.From(e, definition)).ToList();
@@ -33,7 +35,7 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, II
                 entries += mapped.Count;
                 documents.Add(new IndexedDocument(change.Id, mapped));
             }
-            catch (ScriptRunException e)
+            catch (Exception e) when (e is ScriptRunException or EntryRefusedException)
             {
                 status.Error(change.Id, e.Message);
                 documents.Add(new IndexedDocument(change.Id, []));

@@ -1,0 +1,161 @@
+using System.Net;
+using System.Net.Http.Json;
+using System.Text;
+using System.Text.Json;
+using Magpie.Tests.Fixtures;
+
+namespace Magpie.Tests.Http;
+
+/// <summary>
+/// What a hostile or careless client sends, over HTTP to the real executable: each input is refused with a problem body
+/// or fails only itself, nothing stored is unservable, and the process and other indexes go on.
+/// </summary>
+public sealed class HostileInputTests(MagpieFixture fixture) : IClassFixture<MagpieFixture>
+{
+    private HttpClient Http => fixture.Magpie.Http;
+    private static string NewId(string collection = "hostile") => $"{collection}/{Guid.NewGuid():N}";
+
+    private static ByteArrayContent Bytes(byte[] body) => new(body) { Headers = { ContentType = new("application/json") } };
+
+    private static byte[] Utf8WithBadBytes() => [.. "{\"a\":\"x"u8, 0xff, 0xfe, .. "\"}"u8];
+
+    [Fact]
+    public async Task Text_that_cannot_be_served_back_is_refused_on_every_write_path()
+    {
+        var lone = """{"a":"\ud800"}""";
+        var loneName = """{"\udc00":1}""";
+        var id = NewId();
+        await HttpJson.AssertProblem(await Http.PutAsync(id, lone), HttpStatusCode.BadRequest, "lone surrogate");
+        await HttpJson.AssertProblem(await Http.PutAsync(id, loneName), HttpStatusCode.BadRequest, "property name");
+        await HttpJson.AssertProblem(await Http.PutAsync($"docs/{id}", Bytes(Utf8WithBadBytes())), HttpStatusCode.BadRequest, "not valid UTF-8");
+        // CESU-style UTF-8 of a surrogate (ED A0 80) is not UTF-8 either.
+        await HttpJson.AssertProblem(await Http.PutAsync($"docs/{id}", Bytes([.. "{\"a\":\""u8, 0xED, 0xA0, 0x80, .. "\"}"u8])), HttpStatusCode.BadRequest, "not valid UTF-8");
+        await HttpJson.AssertProblem(await Http.BulkAsync($$"""[{"method":"PUT","id":"{{id}}","document":{{lone}}}]"""), HttpStatusCode.BadRequest, "lone surrogate");
+        Assert.Equal(HttpStatusCode.NotFound, (await Http.GetAsync($"docs/{id}")).StatusCode);
+
+        // PATCH: the result is checked, the stored version stays.
+        Assert.Equal(HttpStatusCode.Created, (await Http.PutAsync(id, """{"a":"ok"}""")).StatusCode);
+        await HttpJson.AssertProblem(await Http.PatchAsync(id, """[{"op":"add","path":"/b","value":"\udfff"}]"""), HttpStatusCode.BadRequest, "lone surrogate");
+        var stored = await Http.GetAsync($"docs/{id}");
+        Assert.Equal(HttpStatusCode.OK, stored.StatusCode);
+        var doc = await stored.JsonAsync();
+        Assert.Equal("ok", doc.GetProperty("a").GetString());
+        Assert.False(doc.TryGetProperty("b", out _));
+
+        // A pair is text: it comes back as written, escapes included.
+        var pair = NewId();
+        Assert.Equal(HttpStatusCode.Created, (await Http.PutAsync(pair, """{"e":"\ud83d\ude00","raw":"😀"}""")).StatusCode);
+        var text = await (await Http.GetAsync($"docs/{pair}")).Content.ReadAsStringAsync();
+        Assert.Contains("""\ud83d\ude00""", text);
+        Assert.Equal("😀", JsonDocument.Parse(text).RootElement.GetProperty("raw").GetString());
+
+        // Browsing the collection is valid JSON throughout.
+        var browse = await Http.GetAsync("docs?collection=hostile&pageSize=1024");
+        Assert.Equal(HttpStatusCode.OK, browse.StatusCode);
+        JsonDocument.Parse(await browse.Content.ReadAsStringAsync()).Dispose();
+    }
+
+    [Fact]
+    public async Task A_deep_document_patched_deeper_is_refused_and_still_served()
+    {
+        // The issue's input: 61 levels, then a patch that adds 10 more.
+        var id = NewId();
+        var deep = string.Concat(Enumerable.Repeat("{\"a\":", 60)) + "{}" + new string('}', 60);
+        Assert.Equal(HttpStatusCode.Created, (await Http.PutAsync(id, deep)).StatusCode);
+        var path = string.Concat(Enumerable.Repeat("/a", 60)) + "/b";
+        var ten = string.Concat(Enumerable.Repeat("{\"c\":", 9)) + "{}" + new string('}', 9);
+        await HttpJson.AssertProblem(await Http.PatchAsync(id, $$"""[{"op":"add","path":"{{path}}","value":{{ten}}}]"""), HttpStatusCode.BadRequest, "deeper");
+        var get = await Http.GetAsync($"docs/{id}");
+        Assert.Equal(HttpStatusCode.OK, get.StatusCode);
+        var body = await get.Content.ReadAsStringAsync();
+        Assert.NotEmpty(body);
+        JsonDocument.Parse(body, new JsonDocumentOptions { MaxDepth = 128 }).Dispose();
+    }
+
+    [Fact]
+    public async Task Entries_an_index_cannot_hold_fail_their_document_visibly_and_other_indexes_index_everything()
+    {
+        await Http.PutIndexAsync("Hostile/Refusing", """{ "maps": ["map('Refusals', d => d.Evil ? { '@id': 'x', Tag: d.Tag } : { Tag: d.Tag, Code: d.Code })"] }""");
+        await Http.PutIndexAsync("Hostile/Plain", """{ "maps": ["map('Refusals', d => ({ Tag: d.Tag }))"] }""");
+        var started = DateTimeOffset.UtcNow;
+        var bulk = await Http.BulkPutAsync(
+        [
+            ("refusals/evil", """{"Evil":true,"Tag":"evil"}"""),
+            ("refusals/immense", $$"""{"Tag":"immense","Code":"{{new string('x', 40_000)}}"}"""),
+            ("refusals/fine", """{"Tag":"fine","Code":"ok"}"""),
+        ]);
+        Assert.Equal(HttpStatusCode.OK, bulk.StatusCode);
+
+        var refusing = await Http.QueryNonStaleAsync("from index 'Hostile/Refusing'");
+        Assert.Equal(["fine"], refusing.GetProperty("results").EnumerateArray().Select(r => r.GetProperty("Tag").GetString()).ToList());
+        var plain = await Http.QueryNonStaleAsync("from index 'Hostile/Plain' order by Tag");
+        Assert.Equal(["evil", "fine", "immense"], plain.GetProperty("results").EnumerateArray().Select(r => r.GetProperty("Tag").GetString()).ToList());
+
+        var status = (await (await Http.GetAsync("indexes/Hostile/Refusing")).JsonAsync()).GetProperty("status");
+        Assert.Equal("running", status.GetProperty("state").GetString());
+        Assert.Equal(2, status.GetProperty("errorCount").GetInt64());
+        var errors = status.GetProperty("errors").EnumerateArray().ToDictionary(e => e.GetProperty("documentId").GetString()!);
+        Assert.Contains("reserved", errors["refusals/evil"].GetProperty("message").GetString());
+        Assert.Contains("40,000-byte value", errors["refusals/immense"].GetProperty("message").GetString());
+        Assert.True(errors["refusals/immense"].GetProperty("at").GetDateTimeOffset() >= started.AddSeconds(-1));
+        Assert.Equal(0, (await (await Http.GetAsync("indexes/Hostile/Plain")).JsonAsync()).GetProperty("status").GetProperty("errorCount").GetInt64());
+    }
+
+    [Fact]
+    public async Task A_reduce_output_document_over_the_size_limit_fails_its_key_and_the_others_are_written()
+    {
+        await Http.PutIndexAsync("Hostile/Blobs", """
+            {
+              "maps": ["map('Blobs', b => ({ Group: b.Group, Text: b.Text }))"],
+              "reduce": "groupBy(x => x.Group).aggregate(g => ({ Group: g.key, Text: g.values.map(v => v.Text).join('') }))",
+              "outputReduceToCollection": "BlobGroups",
+              "fields": { "Text": { "indexing": "no" } }
+            }
+            """);
+        // Four parts of 300 KB in group "big" make a 1.2 MB result, over this server's 1 MB document limit.
+        var part = new string('x', 300_000);
+        foreach (var i in Enumerable.Range(0, 4))
+            Assert.Equal(HttpStatusCode.Created, (await Http.PutAsync($"blobs/big{i}", $$"""{"Group":"big","Text":"{{part}}"}""")).StatusCode);
+        Assert.Equal(HttpStatusCode.Created, (await Http.PutAsync("blobs/small", """{"Group":"small","Text":"abc"}""")).StatusCode);
+
+        await Http.QueryNonStaleAsync("from index 'Hostile/Blobs'");
+        Assert.Equal("abc", (await (await Http.GetAsync("docs/BlobGroups/small")).JsonAsync()).GetProperty("Text").GetString());
+        Assert.Equal(HttpStatusCode.NotFound, (await Http.GetAsync("docs/BlobGroups/big")).StatusCode);
+        var status = (await (await Http.GetAsync("indexes/Hostile/Blobs")).JsonAsync()).GetProperty("status");
+        Assert.Equal("running", status.GetProperty("state").GetString());
+        // Each time the key is reduced (as parts arrive, in one batch or several) its result is refused again: only that key.
+        Assert.All(status.GetProperty("errors").EnumerateArray(), error =>
+        {
+            Assert.Equal("reduce key \"big\"", error.GetProperty("documentId").GetString());
+            Assert.Contains("over the limit", error.GetProperty("message").GetString());
+        });
+        Assert.True(status.GetProperty("errorCount").GetInt64() >= 1);
+    }
+
+    [Theory]
+    [InlineData("GET", "docs?pageSize=abc", 400, "pageSize")]
+    [InlineData("GET", "no/such/thing", 404, "no resource at GET /no/such/thing")]
+    [InlineData("DELETE", "stats", 405, "DELETE is not allowed on /stats")]
+    public async Task Framework_level_client_errors_have_problem_bodies(string method, string path, int status, string detail)
+    {
+        await HttpJson.AssertProblem(await Http.SendAsync(new HttpRequestMessage(new HttpMethod(method), path)), (HttpStatusCode)status, detail);
+    }
+
+    [Theory]
+    // A body that stops short of its Content-Length (Kestrel gives up once it arrives too slowly: 408), and a chunk size that is not hex.
+    [InlineData("Content-Length: 100\r\n\r\n{\"a\":1}", 408, "data arriving too slowly")]
+    [InlineData("Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", 400, "chunk")]
+    public async Task Short_or_broken_bodies_are_4xx_with_a_problem_body_and_the_server_goes_on(string rest, int status, string detail)
+    {
+        var uri = Http.BaseAddress!;
+        using var tcp = new System.Net.Sockets.TcpClient();
+        await tcp.ConnectAsync(uri.Host, uri.Port);
+        var stream = tcp.GetStream();
+        await stream.WriteAsync(Encoding.ASCII.GetBytes($"PUT /docs/{NewId()} HTTP/1.1\r\nHost: {uri.Authority}\r\nContent-Type: application/json\r\n{rest}"));
+        var response = await new StreamReader(stream).ReadToEndAsync().WaitAsync(TimeSpan.FromSeconds(60));
+        Assert.StartsWith($"HTTP/1.1 {status}", response);
+        Assert.Contains("application/problem+json", response);
+        Assert.Contains(detail, response, StringComparison.OrdinalIgnoreCase);
+        Assert.Equal(HttpStatusCode.Created, (await Http.PutAsync(NewId(), "{}")).StatusCode);
+    }
+}
