@@ -40,6 +40,9 @@ public sealed class RqlParser
 
     private RqlToken Current => _tokens[_at];
 
+    /// <summary>The token after <see cref="Current"/>; at the end, the end token again (a query may stop anywhere).</summary>
+    private RqlToken Next => _tokens[Math.Min(_at + 1, _tokens.Count - 1)];
+
     private RqlQuery Query()
     {
         Expect("from");
@@ -70,7 +73,7 @@ public sealed class RqlParser
             _at++;
             do
             {
-                if (Current.Is("facet") && _tokens[_at + 1].IsSymbol("(")) { facets.Add(Facet()); continue; }
+                if (Current.Is("facet") && Next.IsSymbol("(")) { facets.Add(Facet()); continue; }
                 var field = Field();
                 var alias = field;
                 if (Current.Is("as")) { _at++; alias = Field(); }
@@ -93,7 +96,7 @@ public sealed class RqlParser
 
     private RqlOrder Order()
     {
-        if (Current.Is("score") && _tokens[_at + 1].IsSymbol("("))
+        if (Current.Is("score") && Next.IsSymbol("("))
         {
             _at++;
             Expect("(");
@@ -133,7 +136,7 @@ public sealed class RqlParser
         do
         {
             var t = Current;
-            var next = _tokens[_at + 1];
+            var next = Next;
             if (t.Kind == RqlTokenKind.Parameter)
             {
                 _at++;
@@ -216,7 +219,7 @@ public sealed class RqlParser
             return inner;
         }
         if (++_clauses > QueryLimits.MaxClauses) throw RqlLexer.Error(_text, Current.Position, QueryLimits.TooManyClauses);
-        if (Current.Kind == RqlTokenKind.Identifier && _tokens[_at + 1].IsSymbol("("))
+        if (Current.Kind == RqlTokenKind.Identifier && Next.IsSymbol("("))
         {
             var function = Current.Text.ToLowerInvariant();
             var at = _at;

@@ -57,6 +57,9 @@ public sealed class SqlParser
 
     private SqlToken Current => _tokens[_at];
 
+    /// <summary>The token after <see cref="Current"/>; at the end, the end token again (a statement may stop anywhere).</summary>
+    private SqlToken Next => _tokens[Math.Min(_at + 1, _tokens.Count - 1)];
+
     private SqlSelect Select()
     {
         Expect("select");
@@ -141,7 +144,7 @@ public sealed class SqlParser
     {
         var left = Additive();
         var negated = false;
-        if (Current.Is("not") && (_tokens[_at + 1].Is("between") || _tokens[_at + 1].Is("in"))) { negated = true; _at++; }
+        if (Current.Is("not") && (Next.Is("between") || Next.Is("in"))) { negated = true; _at++; }
         if (Current.Is("between"))
         {
             _at++;
@@ -218,7 +221,7 @@ public sealed class SqlParser
             case SqlTokenKind.Identifier:
                 if (t.Is("null")) { _at++; return new SqlLiteral(null); }
                 if (t.Is("true") || t.Is("false")) { _at++; return new SqlLiteral(t.Is("true")); }
-                if (_tokens[_at + 1].IsSymbol("("))
+                if (Next.IsSymbol("("))
                 {
                     _at += 2;
                     if (t.Is("extract"))

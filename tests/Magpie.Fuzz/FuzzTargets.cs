@@ -1,0 +1,87 @@
+using System.Text;
+using Magpie.Ingest.Documents;
+using Magpie.Query.Postgres;
+using Magpie.Query.Postgres.Sql;
+using Magpie.Query.Rql;
+
+namespace Magpie.Fuzz;
+
+/// <summary>
+/// One function per parser: takes any bytes and returns normally, or throws only the errors that parser reports to
+/// clients (400 / SQLSTATE / a patch failure). Anything else escaping is a crash: under AFL++ the harness lets it out
+/// and the input is saved; in the tests the corpora are replayed through the same functions.
+/// </summary>
+public static class FuzzTargets
+{
+    public static readonly IReadOnlyDictionary<string, Action<byte[]>> All = new Dictionary<string, Action<byte[]>>
+    {
+        ["rql"] = Rql,
+        ["sql"] = Sql,
+        ["pgwire"] = PgWire,
+        ["bulk"] = Bulk,
+        ["patch"] = Patch,
+    };
+
+    public static void Rql(byte[] input)
+    {
+        try { RqlParser.Parse(Encoding.UTF8.GetString(input)); }
+        catch (RqlException) { }
+    }
+
+    public static void Sql(byte[] input)
+    {
+        try { SqlParser.Parse(Encoding.UTF8.GetString(input)); }
+        catch (PgException) { }
+    }
+
+    /// <summary>
+    /// A whole client connection: the bytes are what the client sends (startup, then messages). Statements are parsed as
+    /// SQL and answered with a command tag; the session must end by itself (end of input) without an exception.
+    /// </summary>
+    public static void PgWire(byte[] input)
+    {
+        var session = new PgSession(new ClientBytes(input), new PgOptions { StartupTimeout = TimeSpan.FromSeconds(5) }, null, new ParseOnly(), new PgCancellations());
+        if (!session.RunAsync(CancellationToken.None).Wait(TimeSpan.FromSeconds(10))) throw new TimeoutException("the session did not end at the end of its input");
+    }
+
+    public static void Bulk(byte[] input) => BulkCommandParser.Parse(input, DocumentJson.DefaultMaxDepth, out _);
+
+    /// <summary>A patch applied to a small document, then checked as the store checks a result.</summary>
+    public static void Patch(byte[] input)
+    {
+        var patch = DocumentPatcher.Parse(input, out _);
+        if (patch is null) return;
+        try
+        {
+            var result = DocumentPatcher.Apply("""{"a":1.50,"b":[1,{"c":"2015-01-27T20:09:32.720"}],"d":{"e":null}}"""u8, patch);
+            DocumentJson.ValidateObject(result);
+        }
+        catch (DocumentPatchException) { }
+    }
+
+    private sealed class ParseOnly : IPgStatements
+    {
+        public Task<PgOutcome> RunAsync(string statement, CancellationToken ct)
+        {
+            var first = statement.TrimStart().Split([' ', '\n', '\t', '('], 2)[0];
+            if (first.Equals("select", StringComparison.OrdinalIgnoreCase)) SqlParser.Parse(statement);
+            return Task.FromResult<PgOutcome>(new PgCommand("SELECT 0"));
+        }
+    }
+
+    /// <summary>The client's side of a connection: reads give the input then end; what the server writes goes nowhere.</summary>
+    private sealed class ClientBytes(byte[] input) : Stream
+    {
+        private readonly MemoryStream _in = new(input, writable: false);
+        public override bool CanRead => true;
+        public override bool CanSeek => false;
+        public override bool CanWrite => true;
+        public override long Length => throw new NotSupportedException();
+        public override long Position { get => throw new NotSupportedException(); set => throw new NotSupportedException(); }
+        public override void Flush() { }
+        public override int Read(byte[] buffer, int offset, int count) => _in.Read(buffer, offset, count);
+        public override long Seek(long offset, SeekOrigin origin) => throw new NotSupportedException();
+        public override void SetLength(long value) => throw new NotSupportedException();
+        public override void Write(byte[] buffer, int offset, int count) { }
+    }
+}

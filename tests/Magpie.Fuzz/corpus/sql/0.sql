@@ -1,0 +1,1 @@
+SELECT "Title", "Score" FROM "Posts/ByTags" WHERE "Score" >= 10 AND "Tags" IN ('a', 'b') ORDER BY "Score" DESC LIMIT 10 OFFSET 5

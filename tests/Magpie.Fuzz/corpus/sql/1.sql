@@ -1,0 +1,1 @@
+SELECT date_trunc('day', "CreationDate") AS time, count(*) FROM "Posts/ByDate" WHERE "CreationDate" BETWEEN '2015-01-01' AND '2016-01-01' GROUP BY 1 ORDER BY 1

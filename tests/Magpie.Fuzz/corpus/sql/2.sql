@@ -1,0 +1,1 @@
+SELECT $__timeGroup("CreationDate", '1h'), avg("Score") FROM posts WHERE NOT ("Title" IS NULL) OR "Score" < -1 GROUP BY 1

@@ -1,0 +1,1 @@
+SELECT count(*), sum("Score"), min("Score"), max("Score") FROM "Posts" WHERE "Title" LIKE '%magpie%'
