@@ -26,7 +26,7 @@ public sealed partial class PgCatalog(IndexSchemas schemas)
         if (ShowStatement().Match(sql) is { Success: true } show)
         {
             var name = show.Groups[1].Value.Trim('"');
-            if (!Settings.TryGetValue(name, out var value)) throw new PgException(PgException.UndefinedObject, $"unrecognized configuration parameter \"{name}\"");
+            if (!Settings.TryGetValue(name, out var value)) throw new PgException(PgException.UndefinedObject, $"unrecognized configuration parameter \"{SqlText.Shorten(name)}\"");
             return PgRows.Of([new PgColumn(name.ToLowerInvariant(), PgType.Text)], [[value]]);
         }
         if (SleepFunction().Match(sql) is { Success: true } sleep)
@@ -41,7 +41,7 @@ public sealed partial class PgCatalog(IndexSchemas schemas)
         if (CurrentSetting().Match(sql) is { Success: true } setting && !sql.Contains("information_schema", StringComparison.OrdinalIgnoreCase))
         {
             var name = setting.Groups[1].Value;
-            if (!Settings.TryGetValue(name, out var value)) throw new PgException(PgException.UndefinedObject, $"unrecognized configuration parameter \"{name}\"");
+            if (!Settings.TryGetValue(name, out var value)) throw new PgException(PgException.UndefinedObject, $"unrecognized configuration parameter \"{SqlText.Shorten(name)}\"");
             // Grafana: current_setting('server_version_num')::int/100 as version
             if (IntDivision().Match(sql) is { Success: true } div && long.TryParse(value, out var number))
                 return PgRows.Of([new PgColumn(Alias(sql) ?? "current_setting", PgType.Int4)], [[number / long.Parse(div.Groups[1].Value)]]);

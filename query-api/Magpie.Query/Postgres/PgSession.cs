@@ -112,7 +112,7 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
     private async Task AuthenticateAsync(string user, CancellationToken ct)
     {
         if (options.Users.Count == 0) { _wire.Authentication(0); return; }   // trust (loopback only)
-        var failed = new PgException(PgException.InvalidPassword, $"password authentication failed for user \"{user}\"", fatal: true);
+        var failed = new PgException(PgException.InvalidPassword, $"password authentication failed for user \"{SqlText.Shorten(user)}\"", fatal: true);
         var known = options.Users.TryGetValue(user, out var password);
         if (options.AllowCleartext)
         {
@@ -219,7 +219,7 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
         var r = new PgReader(body);
         var name = r.CString();
         var sql = r.CString();
-        var types = new int[r.Int16()];
+        var types = new int[r.Count()];
         for (var i = 0; i < types.Length; i++) types[i] = r.Int32();
         _prepared[name] = (sql, types);
         _wire.Begin('1').End();
@@ -230,17 +230,17 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
         var r = new PgReader(body);
         var portal = r.CString();
         var statement = r.CString();
-        if (!_prepared.TryGetValue(statement, out var prepared)) throw new PgException("26000", $"prepared statement \"{statement}\" does not exist");
-        var formats = new short[r.Int16()];
+        if (!_prepared.TryGetValue(statement, out var prepared)) throw new PgException("26000", $"prepared statement \"{SqlText.Shorten(statement)}\" does not exist");
+        var formats = new short[r.Count()];
         for (var i = 0; i < formats.Length; i++) formats[i] = r.Int16();
-        var values = new string[r.Int16()];
+        var values = new string[r.Count()];
         for (var i = 0; i < values.Length; i++)
         {
             var n = r.Int32();
             var binary = formats.Length == 1 ? formats[0] == 1 : i < formats.Length && formats[i] == 1;
             values[i] = n < 0 ? "NULL" : PgValues.Literal(i < prepared.ParameterTypes.Length ? prepared.ParameterTypes[i] : 0, binary, r.Bytes(n));
         }
-        var results = new short[r.Int16()];
+        var results = new short[r.Count()];
         for (var i = 0; i < results.Length; i++) results[i] = r.Int16();
         _portals[portal] = new Portal(SqlText.Substitute(prepared.Sql, values), results);
         _wire.Begin('2').End();
@@ -253,7 +253,7 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
         var name = r.CString();
         if (kind == 'S')
         {
-            if (!_prepared.TryGetValue(name, out var prepared)) throw new PgException("26000", $"prepared statement \"{name}\" does not exist");
+            if (!_prepared.TryGetValue(name, out var prepared)) throw new PgException("26000", $"prepared statement \"{SqlText.Shorten(name)}\" does not exist");
             _wire.Begin('t').Int16((short)prepared.ParameterTypes.Length);
             foreach (var t in prepared.ParameterTypes) _wire.Int32(t == 0 ? (int)PgType.Text : t);
             _wire.End();
@@ -262,7 +262,7 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
             Describe(outcome, _ => false);
             return;
         }
-        var portal = _portals.GetValueOrDefault(name) ?? throw new PgException("34000", $"portal \"{name}\" does not exist");
+        var portal = _portals.GetValueOrDefault(name) ?? throw new PgException("34000", $"portal \"{SqlText.Shorten(name)}\" does not exist");
         portal.Outcome ??= await RunAsync(portal.Sql, ct);
         Describe(portal.Outcome, portal.Binary);
     }
@@ -277,7 +277,7 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
     {
         var r = new PgReader(body);
         var name = r.CString();
-        var portal = _portals.GetValueOrDefault(name) ?? throw new PgException("34000", $"portal \"{name}\" does not exist");
+        var portal = _portals.GetValueOrDefault(name) ?? throw new PgException("34000", $"portal \"{SqlText.Shorten(name)}\" does not exist");
         var outcome = portal.Outcome ?? await RunAsync(portal.Sql, ct);
         portal.Outcome = null;   // executed: a second Execute runs the statement again
         await SendAsync(outcome, portal.Binary, describe: false, ct);

@@ -31,7 +31,7 @@ public sealed class PgStatements(PgCatalog catalog, SqlRunner sql, QueryCoordina
         if (first.Equals("from", StringComparison.OrdinalIgnoreCase)) return await RqlAsync(text, ct);
         if (await catalog.AnswerAsync(text, ct) is { } answer) return answer;
         if (first.Equals("select", StringComparison.OrdinalIgnoreCase)) return await sql.RunAsync(SqlParser.Parse(text), ct);
-        throw new PgException(PgException.SyntaxError, $"syntax error at or near \"{first}\": Magpie answers SELECT over its indexes, RQL (from …), SHOW and SET");
+        throw new PgException(PgException.SyntaxError, $"syntax error at or near \"{SqlText.Shorten(first)}\": Magpie answers SELECT over its indexes, RQL (from …), SHOW and SET");
     }
 
     /// <summary>

@@ -70,6 +70,9 @@ public static class PgValues
     public static string Literal(int oid, bool binary, ReadOnlySpan<byte> data)
     {
         if (!binary) return Quote(Encoding.UTF8.GetString(data), oid);
+        // A binary value of the wrong width is the client's error, as PostgreSQL's "incorrect binary data format".
+        if (oid switch { 16 => 1, 21 => 2, 23 or 700 => 4, 20 or 701 or 1114 or 1184 => 8, _ => data.Length } != data.Length)
+            throw new PgException("22P03", $"incorrect binary data format in bind parameter of type {oid}: {data.Length} bytes");
         return oid switch
         {
             16 => data[0] != 0 ? "true" : "false",
@@ -78,14 +81,36 @@ public static class PgValues
             20 => BinaryPrimitives.ReadInt64BigEndian(data).ToString(CultureInfo.InvariantCulture),
             700 => Double(BinaryPrimitives.ReadSingleBigEndian(data)),
             701 => Double(BinaryPrimitives.ReadDoubleBigEndian(data)),
-            1114 or 1184 => Quote((PgEpoch + TimeSpan.FromTicks(BinaryPrimitives.ReadInt64BigEndian(data) * 10)).ToString("yyyy-MM-dd'T'HH:mm:ss.FFFFFFF'Z'", CultureInfo.InvariantCulture), 25),
+            1114 or 1184 => Quote(Timestamp(BinaryPrimitives.ReadInt64BigEndian(data)), 25),
             _ => Quote(Encoding.UTF8.GetString(data), oid),
         };
     }
 
-    private static string Quote(string text, int oid) => oid is 20 or 21 or 23 or 700 or 701 or 1700 or 16 && text.Length > 0
-        ? text
-        : "'" + text.Replace("'", "''") + "'";
+    /// <summary>Microseconds since 2000-01-01, as PostgreSQL sends timestamps; outside what .NET holds is out of range.</summary>
+    private static string Timestamp(long micros)
+    {
+        var max = (DateTime.MaxValue - PgEpoch).Ticks / 10;
+        var min = (DateTime.MinValue - PgEpoch).Ticks / 10;
+        if (micros > max || micros < min) throw new PgException("22008", "timestamp out of range");
+        return (PgEpoch + TimeSpan.FromTicks(micros * 10)).ToString("yyyy-MM-dd'T'HH:mm:ss.FFFFFFF'Z'", CultureInfo.InvariantCulture);
+    }
+
+    /// <summary>
+    /// A text parameter as it goes into the statement: numbers and booleans bare (they must be one), everything else quoted.
+    /// A numeric parameter whose text is not a number is refused (22P02): substituted bare, it would become SQL.
+    /// </summary>
+    private static string Quote(string text, int oid)
+    {
+        if (oid is 20 or 21 or 23 or 700 or 701 or 1700 or 16 && text.Length > 0)
+        {
+            var valid = oid == 16
+                ? text.ToLowerInvariant() is "true" or "false" or "t" or "f" or "1" or "0" or "yes" or "no" or "on" or "off"
+                : double.TryParse(text, NumberStyles.Float, CultureInfo.InvariantCulture, out _);
+            if (!valid) throw new PgException("22P02", $"invalid input syntax for type {(oid == 16 ? "boolean" : "numeric")}: \"{SqlText.Shorten(text)}\"");
+            return oid == 16 ? text.ToLowerInvariant() switch { "true" or "t" or "1" or "yes" or "on" => "true", _ => "false" } : text;
+        }
+        return "'" + text.Replace("'", "''") + "'";
+    }
 
     private static string Double(double d) =>
         double.IsPositiveInfinity(d) ? "Infinity" : double.IsNegativeInfinity(d) ? "-Infinity" : double.IsNaN(d) ? "NaN" : d.ToString("R", CultureInfo.InvariantCulture);

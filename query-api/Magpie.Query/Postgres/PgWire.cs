@@ -96,7 +96,10 @@ public sealed class PgWire(Stream stream)
 
     public PgWire Error(PgException e) => Begin('E')
         .Byte((byte)'S').CString(e.Fatal ? "FATAL" : "ERROR").Byte((byte)'V').CString(e.Fatal ? "FATAL" : "ERROR")
-        .Byte((byte)'C').CString(e.SqlState).Byte((byte)'M').CString(e.Message).Byte(0).End();
+        .Byte((byte)'C').CString(e.SqlState).Byte((byte)'M').CString(SqlText.Shorten(e.Message, MaxErrorChars)).Byte(0).End();
+
+    /// <summary>An error never echoes a whole statement back: whatever it quotes, its message stops here.</summary>
+    public const int MaxErrorChars = 1024;
 
     public PgWire RowDescription(IReadOnlyList<PgColumn> columns, Func<int, bool> binary)
     {
@@ -119,18 +122,34 @@ public sealed class PgWire(Stream stream)
     }
 }
 
-/// <summary>Reads the fields of a client message body.</summary>
+/// <summary>
+/// Reads the fields of a client message body. A field that runs past the body (a count or length the client lied about)
+/// is a protocol violation that ends the connection, as PostgreSQL answers it, never an exception of the server's own.
+/// </summary>
 public ref struct PgReader(ReadOnlySpan<byte> body)
 {
     private readonly ReadOnlySpan<byte> _body = body;
     private int _at;
 
     public bool End => _at >= _body.Length;
-    public byte Byte() => _body[_at++];
-    public short Int16() { var v = BinaryPrimitives.ReadInt16BigEndian(_body[_at..]); _at += 2; return v; }
-    public int Int32() { var v = BinaryPrimitives.ReadInt32BigEndian(_body[_at..]); _at += 4; return v; }
-    public ReadOnlySpan<byte> Bytes(int n) { var s = _body.Slice(_at, n); _at += n; return s; }
+    public byte Byte() => Take(1)[0];
+    public short Int16() => BinaryPrimitives.ReadInt16BigEndian(Take(2));
+
+    /// <summary>A count of fields that follow (Int16): negative is malformed.</summary>
+    public int Count() => Int16() is var n and >= 0 ? n
+        : throw new PgException(PgException.ProtocolViolation, "invalid message format: a negative count", fatal: true);
+    public int Int32() => BinaryPrimitives.ReadInt32BigEndian(Take(4));
+    public ReadOnlySpan<byte> Bytes(int n) => Take(n);
     public ReadOnlySpan<byte> Rest() { var s = _body[_at..]; _at = _body.Length; return s; }
+
+    private ReadOnlySpan<byte> Take(int n)
+    {
+        if (n < 0 || n > _body.Length - _at)
+            throw new PgException(PgException.ProtocolViolation, "invalid message format: a field runs past the end of the message", fatal: true);
+        var s = _body.Slice(_at, n);
+        _at += n;
+        return s;
+    }
 
     public string CString()
     {

@@ -6,6 +6,9 @@ namespace Magpie.Query.Postgres;
 public static class SqlText
 {
     /// <summary>The statements of a simple query; empty and comment-only ones are dropped (an all-empty query gives none).</summary>
+    /// <summary>A name or piece of a statement as an error quotes it: at most <paramref name="max"/> characters, then "…".</summary>
+    public static string Shorten(string text, int max = 64) => text.Length <= max ? text : string.Concat(text.AsSpan(0, max), "…");
+
     public static List<string> Split(string sql)
     {
         var parts = new List<string>();
@@ -66,12 +69,13 @@ public static class SqlText
                 b.Append(sql, i, end - i + 1);
                 i = end;
             }
-            else if (c == '$' && i + 1 < sql.Length && char.IsDigit(sql[i + 1]))
+            else if (c == '$' && i + 1 < sql.Length && char.IsAsciiDigit(sql[i + 1]))
             {
                 var j = i + 1;
-                while (j < sql.Length && char.IsDigit(sql[j])) j++;
-                var n = int.Parse(sql.AsSpan(i + 1, j - i - 1));
-                if (n < 1 || n > values.Count) throw new PgException("08P01", $"there is no parameter ${n}");
+                while (j < sql.Length && char.IsAsciiDigit(sql[j])) j++;
+                var digits = sql.AsSpan(i + 1, j - i - 1);
+                if (!int.TryParse(digits, out var n) || n < 1 || n > values.Count)
+                    throw new PgException("08P01", $"there is no parameter ${Shorten(digits.ToString())}");
                 b.Append(values[n - 1]);
                 i = j - 1;
             }

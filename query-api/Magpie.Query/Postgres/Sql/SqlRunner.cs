@@ -20,11 +20,11 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
     public async Task<PgOutcome> RunAsync(SqlSelect select, CancellationToken ct)
     {
         if (select.From is null) return Constants(select);
-        var index = schemas.Resolve(select.From) ?? throw new PgException(PgException.UndefinedTable, $"relation \"{select.From}\" does not exist (tables are Magpie's indexes)");
+        var index = schemas.Resolve(select.From) ?? throw new PgException(PgException.UndefinedTable, $"relation \"{SqlText.Shorten(select.From)}\" does not exist (tables are Magpie's indexes)");
         var columns = await schemas.ColumnsAsync(index, ct);
         string Field(string name) => columns.FirstOrDefault(c => c.Name == name)?.Name
             ?? columns.FirstOrDefault(c => string.Equals(c.Name, name, StringComparison.OrdinalIgnoreCase))?.Name
-            ?? throw new PgException(PgException.UndefinedColumn, $"column \"{name}\" does not exist in \"{index}\"");
+            ?? throw new PgException(PgException.UndefinedColumn, $"column \"{SqlText.Shorten(name)}\" does not exist in \"{index}\"");
         PgType TypeOf(string field) => columns.First(c => c.Name == field).Type;
         var rql = new SqlToRql(Field);
         var where = select.Where is null ? "" : " where " + rql.Condition(select.Where);

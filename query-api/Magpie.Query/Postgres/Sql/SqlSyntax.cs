@@ -215,7 +215,12 @@ public sealed class SqlParser
         }
         switch (t.Kind)
         {
-            case SqlTokenKind.Number: _at++; return new SqlLiteral(double.Parse(t.Text, CultureInfo.InvariantCulture));
+            case SqlTokenKind.Number:
+                // The lexer takes what looks like a number ("2E-", "1.2.3"); only what parses is one.
+                if (!double.TryParse(t.Text, NumberStyles.Float, CultureInfo.InvariantCulture, out var number))
+                    throw new PgException(PgException.SyntaxError, $"syntax error at or near \"{SqlText.Shorten(t.Text)}\": not a number");
+                _at++;
+                return new SqlLiteral(number);
             case SqlTokenKind.String: _at++; return new SqlLiteral(t.Text);
             case SqlTokenKind.QuotedIdentifier: _at++; return new SqlColumn(t.Text);
             case SqlTokenKind.Identifier:
@@ -292,9 +297,9 @@ public sealed class SqlParser
                 }
                 tokens.Add(new SqlToken(c == '\'' ? SqlTokenKind.String : SqlTokenKind.QuotedIdentifier, text.ToString(), start));
             }
-            else if (char.IsDigit(c) || c == '.' && i + 1 < sql.Length && char.IsDigit(sql[i + 1]))
+            else if (char.IsAsciiDigit(c) || c == '.' && i + 1 < sql.Length && char.IsAsciiDigit(sql[i + 1]))
             {
-                while (i < sql.Length && (char.IsDigit(sql[i]) || sql[i] == '.' || sql[i] is 'e' or 'E' && i + 1 < sql.Length && (char.IsDigit(sql[i + 1]) || sql[i + 1] is '-' or '+'))) i += sql[i] is 'e' or 'E' ? 2 : 1;
+                while (i < sql.Length && (char.IsAsciiDigit(sql[i]) || sql[i] == '.' || sql[i] is 'e' or 'E' && i + 1 < sql.Length && (char.IsAsciiDigit(sql[i + 1]) || sql[i + 1] is '-' or '+'))) i += sql[i] is 'e' or 'E' ? 2 : 1;
                 tokens.Add(new SqlToken(SqlTokenKind.Number, sql[start..i], start));
             }
             else if (char.IsLetter(c) || c == '_')
