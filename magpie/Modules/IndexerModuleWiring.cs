@@ -28,6 +28,7 @@ public sealed class IndexerModuleWiring(bool ingestInProcess) : IMagpieModule
     {
         builder.Services.AddIndexer(Options(settings, ingestInProcess));
         builder.Services.AddLocalShards();
+        builder.Services.AddReadinessCheck("indexes", (sp, ct) => sp.GetRequiredService<IndexRegistry>().UnansweringAsync(TimeSpan.FromSeconds(2), ct));
     }
 
     public void Map(WebApplication app, MagpieSettings settings)

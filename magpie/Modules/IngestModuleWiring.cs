@@ -1,4 +1,6 @@
 using Magpie.Hosting;
+using Magpie.Hosting.Health;
+using Magpie.Ingest.Documents;
 using Magpie.Ingest;
 using Microsoft.AspNetCore.Builder;
 
@@ -13,9 +15,12 @@ public sealed class IngestModuleWiring(bool indexerInProcess) : IMagpieModule
 {
     public string Name => "ingest";
 
-    // No readiness check of its own: the store is opened (recovered from its checkpoint and log tail) before HTTP serves.
-    public void AddServices(WebApplicationBuilder builder, MagpieSettings settings) =>
+    // The store is opened (recovered from its checkpoint and log tail) before HTTP serves; ready while it can take a write.
+    public void AddServices(WebApplicationBuilder builder, MagpieSettings settings)
+    {
         builder.Services.AddIngest(Options(settings));
+        builder.Services.AddReadinessCheck("store", (sp, ct) => sp.GetRequiredService<DocumentStore>().WriteProblemAsync(ct));
+    }
 
     public void Map(WebApplication app, MagpieSettings settings) => app.MapIngest(Options(settings));
 

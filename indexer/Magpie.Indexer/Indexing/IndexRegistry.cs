@@ -65,6 +65,26 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
             return _workers.Select(w => (w.Key.Name, w.Key.MapSide ? "map" : "results", !w.Key.MapSide && w.Value.Definition.Reduce is not null, w.Value.Worker)).ToList();
     }
 
+    /// <summary>
+    /// Null when every open index of this process answers a search within <paramref name="timeout"/>, else the first that
+    /// does not (for <c>/readyz</c>: a wedged engine takes the process out of rotation). Errors of documents, and indexes
+    /// stopped for their definition (quarantined, errored), are the index's state, not the process's.
+    /// </summary>
+    public async Task<string?> UnansweringAsync(TimeSpan timeout, CancellationToken ct)
+    {
+        foreach (var (index, side, _, worker) in Running())
+        {
+            if (worker.Index is not { } engine) continue;
+            try
+            {
+                await engine.SearchAsync(new Contracts.Search.SearchRequest(new Contracts.Search.TermQuery("@id", ""), [], 1), ct).WaitAsync(timeout, ct);
+            }
+            catch (TimeoutException) { return $"index {index} ({side}) did not answer a search within {timeout.TotalSeconds:0} s"; }
+            catch (Exception e) when (e is not OperationCanceledException) { return $"index {index} ({side}) cannot answer a search: {e.Message}"; }
+        }
+        return null;
+    }
+
     private List<IndexWorker> WorkersOf(string name, bool mapSide)
     {
         lock (_workers) return _workers.Where(w => w.Key.Name == name && w.Key.MapSide == mapSide).OrderBy(w => w.Key.Shard).Select(w => w.Value.Worker).ToList();

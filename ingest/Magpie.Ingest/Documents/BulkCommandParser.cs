@@ -27,6 +27,8 @@ public static class BulkCommandParser
         }
         using (doc)
         {
+            // Ids, methods and documents are read as .NET strings below: text that is not (invalid UTF-8, a lone surrogate) is refused first.
+            if (DocumentJson.InvalidText(body.Span) is { } textError) { error = textError; return []; }
             var root = doc.RootElement;
             if (root.ValueKind != JsonValueKind.Array) { error = "the body must be a JSON array of commands"; return []; }
             var commands = new List<WriteCommand>(root.GetArrayLength());

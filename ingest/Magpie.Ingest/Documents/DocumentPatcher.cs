@@ -69,12 +69,18 @@ public static class DocumentPatcher
         catch (JsonException e) { throw new DocumentPatchException($"the stored document can't be patched: {DocumentJson.MalformedReason(e)}", breaksLimits: true); }
         foreach (var operation in patch.Operations)
         {
+            // The whole document as a target (RFC 6902's path ""): the library throws on it; replacing a document is a PUT.
+            if (operation.path == "") throw new DocumentPatchException($"'{operation.op}' at the document root (path \"\") is not supported: PUT the new document instead");
             var one = new JsonPatchDocument { SerializerOptions = ValueOptions };
-            // The library's copy refuses a string or number value ("could not be copied", 10.0.14): a copy is an add of a clone.
-            if (operation.op == "copy") one.Add(operation.path, Resolve(target, operation.from)?.DeepClone());
-            else one.Operations.Add(operation);
-            try { one.ApplyTo(target); }
-            catch (JsonPatchException e) { throw new DocumentPatchException(e.Message); }
+            try
+            {
+                // The library's copy refuses a string or number value ("could not be copied", 10.0.14): a copy is an add of a clone.
+                if (operation.op == "copy") one.Add(operation.path, Resolve(target, operation.from)?.DeepClone());
+                else one.Operations.Add(operation);
+                one.ApplyTo(target);
+            }
+            // The library's own refusals, and its argument checks on paths it cannot follow (found by fuzzing): the patch fails, not the server.
+            catch (Exception e) when (e is JsonPatchException or ArgumentException) { throw new DocumentPatchException(e.Message); }
         }
         var buffer = new ArrayBufferWriter<byte>(document.Length + 64);
         using (var writer = new Utf8JsonWriter(buffer, new JsonWriterOptions { SkipValidation = true }))
