@@ -26,6 +26,7 @@ public static class IngestModule
             MaxDocumentBytes = options.MaxDocumentBytes,
             MaxJsonDepth = options.MaxJsonDepth,
             CheckpointInterval = options.CheckpointInterval,
+            MinFreeDiskBytes = options.MinFreeDiskBytes,
         }, sp.GetRequiredService<ILoggerFactory>().CreateLogger("Magpie.Documents")).GetAwaiter().GetResult());
         services.AddSingleton<ChangeLogTail>();
         services.AddSingleton<Magpie.Contracts.Documents.IDocumentLookup, StoreDocumentLookup>();

@@ -27,4 +27,5 @@ public sealed class IngestOptions
     public int MaxDocumentBytes { get; init; } = 16 * 1024 * 1024;
     public int MaxJsonDepth { get; init; } = 64;
     public TimeSpan CheckpointInterval { get; init; } = TimeSpan.FromSeconds(60);
+    public long MinFreeDiskBytes { get; init; } = 64L << 20;
 }

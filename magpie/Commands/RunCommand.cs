@@ -29,8 +29,17 @@ public static class RunCommand
             if (parse.GetValue(kafka) is { } k) settings.Kafka = k;
             if (parse.GetValue(pgPort) is { } pg) settings.Pg.Port = pg;
             if (parse.GetValue(pgUser) is { Length: > 0 } users) settings.Pg.Users = [.. users];
-            var app = MagpieHost.Build(builder, settings);
-            await app.RunAsync(ct);
+            try
+            {
+                var app = MagpieHost.Build(builder, settings);
+                await app.RunAsync(ct);
+            }
+            catch (Exception e) when (e is ModuleUnmetException or Ingest.Documents.StoreUnavailableException)
+            {
+                // Settings or a data directory the operator must fix: one line, no stack trace, a failing exit code.
+                Console.Error.WriteLine($"magpie: {e.Message}");
+                return 1;
+            }
             return 0;
         });
         return command;

@@ -9,7 +9,7 @@ namespace Magpie.Hosting;
 /// Errors the framework answers before a handler runs get the same RFC 7807 bodies as Magpie's own: a parameter that
 /// does not bind (<c>pageSize=abc</c>), a body shorter than its Content-Length or a broken chunk (Kestrel's
 /// <see cref="BadHttpRequestException"/>), no such route (404), a method the route lacks (405). Client mistakes are
-/// 4xx with a detail that names them, never 500.
+/// 4xx with a detail that names them, never 500; a full disk is 507 with what to do.
 /// </summary>
 public static class ClientErrors
 {
@@ -24,9 +24,14 @@ public static class ClientErrors
     {
         app.UseExceptionHandler(new ExceptionHandlerOptions
         {
-            StatusCodeSelector = e => e is BadHttpRequestException bad ? bad.StatusCode : StatusCodes.Status500InternalServerError,
+            StatusCodeSelector = e => e switch
+            {
+                BadHttpRequestException bad => bad.StatusCode,
+                Ingest.Documents.StoreFullException => StatusCodes.Status507InsufficientStorage,
+                _ => StatusCodes.Status500InternalServerError,
+            },
             // A client's mistake is answered, not logged as a server failure with a stack trace.
-            SuppressDiagnosticsCallback = c => c.Exception is BadHttpRequestException,
+            SuppressDiagnosticsCallback = c => c.Exception is BadHttpRequestException or Ingest.Documents.StoreFullException,
         });
         app.UseStatusCodePages();
     }
@@ -35,7 +40,7 @@ public static class ClientErrors
     {
         var problem = context.ProblemDetails;
         var request = context.HttpContext.Request;
-        if (context.Exception is BadHttpRequestException bad) problem.Detail ??= bad.Message;
+        if (context.Exception is BadHttpRequestException or Ingest.Documents.StoreFullException) problem.Detail ??= context.Exception.Message;
         problem.Detail ??= problem.Status switch
         {
             StatusCodes.Status404NotFound => $"no resource at {request.Method} {request.Path}",

@@ -28,7 +28,7 @@ public static class MagpieHost
         builder.Logging.AddSimpleConsole(o => { o.SingleLine = true; o.TimestampFormat = "HH:mm:ss "; });
         var startup = LoggerFactory.Create(l => l.AddSimpleConsole(o => o.SingleLine = true)).CreateLogger("Magpie");
         foreach (var m in modules)
-            if (m.Unmet(settings) is { } why) throw new InvalidOperationException($"module '{m.Name}' can't start: {why}");
+            if (m.Unmet(settings) is { } why) throw new ModuleUnmetException($"module '{m.Name}' can't start: {why}");
 
         builder.WebHost.ConfigureKestrel(k =>
         {
@@ -68,3 +68,6 @@ public static class MagpieHost
         return app;
     }
 }
+
+/// <summary>A module's needs are not met (settings, data directory): the start stops with this one line.</summary>
+public sealed class ModuleUnmetException(string message) : Exception(message);

@@ -32,6 +32,9 @@ public sealed class MagpieSettings
     public int RequestQueueLimit { get; set; } = 1024;
     public int CheckpointIntervalSeconds { get; set; } = 60;
 
+    /// <summary>Free disk space the document store keeps in reserve (MB): writes that would leave less answer 507.</summary>
+    public int MinFreeDiskMegabytes { get; set; } = 64;
+
     /// <summary>The index engine's budget for facet columns (all indexes together) (per-segment value ordinals and range document sets), in MB.</summary>
     public int FacetCacheMegabytes { get; set; } = 256;
 

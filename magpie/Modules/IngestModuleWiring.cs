@@ -15,6 +15,17 @@ public sealed class IngestModuleWiring(bool indexerInProcess) : IMagpieModule
 {
     public string Name => "ingest";
 
+    /// <summary>A data directory that is read-only, full or not a directory stops the start with one line, before anything opens.</summary>
+    public string? Unmet(MagpieSettings settings) => DocumentStore.Unusable(StoreOptions(settings)) is { } why
+        ? $"cannot use the data directory {Path.Combine(Path.GetFullPath(settings.DataDir), "documents")}: {why}"
+        : null;
+
+    private DocumentStoreOptions StoreOptions(MagpieSettings s) => new()
+    {
+        Directory = Path.Combine(Path.GetFullPath(s.DataDir), "documents"),
+        MinFreeDiskBytes = Options(s).MinFreeDiskBytes,
+    };
+
     // The store is opened (recovered from its checkpoint and log tail) before HTTP serves; ready while it can take a write.
     public void AddServices(WebApplicationBuilder builder, MagpieSettings settings)
     {
@@ -35,5 +46,6 @@ public sealed class IngestModuleWiring(bool indexerInProcess) : IMagpieModule
         MaxDocumentBytes = (int)Math.Min(s.MaxRequestBodyBytes, int.MaxValue / 4),
         MaxJsonDepth = s.MaxJsonDepth,
         CheckpointInterval = TimeSpan.FromSeconds(Math.Max(1, s.CheckpointIntervalSeconds)),
+        MinFreeDiskBytes = Math.Max(0, s.MinFreeDiskMegabytes) * (1L << 20),
     };
 }

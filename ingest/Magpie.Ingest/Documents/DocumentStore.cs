@@ -58,6 +58,7 @@ public sealed partial class DocumentStore : IAsyncDisposable
 
     public static async Task<DocumentStore> OpenAsync(DocumentStoreOptions options, ILogger? logger = null, TimeProvider? clock = null)
     {
+        if (Unusable(options) is { } reason) throw new StoreUnavailableException($"cannot use the data directory {options.Directory}: {reason}");
         var store = new DocumentStore(options, logger ?? NullLogger.Instance, clock ?? TimeProvider.System);
         try
         {
@@ -105,6 +106,8 @@ public sealed partial class DocumentStore : IAsyncDisposable
                 var failed = Array.FindIndex(outcomes, o => o is { Error: not null });
                 if (failed >= 0) throw new WriteRejectedException(failed, outcomes[failed]);
             }
+            // Checked before anything is enqueued: a refused write leaves no trace (not stored, counted or readable).
+            if (plan.Count > 0) EnsureSpace(plan.Sum(w => (long)w.Document.Length + w.Id.Length * 3L + 256));
             var now = _clock.GetUtcNow();
             var buffer = new ArrayBufferWriter<byte>(4096);
             foreach (var w in plan)
@@ -129,7 +132,11 @@ public sealed partial class DocumentStore : IAsyncDisposable
         {
             _writeLock.Release();
         }
-        if (written > 0) await _log.WaitForCommitAsync(end);
+        if (written > 0)
+        {
+            try { await _log.WaitForCommitAsync(end); }
+            catch (CommitFailureException e) { throw CommitFailed(e); }
+        }
         Metrics.IngestMetrics.Wrote(outcomes, fromKafka: progress is not null);
         return outcomes;
     }

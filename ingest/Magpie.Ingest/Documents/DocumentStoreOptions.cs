@@ -20,6 +20,12 @@ public sealed class DocumentStoreOptions
     /// <summary>FasterLog in-memory buffer (bytes, power of two, at least 4 pages).</summary>
     public long LogMemoryBytes { get; init; } = 1L << 28;
 
+    /// <summary>
+    /// Free disk space the store keeps in reserve: a write that would leave less is refused (507) before it touches the
+    /// log, and accepted again as soon as space returns. Covers log pages and checkpoints written after the check.
+    /// </summary>
+    public long MinFreeDiskBytes { get; init; } = 64L << 20;
+
     /// <summary>How often the id index is checkpointed while writes arrive (recovery replays the log after it).</summary>
     public TimeSpan CheckpointInterval { get; init; } = TimeSpan.FromSeconds(60);
 }
