@@ -95,12 +95,16 @@ public sealed partial class DocumentStore : IAsyncDisposable
     {
         ObjectDisposedException.ThrowIf(_disposed != 0, this);
         var outcomes = new WriteOutcome[commands.Count];
+        // A PUT body is checked before the lock (it does not depend on what is stored); a PATCH result, inside it.
+        var refused = new string?[commands.Count];
+        for (var i = 0; i < commands.Count; i++)
+            if (commands[i] is { Method: WriteMethod.Put, Document: { } body }) refused[i] = Unservable(commands[i], body);
         long end;
         int written;
         await _writeLock.WaitAsync(ct);
         try
         {
-            var plan = await PlanAsync(commands, outcomes);
+            var plan = await PlanAsync(commands, refused, outcomes);
             if (atomic)
             {
                 var failed = Array.FindIndex(outcomes, o => o is { Error: not null });
@@ -146,7 +150,7 @@ public sealed partial class DocumentStore : IAsyncDisposable
 
     private sealed record Current(bool Exists, long Etag, long Address, string? Collection, byte[]? PendingDocument);
 
-    private async Task<List<PlannedWrite>> PlanAsync(IReadOnlyList<WriteCommand> commands, WriteOutcome[] outcomes)
+    private async Task<List<PlannedWrite>> PlanAsync(IReadOnlyList<WriteCommand> commands, string?[] refused, WriteOutcome[] outcomes)
     {
         var plan = new List<PlannedWrite>(commands.Count);
         // Later commands of a batch see the effect of earlier ones on the same id.
@@ -154,6 +158,7 @@ public sealed partial class DocumentStore : IAsyncDisposable
         for (var i = 0; i < commands.Count; i++)
         {
             var cmd = commands[i];
+            if (refused[i] is { } invalidBody) { outcomes[i] = Failed(cmd, WriteErrorKind.Invalid, invalidBody); continue; }
             Current current;
             if (overlay is not null && overlay.TryGetValue(cmd.Id, out var pending)) current = pending;
             else current = await _index.TryGetAsync(cmd.Id) is { } p
@@ -189,7 +194,7 @@ public sealed partial class DocumentStore : IAsyncDisposable
                     write = new PlannedWrite(i, ChangeOp.Delete, cmd.Id, current.Collection!, [], false, current.Collection);
                     break;
             }
-            if (write!.Op == ChangeOp.Put && (DocumentId.ValidateCollection(write.Collection) ?? Unservable(cmd, write.Document)) is { } invalid)
+            if (write!.Op == ChangeOp.Put && ((cmd.Method == WriteMethod.Patch ? Unservable(cmd, write.Document) : null) ?? DocumentId.ValidateCollection(write.Collection)) is { } invalid)
             {
                 outcomes[i] = Failed(cmd, WriteErrorKind.Invalid, invalid);
                 continue;
