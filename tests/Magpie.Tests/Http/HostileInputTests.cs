@@ -58,9 +58,10 @@ public sealed class HostileInputTests(MagpieFixture fixture) : IClassFixture<Mag
     [Fact]
     public async Task A_deep_document_patched_deeper_is_refused_and_still_served()
     {
-        // The issue's input: 61 levels, then a patch that adds 10 more.
-        var id = NewId();
-        var deep = string.Concat(Enumerable.Repeat("{\"a\":", 60)) + "{}" + new string('}', 60);
+        // The issue's input: 61 levels, then a patch that adds 10 more; an index over the collection goes on indexing.
+        await Http.PutIndexAsync("Hostile/Deep", """{ "maps": ["map('DeepDocs', d => ({ Top: d.top }))"] }""");
+        var id = NewId("deepdocs");
+        var deep = "{\"top\":\"yes\"," + string.Concat(Enumerable.Repeat("\"a\":{", 59)) + "\"a\":{}" + new string('}', 60);
         Assert.Equal(HttpStatusCode.Created, (await Http.PutAsync(id, deep)).StatusCode);
         var path = string.Concat(Enumerable.Repeat("/a", 60)) + "/b";
         var ten = string.Concat(Enumerable.Repeat("{\"c\":", 9)) + "{}" + new string('}', 9);
@@ -70,6 +71,9 @@ public sealed class HostileInputTests(MagpieFixture fixture) : IClassFixture<Mag
         var body = await get.Content.ReadAsStringAsync();
         Assert.NotEmpty(body);
         JsonDocument.Parse(body, new JsonDocumentOptions { MaxDepth = 128 }).Dispose();
+        Assert.Equal(HttpStatusCode.Created, (await Http.PutAsync(NewId("deepdocs"), """{"top":"later"}""")).StatusCode);
+        var indexed = await Http.QueryNonStaleAsync("from index 'Hostile/Deep' order by Top");
+        Assert.Equal(["later", "yes"], indexed.GetProperty("results").EnumerateArray().Select(r => r.GetProperty("top").GetString()).ToList());
     }
 
     [Fact]
