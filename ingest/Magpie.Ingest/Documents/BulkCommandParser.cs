@@ -27,15 +27,18 @@ public static class BulkCommandParser
         }
         using (doc)
         {
-            // Ids, methods and documents are read as .NET strings below: text that is not (invalid UTF-8, a lone surrogate) is refused first.
-            if (DocumentJson.InvalidText(body.Span) is { } textError) { error = textError; return []; }
             var root = doc.RootElement;
             if (root.ValueKind != JsonValueKind.Array) { error = "the body must be a JSON array of commands"; return []; }
             var commands = new List<WriteCommand>(root.GetArrayLength());
             var i = 0;
             foreach (var item in root.EnumerateArray())
             {
-                var command = ParseOne(item, maxDepth, out var reason);
+                WriteCommand? command;
+                string? reason;
+                // Ids and methods are read as .NET strings: text that is not (invalid UTF-8, a lone surrogate) is refused here,
+                // documents by the store, which checks every write's final bytes.
+                try { command = ParseOne(item, maxDepth, out reason); }
+                catch (InvalidOperationException) { (command, reason) = (null, "an id or method is not valid text (invalid UTF-8, or a \\u escape of a lone surrogate)"); }
                 if (command is null) { error = $"command [{i}]: {reason}"; return []; }
                 commands.Add(command);
                 i++;
