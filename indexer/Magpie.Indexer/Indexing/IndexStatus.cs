@@ -74,10 +74,17 @@ public sealed class IndexStatus(string index) : Stages.IIndexErrors
         }
     }
 
+    /// <summary>Ids (documents, reduce keys) that failed at least once: <c>errorCount</c> counts them, not their failed changes.</summary>
+    private readonly HashSet<string> _failed = new(StringComparer.Ordinal);
+
     public void Error(string documentId, string message)
     {
         IndexingMetrics.Error(index);
-        lock (_lock) { _errorCount++; Keep(_errors, new IndexError(DateTimeOffset.UtcNow, documentId, message)); }
+        lock (_lock)
+        {
+            if (_failed.Add(documentId)) _errorCount++;
+            Keep(_errors, new IndexError(DateTimeOffset.UtcNow, documentId, message));
+        }
     }
 
     /// <summary>The worker itself stopped on something other than a document (Lucene gone, feed failed); it retries.</summary>

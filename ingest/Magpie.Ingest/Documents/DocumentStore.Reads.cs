@@ -11,6 +11,14 @@ public sealed partial class DocumentStore
         return ToStored(ChangeRecord.Decode(await ReadEntryAsync(pointer.Address, ct)));
     }
 
+    /// <summary>The etag of a document's latest version, without reading it (<c>HEAD</c>); null when absent. Visible once committed, as a GET is.</summary>
+    public async Task<long?> EtagOfAsync(string id, CancellationToken ct = default)
+    {
+        if (await _index.TryGetAsync(id) is not { } pointer) return null;
+        if (pointer.Address >= _log.CommittedUntilAddress) await _log.WaitForCommitAsync(pointer.Address + 1, token: ct);
+        return pointer.Etag;
+    }
+
     /// <summary>
     /// Latest versions in etag order, optionally of one collection, resuming after a cursor (a log address
     /// from a previous page). <paramref name="skip"/> skips matching documents first (RavenDB's `start`).

@@ -18,6 +18,7 @@ public static class DocumentEndpoints
         var docs = app.MapGroup("/docs");
         docs.MapGet("/", Browse);
         docs.MapGet("/{**id}", Get);
+        docs.MapMethods("/{**id}", [HttpMethods.Head], Head);
         docs.MapPut("/{**id}", Put);
         docs.MapPatch("/{**id}", (string id, HttpContext ctx, DocumentStore store) => Patch(id, ctx, store, maxJsonDepth));
         docs.MapDelete("/{**id}", Delete);
@@ -34,6 +35,15 @@ public static class DocumentEndpoints
         ctx.Response.Headers.ETag = Etag.ToHeader(doc.Etag);
         if (Matches(ctx.Request.Headers.IfNoneMatch, doc.Etag)) return Results.StatusCode(StatusCodes.Status304NotModified);
         return new DocumentResult(doc);
+    }
+
+    /// <summary>Does the document exist, and at which etag (RavenDB clients test existence this way): 200 with ETag, 304, 404; no body.</summary>
+    private static async Task<IResult> Head(string id, HttpContext ctx, DocumentStore store)
+    {
+        if (DocumentId.Validate(id) is { } idError) return Results.StatusCode(StatusCodes.Status400BadRequest);
+        if (await store.EtagOfAsync(id, ctx.RequestAborted) is not { } etag) return Results.StatusCode(StatusCodes.Status404NotFound);
+        ctx.Response.Headers.ETag = Etag.ToHeader(etag);
+        return Results.StatusCode(Matches(ctx.Request.Headers.IfNoneMatch, etag) ? StatusCodes.Status304NotModified : StatusCodes.Status200OK);
     }
 
     private static async Task<IResult> Browse(HttpContext ctx, DocumentStore store, string? collection, int? start, int? pageSize, string? cursor)

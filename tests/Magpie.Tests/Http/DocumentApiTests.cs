@@ -72,6 +72,21 @@ public sealed class DocumentApiTests(MagpieFixture fixture) : IClassFixture<Magp
     }
 
     [Fact]
+    public async Task Head_tells_whether_a_document_exists_and_its_etag_without_a_body()
+    {
+        var id = NewId();
+        var etag = (await Http.PutAsync(id, """{"Name":"Ada"}""")).EtagHeader();
+        var head = await Http.SendAsync(new HttpRequestMessage(HttpMethod.Head, $"docs/{id}"));
+        Assert.Equal(HttpStatusCode.OK, head.StatusCode);
+        Assert.Equal(etag, head.EtagHeader());
+        Assert.Empty(await head.Content.ReadAsByteArrayAsync());
+        var cached = new HttpRequestMessage(HttpMethod.Head, $"docs/{id}");
+        cached.Headers.IfNoneMatch.Add(new EntityTagHeaderValue($"\"{etag}\""));
+        Assert.Equal(HttpStatusCode.NotModified, (await Http.SendAsync(cached)).StatusCode);
+        Assert.Equal(HttpStatusCode.NotFound, (await Http.SendAsync(new HttpRequestMessage(HttpMethod.Head, $"docs/{NewId()}"))).StatusCode);
+    }
+
+    [Fact]
     public async Task Missing_document_is_404_with_a_problem_body()
     {
         var response = await Http.GetAsync($"docs/{NewId()}");

@@ -103,6 +103,13 @@ public sealed class HostileInputTests(MagpieFixture fixture) : IClassFixture<Mag
         Assert.Contains("40,000-byte value", errors["refusals/immense"].GetProperty("message").GetString());
         Assert.True(errors["refusals/immense"].GetProperty("at").GetDateTimeOffset() >= started.AddSeconds(-1));
         Assert.Equal(0, (await (await Http.GetAsync("indexes/Hostile/Plain")).JsonAsync()).GetProperty("status").GetProperty("errorCount").GetInt64());
+
+        // errorCount counts documents, not their failed versions: the same document failing again is still one.
+        Assert.Equal(HttpStatusCode.OK, (await Http.PutAsync("refusals/evil", """{"Evil":true,"Tag":"evil again"}""")).StatusCode);
+        await Http.QueryNonStaleAsync("from index 'Hostile/Refusing'");
+        status = (await (await Http.GetAsync("indexes/Hostile/Refusing")).JsonAsync()).GetProperty("status");
+        Assert.Equal(2, status.GetProperty("errorCount").GetInt64());
+        Assert.Equal(2, status.GetProperty("errors").EnumerateArray().Count(e => e.GetProperty("documentId").GetString() == "refusals/evil"));
     }
 
     [Fact]
