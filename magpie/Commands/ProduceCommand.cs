@@ -37,12 +37,16 @@ public static class ProduceCommand
 
     private static Command StackExchange()
     {
-        var dir = new Option<string>("--dir") { Description = "Folder with Users.xml, Posts.xml, Badges.xml, Comments.xml (Votes.xml optional)", Required = true };
+        var dir = new Option<string>("--dir") { Description = "Folder with Users.xml and/or Posts.xml, and any of Badges.xml, Comments.xml, Votes.xml", Required = true };
         var c = WithSinkOptions(new Command("stackexchange", "Import a Stack Exchange dump: users and posts, badges and comments merged in") { dir });
         c.SetAction(async (parse, ct) =>
         {
             var dump = new StackExchangeDump(parse.GetValue(dir)!);
-            dump.Validate();
+            if (dump.Problem() is { } problem)
+            {
+                Console.Error.WriteLine($"magpie produce stackexchange: {problem}");
+                return 2;
+            }
             await using var sink = await OpenSink(parse, ct);
             var phases = dump.Phases();
             var watch = Stopwatch.StartNew();

@@ -18,26 +18,39 @@ public sealed class StackExchangeDump(string directory)
     public string CommentsFile => Path.Combine(directory, "Comments.xml");
     public string VotesFile => Path.Combine(directory, "Votes.xml");
     public bool HasVotes => File.Exists(VotesFile);
+    private bool HasBadges => File.Exists(BadgesFile);
+    private bool HasComments => File.Exists(CommentsFile);
+    private bool HasUsers => File.Exists(UsersFile);
+    private bool HasPosts => File.Exists(PostsFile);
     public long Orphans => Interlocked.Read(ref _orphans);
 
     public static string UserId(string id) => $"users/{id}";
     public static string PostId(string id) => $"posts/{id}";
 
-    public void Validate()
-    {
-        foreach (var f in new[] { UsersFile, PostsFile, BadgesFile, CommentsFile })
-            if (!File.Exists(f)) throw new FileNotFoundException($"not a Stack Exchange dump folder: {f} is missing", f);
-    }
+    /// <summary>Null when the folder holds something to import (Users.xml or Posts.xml), else why not.</summary>
+    public string? Problem() => !Directory.Exists(directory) ? $"{directory} is not a folder"
+        : HasUsers || HasPosts ? null
+        : $"not a Stack Exchange dump folder: neither Users.xml nor Posts.xml is in {directory}";
 
-    /// <summary>The import in order: each phase must be fully acknowledged before the next starts.</summary>
-    public IReadOnlyList<(string Name, Func<long> Count, Func<IEnumerable<DocumentWrite>> Writes)> Phases() =>
-    [
-        ("users", () => DumpRows.Count(UsersFile), Users),
-        ("posts", () => DumpRows.Count(PostsFile), Posts),
-        ("badges", () => DumpRows.Count(BadgesFile), Badges),
-        ("comments", () => DumpRows.Count(CommentsFile), Comments),
-        .. HasVotes ? new[] { ("votes", (Func<long>)(() => DumpRows.Count(VotesFile)), (Func<IEnumerable<DocumentWrite>>)Votes) } : [],
-    ];
+    /// <summary>
+    /// The import in order, from whichever files the folder has: each phase must be fully acknowledged before the next
+    /// starts. Badges need their users, comments and votes their posts; a file that is absent is a phase that does not run
+    /// (and its array is not added to the documents).
+    /// </summary>
+    public IReadOnlyList<(string Name, Func<long> Count, Func<IEnumerable<DocumentWrite>> Writes)> Phases()
+    {
+        var phases = new List<(string, Func<long>, Func<IEnumerable<DocumentWrite>>)>();
+        void Add(bool present, string name, string file, Func<IEnumerable<DocumentWrite>> writes)
+        {
+            if (present) phases.Add((name, () => DumpRows.Count(file), writes));
+        }
+        Add(HasUsers, "users", UsersFile, Users);
+        Add(HasPosts, "posts", PostsFile, Posts);
+        Add(HasUsers && HasBadges, "badges", BadgesFile, Badges);
+        Add(HasPosts && HasComments, "comments", CommentsFile, Comments);
+        Add(HasPosts && HasVotes, "votes", VotesFile, Votes);
+        return phases;
+    }
 
     public IEnumerable<DocumentWrite> Users()
     {
@@ -45,20 +58,20 @@ public sealed class StackExchangeDump(string directory)
         {
             var id = UserId(row["Id"]);
             _ids.Add(id);
-            yield return DocumentWrite.Put(id, DumpRows.ToJson(row, w => { w.WriteStartArray("Badges"); w.WriteEndArray(); }));
+            yield return DocumentWrite.Put(id, DumpRows.ToJson(row, w => { if (HasBadges) { w.WriteStartArray("Badges"); w.WriteEndArray(); } }));
         }
     }
 
     public IEnumerable<DocumentWrite> Posts()
     {
-        var votes = HasVotes;
+        var (votes, comments) = (HasVotes, HasComments);
         foreach (var row in DumpRows.Read(PostsFile))
         {
             var id = PostId(row["Id"]);
             _ids.Add(id);
             yield return DocumentWrite.Put(id, DumpRows.ToJson(row, w =>
             {
-                w.WriteStartArray("Comments"); w.WriteEndArray();
+                if (comments) { w.WriteStartArray("Comments"); w.WriteEndArray(); }
                 if (votes) { w.WriteStartArray("Votes"); w.WriteEndArray(); }
             }));
         }

@@ -34,6 +34,33 @@ public sealed class ProduceStackExchangeTests(KafkaFixture kafka)
         await AssertImported(magpie);
     }
 
+    [Fact]
+    public async Task A_folder_with_only_some_files_imports_what_it_has_and_an_empty_one_is_refused_in_one_line()
+    {
+        var partial = Directory.CreateTempSubdirectory("magpie-dump-").FullName;
+        var empty = Directory.CreateTempSubdirectory("magpie-dump-").FullName;
+        try
+        {
+            foreach (var f in new[] { "Posts.xml", "Comments.xml" }) File.Copy(Path.Combine(RepoPaths.StackExchangeSample, f), Path.Combine(partial, f));
+            await using var magpie = await MagpieProcess.StartAsync();
+            var (exit, output) = await MagpieCli.RunAsync(TimeSpan.FromMinutes(5), "produce", "stackexchange", "--dir", partial, "--url", magpie.BaseUrl.ToString());
+            Assert.True(exit == 0, output);
+            var collections = (await magpie.StatsAsync()).GetProperty("collections");
+            Assert.Equal(Xml.Posts.Count(), collections.GetProperty("posts").GetInt64());
+            Assert.False(collections.TryGetProperty("users", out _));
+            Assert.Equal(Xml.CommentsPerPost().Values.Sum(), await SumArrays(magpie, "posts", "Comments"));
+
+            (exit, output) = await MagpieCli.RunAsync(TimeSpan.FromMinutes(1), "produce", "stackexchange", "--dir", empty, "--url", magpie.BaseUrl.ToString());
+            Assert.Equal(2, exit);
+            Assert.Equal($"magpie produce stackexchange: not a Stack Exchange dump folder: neither Users.xml nor Posts.xml is in {empty}", output.Trim());
+        }
+        finally
+        {
+            Directory.Delete(partial, recursive: true);
+            Directory.Delete(empty);
+        }
+    }
+
     private static async Task AssertImported(MagpieProcess magpie)
     {
         var stats = await magpie.StatsAsync();
