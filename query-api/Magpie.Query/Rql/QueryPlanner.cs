@@ -11,8 +11,16 @@ namespace Magpie.Query.Rql;
 /// <c>F@num</c>, ISO dates compare as dates on <c>F@ticks</c> for ranges, <c>null</c> is RavenDB's
 /// <c>NULL_VALUE</c>; search fields go through the analyzer.
 /// </summary>
-public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary<string, JsonElement>? parameters)
+/// <param name="numberFields">Fields the index holds numbers for (an <c>F@num</c> exists): a range on one with a string that is
+/// neither a number nor an ISO date is refused rather than answered with nothing; a numeric string (<c>'10'</c>) compares as the
+/// number, as PostgreSQL coerces a literal to its column's type.</param>
+public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary<string, JsonElement>? parameters,
+    IReadOnlySet<string>? numberFields = null)
 {
+    /// <summary>The fields <paramref name="fieldNames"/> (an index's) hold numbers for.</summary>
+    public static IReadOnlySet<string> NumberFieldsOf(IEnumerable<string> fieldNames) =>
+        fieldNames.Where(n => n.EndsWith(EntryFields.Number, StringComparison.Ordinal)).Select(n => n[..^EntryFields.Number.Length]).ToHashSet(StringComparer.Ordinal);
+
     public SearchQuery Where(RqlExpression? where) => where is null ? SearchQuery.All : Plan(where);
 
     private SearchQuery Plan(RqlExpression e) => e switch
@@ -58,6 +66,7 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
     /// <summary>Numbers range over <c>F@num</c>; ISO dates over <c>F@ticks</c>; other strings in term order.</summary>
     private SearchQuery Range(string field, object? low, bool includeLow, object? high, bool includeHigh, bool exact)
     {
+        if (numberFields?.Contains(field) == true) (low, high) = (AsNumber(field, low), AsNumber(field, high));
         if (low is double or null && high is double or null && (low ?? high) is double)
         {
             var lo = low is double l ? (includeLow ? l : Math.BitIncrement(l)) : double.NegativeInfinity;
@@ -77,6 +86,15 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
         }
         throw new RqlException($"a range on '{field}' needs two numbers or two strings", 1, 1);
     }
+
+    /// <summary>A string compared with a number field: a number if it reads as one, a date stays a date, anything else is refused.</summary>
+    private static object? AsNumber(string field, object? value) => value switch
+    {
+        string s when double.TryParse(s, System.Globalization.NumberStyles.Float, System.Globalization.CultureInfo.InvariantCulture, out var d) => d,
+        string s when EntryFields.TicksOf(s) is not null => s,
+        string s => throw new RqlException($"'{field}' holds numbers: compare it with a number, not '{(s.Length > 64 ? s[..64] + "…" : s)}'", 1, 1),
+        _ => value,
+    };
 
     private bool IsSearch(string field) => definition.FieldOptions(field).Indexing == IndexFieldOptions.Search;
 

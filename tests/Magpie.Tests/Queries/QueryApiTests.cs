@@ -94,6 +94,20 @@ public sealed class QueryApiTests(ImportedSampleFixture fx) : IClassFixture<Impo
     }
 
     [Fact]
+    public async Task A_number_field_compared_with_a_string_is_coerced_when_it_is_a_number_and_refused_when_not()
+    {
+        var numeric = (await Query("from index 'Posts/ByTags' where Score >= 10")).GetProperty("totalResults").GetInt64();
+        Assert.True(numeric > 0);
+        Assert.Equal(numeric, (await Query("from index 'Posts/ByTags' where Score >= '10'")).GetProperty("totalResults").GetInt64());
+        Assert.Equal(numeric, (await Query("from index 'Posts/ByTags' where Score >= $s", new { s = "10" })).GetProperty("totalResults").GetInt64());
+        var refused = await Http.PostAsJsonAsync("queries", new { query = "from index 'Posts/ByTags' where Score > 'abc'" });
+        Assert.Equal(HttpStatusCode.BadRequest, refused.StatusCode);
+        Assert.Contains("'Score' holds numbers: compare it with a number, not 'abc'", await refused.Content.ReadAsStringAsync());
+        // Dates still range as dates, strings on string fields as strings.
+        Assert.True((await Query("from index 'Posts/ByTags' where CreationDate >= '2012-01-01'")).GetProperty("totalResults").GetInt64() > 0);
+    }
+
+    [Fact]
     public async Task Indexes_run_in_process_no_java_is_started()
     {
         // The index is defined and searched (its results checked by the other tests); nothing below magpie may be a JVM.
