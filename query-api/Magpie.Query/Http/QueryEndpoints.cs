@@ -84,6 +84,9 @@ public static class QueryEndpoints
             // A slow reader that keeps reading is not an error: no minimum send rate for this response.
             if (ctx.Features.Get<IHttpMinResponseDataRateFeature>() is { } rate) rate.MinDataRate = null;
             ctx.Response.ContentType = "application/x-ndjson";
+            // RavenDB's stream headers: whether the rows come from an index still catching up (ask waitForNonStaleResults to wait).
+            ctx.Response.Headers["Magpie-Is-Stale"] = stream.IsStale ? "true" : "false";
+            ctx.Response.Headers["Magpie-Index-Etag"] = stream.IndexEtag.ToString(System.Globalization.CultureInfo.InvariantCulture);
             // The same JSON settings as POST /queries, so a streamed result reads exactly like a paged one.
             var json = ctx.RequestServices.GetRequiredService<IOptions<JsonOptions>>().Value.SerializerOptions;
             long bytes = 0;

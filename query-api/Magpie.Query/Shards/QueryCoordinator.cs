@@ -129,6 +129,12 @@ public sealed class QueryStream(QueryCoordinator coordinator, List<HeldOwner> ow
 
     internal static int FirstTake(RqlQuery query) => (int)Math.Min(FirstPageSize, query.Limit ?? long.MaxValue);
 
+    /// <summary>Whether the snapshot the stream reads was taken while the index was behind the documents (or a shard did not answer).</summary>
+    public bool IsStale => first.IsStale;
+
+    /// <summary>The index etag of the snapshot the stream reads.</summary>
+    public long IndexEtag => first.IndexEtag;
+
     /// <summary>Every page up to the query's limit: the first (already read), then one after another from the held snapshots.</summary>
     public async IAsyncEnumerable<ShardPage> PagesAsync([EnumeratorCancellation] CancellationToken ct = default)
     {

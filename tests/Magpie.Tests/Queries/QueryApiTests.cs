@@ -205,8 +205,25 @@ public sealed class QueryApiTests(ImportedSampleFixture fx) : IClassFixture<Impo
 
         var stream = await Http.PostAsJsonAsync("streams/queries", new { query = rql });
         Assert.Equal("application/x-ndjson", stream.Content.Headers.ContentType?.MediaType);
+        Assert.Equal("false", stream.Headers.GetValues("Magpie-Is-Stale").Single());
         var lines = (await stream.Content.ReadAsStringAsync()).Split('\n', StringSplitOptions.RemoveEmptyEntries);
         Assert.Equal(all, lines.Select(l => JsonDocument.Parse(l).RootElement.GetProperty("@metadata").GetProperty("@id").GetString()!));
+    }
+
+    [Fact]
+    public async Task A_stream_over_an_index_still_building_says_it_is_stale_and_waits_when_asked()
+    {
+        var put = await Http.PutAsync("indexes/Posts/StreamedWhileBuilding", HttpJson.Json(ImportedSampleFixture.Index));
+        Assert.True(put.IsSuccessStatusCode, await put.Content.ReadAsStringAsync());
+        var early = await Http.PostAsJsonAsync("streams/queries", new { query = "from index 'Posts/StreamedWhileBuilding'" });
+        Assert.Equal(HttpStatusCode.OK, early.StatusCode);
+        Assert.Equal("true", early.Headers.GetValues("Magpie-Is-Stale").Single());
+        var earlyRows = (await early.Content.ReadAsStringAsync()).Split('\n', StringSplitOptions.RemoveEmptyEntries).Length;
+        Assert.True(earlyRows < fx.Posts.Count, $"{earlyRows} rows from an index that was still building");
+
+        var waited = await Http.PostAsJsonAsync("streams/queries", new { query = "from index 'Posts/StreamedWhileBuilding'", waitForNonStaleResults = true, timeoutMs = 60_000 });
+        Assert.Equal("false", waited.Headers.GetValues("Magpie-Is-Stale").Single());
+        Assert.Equal(fx.Posts.Count, (await waited.Content.ReadAsStringAsync()).Split('\n', StringSplitOptions.RemoveEmptyEntries).Length);
     }
 
     [Fact]
