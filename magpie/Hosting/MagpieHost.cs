@@ -57,6 +57,7 @@ public static class MagpieHost
         var app = builder.Build();
         app.UseRequestLog();
         app.UseClientErrors();
+        app.UseCrossOriginWriteRefusal(settings.AllowedOrigins);
         app.UseRateLimiter();
         app.MapGet("/health", () => Results.Ok(new { status = "ok", target = settings.Target, modules = modules.Select(m => m.Name) }));
         app.MapHealthEndpoints(settings.Target);

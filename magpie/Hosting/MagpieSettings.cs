@@ -32,6 +32,9 @@ public sealed class MagpieSettings
     public int RequestQueueLimit { get; set; } = 1024;
     public int CheckpointIntervalSeconds { get; set; } = 60;
 
+    /// <summary>Web origins (<c>https://app.example.com</c>) whose pages may write; other cross-origin writes answer 403.</summary>
+    public string[] AllowedOrigins { get; set; } = [];
+
     /// <summary>Free disk space the document store keeps in reserve (MB): writes that would leave less answer 507.</summary>
     public int MinFreeDiskMegabytes { get; set; } = 64;
 

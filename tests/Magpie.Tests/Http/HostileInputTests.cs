@@ -143,6 +143,31 @@ public sealed class HostileInputTests(MagpieFixture fixture) : IClassFixture<Mag
         Assert.True(status.GetProperty("errorCount").GetInt64() >= 1);
     }
 
+    [Fact]
+    public async Task A_web_page_cannot_write_cross_origin_but_an_allowed_origin_and_non_browser_clients_can()
+    {
+        // The issue's probe: a cross-origin text/plain POST /bulk_docs (no CORS preflight in a browser) deleting a document.
+        var id = NewId();
+        Assert.Equal(HttpStatusCode.Created, (await Http.PutAsync(id, "{}")).StatusCode);
+        HttpRequestMessage Delete(string origin) => new(HttpMethod.Post, "bulk_docs")
+        {
+            Content = new StringContent($$"""[{"method":"DELETE","id":"{{id}}"}]""", Encoding.UTF8, "text/plain"),
+            Headers = { { "Origin", origin } },
+        };
+        await HttpJson.AssertProblem(await Http.SendAsync(Delete("https://evil.example")), HttpStatusCode.Forbidden, "https://evil.example");
+        Assert.Equal(HttpStatusCode.OK, (await Http.GetAsync($"docs/{id}")).StatusCode);
+        var read = new HttpRequestMessage(HttpMethod.Get, $"docs/{id}") { Headers = { { "Origin", "https://evil.example" } } };
+        Assert.Equal(HttpStatusCode.OK, (await Http.SendAsync(read)).StatusCode);
+
+        await using var allowing = await MagpieProcess.StartAsync(environment: new() { ["MAGPIE__ALLOWEDORIGINS__0"] = "https://app.example" });
+        Assert.Equal(HttpStatusCode.Created, (await allowing.Http.PutAsync(id, "{}")).StatusCode);
+        Assert.Equal(HttpStatusCode.OK, (await allowing.Http.SendAsync(Delete("https://app.example"))).StatusCode);
+        Assert.Equal(HttpStatusCode.NotFound, (await allowing.Http.GetAsync($"docs/{id}")).StatusCode);
+        // Its own origin (a page Magpie served) may write too.
+        Assert.Equal(HttpStatusCode.Created, (await allowing.Http.PutAsync(id, "{}")).StatusCode);
+        Assert.Equal(HttpStatusCode.OK, (await allowing.Http.SendAsync(Delete(allowing.BaseUrl.ToString().TrimEnd('/')))).StatusCode);
+    }
+
     [Theory]
     [InlineData("GET", "docs?pageSize=abc", 400, "pageSize")]
     [InlineData("GET", "no/such/thing", 404, "no resource at GET /no/such/thing")]
