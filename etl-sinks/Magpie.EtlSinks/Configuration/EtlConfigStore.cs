@@ -79,7 +79,7 @@ public sealed partial class EtlConfigStore
         {
             next = change(_config);
             DurableFile.Write(_path, JsonSerializer.SerializeToUtf8Bytes(new StoredConfig(
-                new(next.Connections), new(next.Tasks)), Json));
+                new(next.Connections), new(next.Tasks)), Json), ownerOnly: true);
             Volatile.Write(ref _config, next);
         }
         Changed?.Invoke(next);

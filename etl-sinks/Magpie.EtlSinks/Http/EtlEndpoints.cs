@@ -75,10 +75,30 @@ public static class EtlEndpoints
     private static IResult NotFound(string detail) => Results.Problem(detail: detail, statusCode: 404, title: "Not found");
 
     /// <summary>Connection strings come back without their password.</summary>
-    private static EtlConnection Masked(EtlConnection c) =>
-        c.Url is not null && Uri.TryCreate(c.Url, UriKind.Absolute, out var uri) && uri.UserInfo.Contains(':')
-            ? c with { Url = c.Url.Replace(uri.UserInfo, uri.UserInfo[..uri.UserInfo.IndexOf(':')] + ":***") }
-            : c;
+    /// <summary>
+    /// A connection as a GET shows it: the URL's password and every secret-looking option (<c>sasl.password</c>,
+    /// <c>ssl.key.password</c>, <c>sasl.jaas.config</c>, tokens) as <c>***</c>. The URL is cut by hand, not by
+    /// <see cref="Uri"/>, so a password <c>Uri</c> would escape or refuse (a space, a '#') is masked all the same.
+    /// </summary>
+    internal static EtlConnection Masked(EtlConnection c) => c with
+    {
+        Url = c.Url is { } url ? MaskedUrl(url) : null,
+        Options = c.Options?.ToDictionary(o => o.Key, o => IsSecret(o.Key) ? "***" : o.Value),
+    };
+
+    private static string MaskedUrl(string url)
+    {
+        var start = url.IndexOf("://", StringComparison.Ordinal) is var s and >= 0 ? s + 3 : 0;
+        var slash = url.IndexOf('/', start);
+        var authority = slash < 0 ? url[start..] : url[start..slash];
+        var at = authority.LastIndexOf('@');
+        var colon = at < 0 ? -1 : authority.IndexOf(':');
+        if (colon < 0 || colon > at) return url;
+        return string.Concat(url.AsSpan(0, start + colon + 1), "***", url.AsSpan(start + at));
+    }
+
+    private static bool IsSecret(string option) =>
+        new[] { "password", "secret", "jaas", "token", "credential", "key.pem" }.Any(w => option.Contains(w, StringComparison.OrdinalIgnoreCase));
 
     private sealed class ScriptProblem(int transform, ScriptSyntaxException error) : Exception(error.Message)
     {

@@ -168,6 +168,33 @@ public sealed class HostileInputTests(MagpieFixture fixture) : IClassFixture<Mag
         Assert.Equal(HttpStatusCode.OK, (await allowing.Http.SendAsync(Delete(allowing.BaseUrl.ToString().TrimEnd('/')))).StatusCode);
     }
 
+    [Fact]
+    public async Task Connection_secrets_never_come_back_from_a_get_and_their_file_is_the_owners_alone()
+    {
+        // The shapes: Kafka SASL and SSL key passwords, a JAAS config, a RabbitMQ password with a space.
+        var kafka = await Http.PutAsJsonAsync("etl/connections/secret-kafka", new
+        {
+            type = "kafka", bootstrapServers = "localhost:1",
+            options = new Dictionary<string, string> { ["sasl.password"] = "s3cret-sasl", ["ssl.key.password"] = "s3cret-key", ["sasl.jaas.config"] = "x password=\"s3cret-jaas\";", ["acks"] = "all" },
+        });
+        Assert.True(kafka.IsSuccessStatusCode, await kafka.Content.ReadAsStringAsync());
+        var rabbit = await Http.PutAsJsonAsync("etl/connections/secret-rabbit", new { type = "rabbitmq", url = "amqp://magpie:s3cret word@localhost:5672/vh" });
+        Assert.True(rabbit.IsSuccessStatusCode, await rabbit.Content.ReadAsStringAsync());
+
+        foreach (var path in new[] { "etl/connections", "etl/connections/secret-kafka", "etl/connections/secret-rabbit" })
+        {
+            var shown = await Http.GetStringAsync(path);
+            Assert.DoesNotContain("s3cret", shown);
+        }
+        var one = await Http.GetFromJsonAsync<JsonElement>("etl/connections/secret-kafka");
+        Assert.Equal("all", one.GetProperty("options").GetProperty("acks").GetString());
+        Assert.Equal("amqp://magpie:***@localhost:5672/vh", (await Http.GetFromJsonAsync<JsonElement>("etl/connections/secret-rabbit")).GetProperty("url").GetString());
+
+        var file = Path.Combine(fixture.Magpie.DataDir, "etl", "config.json");
+        Assert.Equal(UnixFileMode.UserRead | UnixFileMode.UserWrite, File.GetUnixFileMode(file));
+        Assert.DoesNotContain(fixture.Magpie.Output, line => line.Contains("s3cret"));
+    }
+
     [Theory]
     [InlineData("GET", "docs?pageSize=abc", 400, "pageSize")]
     [InlineData("GET", "no/such/thing", 404, "no resource at GET /no/such/thing")]
