@@ -19,6 +19,9 @@ namespace Magpie.Indexer.Lucene;
 /// </summary>
 public sealed class LuceneEngine(ILogger log, long facetCacheBytes = 256L << 20) : IIndexEngine
 {
+    /// <summary>Where an index logs what Lucene said when it refused something, for operators (clients get Magpie's words).</summary>
+    internal ILogger Log => log;
+
     public const string EngineName = "lucene.net-4.8";
 
     internal const LuceneVersion Version = LuceneVersion.LUCENE_48;

@@ -5,6 +5,7 @@ using Lucene.Net.Search;
 using Lucene.Net.Util;
 using Magpie.Contracts.Search;
 using Magpie.Indexer.Engine;
+using Microsoft.Extensions.Logging;
 using Query = Lucene.Net.Search.Query;
 
 namespace Magpie.Indexer.Lucene;
@@ -233,14 +234,21 @@ internal sealed class LuceneIndex : IIndexPersistence
         finally { _searchers.Release(searcher); }
     }
 
-    /// <summary>Lucene's refusals (too many clauses, a closed index, a bad cursor) as the engine's, with Lucene's reason.</summary>
+    /// <summary>
+    /// Lucene's refusals (too many clauses, a closed index, a bad cursor, an I/O error) as the engine's, in Magpie's words:
+    /// a client never sees Lucene's exception types or messages; the log keeps them for operators.
+    /// </summary>
     private T Guard<T>(Func<T> action)
     {
         if (_closed) throw new IndexEngineException("the index is closed");
         try { return action(); }
         catch (Exception e) when (e is BooleanQuery.TooManyClausesException or ObjectDisposedException or ArgumentException or InvalidOperationException or IOException)
         {
-            throw new IndexEngineException(_closed ? "the index is closed" : $"{e.GetType().Name}: {e.Message}", e);
+            if (_closed || e is ObjectDisposedException) throw new IndexEngineException("the index is closed (reset, redefined or shutting down)", e);
+            if (e is BooleanQuery.TooManyClausesException)
+                throw new IndexEngineException($"the query expands to more than {BooleanQuery.MaxClauseCount:N0} terms (a prefix, range or list over too many values): narrow it", e);
+            _engine.Log.LogWarning(e, "index refused an operation");
+            throw new IndexEngineException(e is IOException ? "the index could not be read or written (see the server log)" : "the index could not run this (see the server log)", e);
         }
     }
 
