@@ -20,23 +20,31 @@ public sealed partial class DocumentStore
     /// <summary>Why a store cannot be opened in <paramref name="options"/>' directory (null: it can), found before FASTER meets it.</summary>
     public static string? Unusable(DocumentStoreOptions options)
     {
+        for (var at = Path.GetFullPath(options.Directory); at is not null; at = Path.GetDirectoryName(at))
+            if (File.Exists(at)) return $"{at} is a file, not a directory";
+        if (RefusedWrite(options.Directory) is { } refused) return refused;
+        var free = new DriveInfo(options.Directory).AvailableFreeSpace;
+        return free < options.MinFreeDiskBytes ? $"only {free:N0} bytes free, under the {options.MinFreeDiskBytes:N0} kept in reserve (Magpie:MinFreeDiskMegabytes)" : null;
+    }
+
+    /// <summary>Null when <paramref name="directory"/> (created if missing) takes a durable 4 KB write, as a commit would; else why not (read-only, full, gone).</summary>
+    private static string? RefusedWrite(string directory)
+    {
+        var probe = Path.Combine(directory, ".write-probe");
         try
         {
-            for (var at = Path.GetFullPath(options.Directory); at is not null; at = Path.GetDirectoryName(at))
-                if (File.Exists(at)) return $"{at} is a file, not a directory";
-            Directory.CreateDirectory(options.Directory);
-            var probe = Path.Combine(options.Directory, ".write-probe");
+            Directory.CreateDirectory(directory);
             using (var file = new FileStream(probe, FileMode.Create, FileAccess.Write, FileShare.None, 4096, FileOptions.WriteThrough))
             {
                 file.Write(new byte[4096]);
                 file.Flush(flushToDisk: true);
             }
             File.Delete(probe);
-            var free = new DriveInfo(options.Directory).AvailableFreeSpace;
-            return free < options.MinFreeDiskBytes ? $"only {free:N0} bytes free, under the {options.MinFreeDiskBytes:N0} kept in reserve (Magpie:MinFreeDiskMegabytes)" : null;
+            return null;
         }
         catch (Exception e) when (e is IOException or UnauthorizedAccessException)
         {
+            try { File.Delete(probe); } catch (Exception cleanup) when (cleanup is IOException or UnauthorizedAccessException) { }
             return e.Message;
         }
     }
@@ -60,30 +68,15 @@ public sealed partial class DocumentStore
     }
 
     /// <summary>
-    /// Null when a write would be taken, else why not: the store is shut or its directory refuses a small durable write
-    /// (read-only, full, gone). The probe writes and flushes 4 KB beside the log, as a commit would.
+    /// Null when a write would be taken, else why not: the store is shut, a commit failed, the disk reserve is reached, or
+    /// its directory refuses a small durable write (read-only, full, gone).
     /// </summary>
-    public async Task<string?> WriteProblemAsync(CancellationToken ct)
+    public Task<string?> WriteProblemAsync(CancellationToken ct)
     {
-        if (_disposed != 0) return "the document store is closed";
-        if (_storageFailure is { } failure) return failure;
+        if (_disposed != 0) return Task.FromResult<string?>("the document store is closed");
         try { EnsureSpace(0); }
-        catch (StoreFullException e) { return e.Message; }
-        var probe = Path.Combine(_options.Directory, ".write-probe");
-        try
-        {
-            await using (var file = new FileStream(probe, FileMode.Create, FileAccess.Write, FileShare.None, 4096, FileOptions.WriteThrough))
-            {
-                await file.WriteAsync(new byte[4096], ct);
-                file.Flush(flushToDisk: true);
-            }
-            File.Delete(probe);
-            return null;
-        }
-        catch (Exception e) when (e is IOException or UnauthorizedAccessException)
-        {
-            try { File.Delete(probe); } catch (IOException) { }
-            return $"the data directory {_options.Directory} refuses writes: {e.Message}";
-        }
+        catch (StoreFullException e) { return Task.FromResult<string?>(e.Message); }
+        // A 4 KB write with write-through: short enough for the readiness probe's thread.
+        return Task.FromResult(RefusedWrite(_options.Directory) is { } refused ? $"the data directory {_options.Directory} refuses writes: {refused}" : null);
     }
 }

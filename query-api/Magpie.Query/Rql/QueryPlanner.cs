@@ -11,11 +11,11 @@ namespace Magpie.Query.Rql;
 /// <c>F@num</c>, ISO dates compare as dates on <c>F@ticks</c> for ranges, <c>null</c> is RavenDB's
 /// <c>NULL_VALUE</c>; search fields go through the analyzer.
 /// </summary>
-/// <param name="numberFields">Fields the index holds numbers for (an <c>F@num</c> exists): a range on one with a string that is
+/// <param name="numberFields">Fields the index holds numbers for (an <c>F@num</c> exists; read only when a range has a string): a range on one with a string that is
 /// neither a number nor an ISO date is refused rather than answered with nothing; a numeric string (<c>'10'</c>) compares as the
 /// number, as PostgreSQL coerces a literal to its column's type.</param>
 public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary<string, JsonElement>? parameters,
-    IReadOnlySet<string>? numberFields = null)
+    Lazy<IReadOnlySet<string>>? numberFields = null)
 {
     /// <summary>The fields <paramref name="fieldNames"/> (an index's) hold numbers for.</summary>
     public static IReadOnlySet<string> NumberFieldsOf(IEnumerable<string> fieldNames) =>
@@ -66,7 +66,7 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
     /// <summary>Numbers range over <c>F@num</c>; ISO dates over <c>F@ticks</c>; other strings in term order.</summary>
     private SearchQuery Range(string field, object? low, bool includeLow, object? high, bool includeHigh, bool exact)
     {
-        if (numberFields?.Contains(field) == true) (low, high) = (AsNumber(field, low), AsNumber(field, high));
+        if ((low ?? high) is string && numberFields?.Value.Contains(field) == true) (low, high) = (AsNumber(field, low), AsNumber(field, high));
         if (low is double or null && high is double or null && (low ?? high) is double)
         {
             var lo = low is double l ? (includeLow ? l : Math.BitIncrement(l)) : double.NegativeInfinity;

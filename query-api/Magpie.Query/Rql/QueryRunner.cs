@@ -26,7 +26,8 @@ public static class QueryRunner
     public static async Task<QueryPlan> PlanAsync(IReadOnlyList<IShardSearcher> shards, IndexDefinition definition, RqlQuery query,
         IReadOnlyDictionary<string, JsonElement>? parameters, IReadOnlyCollection<string>? numericSorts = null, CancellationToken ct = default)
     {
-        var where = new QueryPlanner(definition, parameters, QueryPlanner.NumberFieldsOf(shards.SelectMany(s => s.FieldNames()))).Where(query.Where);
+        var numberFields = new Lazy<IReadOnlySet<string>>(() => QueryPlanner.NumberFieldsOf(shards.SelectMany(s => s.FieldNames())));
+        var where = new QueryPlanner(definition, parameters, numberFields).Where(query.Where);
         var sort = new List<SortField>();
         foreach (var order in query.OrderBy) sort.Add(await SortOfAsync(shards, order, numericSorts, ct));
         // With select: the projected stored fields, and the document source where the index keeps it (Kafka mode).
