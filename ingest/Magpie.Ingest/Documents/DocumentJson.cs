@@ -23,7 +23,7 @@ public static class DocumentJson
         {
             if (!reader.Read()) return "the document is empty";
             if (reader.TokenType != JsonTokenType.StartObject) return $"a document must be a JSON object, not {Describe(reader.TokenType)}";
-            return InvalidTextFrom(ref reader);
+            return InvalidTextFrom(ref reader, Utf8.IsValid(json));
         }
         catch (JsonException e)
         {
@@ -35,23 +35,26 @@ public static class DocumentJson
     public static string? InvalidText(ReadOnlySpan<byte> json)
     {
         var reader = new Utf8JsonReader(json, new JsonReaderOptions { MaxDepth = 1024 });
-        try { return InvalidTextFrom(ref reader); }
+        try { return InvalidTextFrom(ref reader, Utf8.IsValid(json)); }
         catch (JsonException) { return null; }
     }
 
-    private static string? InvalidTextFrom(ref Utf8JsonReader reader)
+    /// <param name="utf8Valid">The whole text is valid UTF-8 (one vectorised pass; outside strings JSON is ASCII anyway): then only
+    /// strings with <c>\u</c> escapes need a look, for lone surrogates; otherwise every string is checked, to say where.</param>
+    private static string? InvalidTextFrom(ref Utf8JsonReader reader, bool utf8Valid)
     {
         while (reader.Read())
-            if (reader.TokenType is JsonTokenType.String or JsonTokenType.PropertyName && InvalidToken(ref reader) is { } textError)
+            if (reader.TokenType is JsonTokenType.String or JsonTokenType.PropertyName && (!utf8Valid || reader.ValueIsEscaped)
+                && InvalidToken(ref reader, utf8Valid) is { } textError)
                 return textError;
         return null;
     }
 
-    private static string? InvalidToken(ref Utf8JsonReader reader)
+    private static string? InvalidToken(ref Utf8JsonReader reader, bool utf8Valid)
     {
         var what = reader.TokenType == JsonTokenType.PropertyName ? "a property name" : "a string";
-        if (!reader.ValueIsEscaped)
-            return Utf8.IsValid(reader.ValueSpan) ? null : $"{what} at byte {reader.TokenStartIndex} is not valid UTF-8";
+        if (!utf8Valid && !Utf8.IsValid(reader.ValueSpan)) return $"{what} at byte {reader.TokenStartIndex} is not valid UTF-8";
+        if (!reader.ValueIsEscaped || reader.ValueSpan.IndexOf("\\u"u8) < 0) return null;
         // Unescaping is what finds a lone surrogate (\ud800 without its pair); the unescaped text is never longer than the escaped.
         var rented = ArrayPool<char>.Shared.Rent(reader.ValueSpan.Length);
         try
