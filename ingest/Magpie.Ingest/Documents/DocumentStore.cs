@@ -185,6 +185,8 @@ public sealed partial class DocumentStore : IAsyncDisposable
                     byte[] patched;
                     try { patched = DocumentPatcher.Apply(before, cmd.Patch!, _options.MaxJsonDepth); }
                     catch (DocumentPatchException e) { outcomes[i] = Failed(cmd, e.BreaksLimits ? WriteErrorKind.Invalid : WriteErrorKind.PatchFailed, e.Message); continue; }
+                    // Checked before anything reads it (its metadata below): a result too deep or not text is refused here.
+                    if (Unservable(cmd, patched) is { } unservable) { outcomes[i] = Failed(cmd, WriteErrorKind.Invalid, unservable); continue; }
                     // A patch keeps the document in its collection unless the patched metadata names another.
                     var patchedCollection = cmd.Collection ?? DocumentJson.ExplicitCollection(patched) ?? current.Collection!;
                     write = new PlannedWrite(i, ChangeOp.Put, cmd.Id, patchedCollection, patched, false, current.Collection);
@@ -194,9 +196,9 @@ public sealed partial class DocumentStore : IAsyncDisposable
                     write = new PlannedWrite(i, ChangeOp.Delete, cmd.Id, current.Collection!, [], false, current.Collection);
                     break;
             }
-            if (write!.Op == ChangeOp.Put && ((cmd.Method == WriteMethod.Patch ? Unservable(cmd, write.Document) : null) ?? DocumentId.ValidateCollection(write.Collection)) is { } invalid)
+            if (write!.Op == ChangeOp.Put && DocumentId.ValidateCollection(write.Collection) is { } collectionError)
             {
-                outcomes[i] = Failed(cmd, WriteErrorKind.Invalid, invalid);
+                outcomes[i] = Failed(cmd, WriteErrorKind.Invalid, collectionError);
                 continue;
             }
             plan.Add(write);

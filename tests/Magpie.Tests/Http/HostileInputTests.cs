@@ -66,6 +66,8 @@ public sealed class HostileInputTests(MagpieFixture fixture) : IClassFixture<Mag
         var path = string.Concat(Enumerable.Repeat("/a", 60)) + "/b";
         var ten = string.Concat(Enumerable.Repeat("{\"c\":", 9)) + "{}" + new string('}', 9);
         await HttpJson.AssertProblem(await Http.PatchAsync(id, $$"""[{"op":"add","path":"{{path}}","value":{{ten}}}]"""), HttpStatusCode.BadRequest, "deeper");
+        // The same with metadata in the result (read for its collection only after the result passed its checks).
+        await HttpJson.AssertProblem(await Http.PatchAsync(id, $$$"""[{"op":"add","path":"/@metadata","value":{"@collection":"DeepDocs"}},{"op":"add","path":"{{{path}}}","value":{{{ten}}}}]"""), HttpStatusCode.BadRequest, "deeper");
         var get = await Http.GetAsync($"docs/{id}");
         Assert.Equal(HttpStatusCode.OK, get.StatusCode);
         var body = await get.Content.ReadAsStringAsync();
