@@ -5,5 +5,6 @@ var root = new RootCommand("Magpie: a message-driven document indexing pipeline"
 {
     RunCommand.Create(),
     ProduceCommand.Create(),
+    KeysCommand.Create(),
 };
 return await root.Parse(args).InvokeAsync();

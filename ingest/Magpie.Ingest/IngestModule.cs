@@ -42,7 +42,7 @@ public static class IngestModule
             services.AddSingleton<ChangeRelay>().AddHostedService(sp => sp.GetRequiredService<ChangeRelay>());
             if (options.IndexerGroup is { } group)
                 services.AddSingleton<Magpie.Contracts.Indexes.IIndexWaiter>(sp => new KafkaIndexWaiter(sp.GetRequiredService<ChangeRelay>(),
-                    new IndexerGroup(options.KafkaBootstrapServers, group), new HttpClient { Timeout = TimeSpan.FromMinutes(6) }));
+                    new IndexerGroup(options.KafkaBootstrapServers, group), options.PeerClient(TimeSpan.FromMinutes(6))));
         }
         return services;
     }

@@ -1,6 +1,6 @@
 namespace Magpie.Ingest;
 
-public sealed class IngestOptions
+public sealed record IngestOptions
 {
     /// <summary>Root data folder; the store lives in <c>{DataDir}/documents</c>, the relay position in <c>{DataDir}/relay</c>.</summary>
     public required string DataDir { get; init; }
@@ -17,6 +17,9 @@ public sealed class IngestOptions
     /// other processes (Kafka mode); null when the indexer runs in this process (it answers itself).
     /// </summary>
     public string? IndexerGroup { get; init; }
+
+    /// <summary>HTTP clients for asking indexer processes (with the deployment's service key and certificate trust).</summary>
+    public Func<TimeSpan, HttpClient> PeerClient { get; init; } = timeout => new HttpClient { Timeout = timeout };
 
     /// <summary>Most input-topic messages applied in one store batch (and one offset commit).</summary>
     public int InputBatchSize { get; init; } = 512;

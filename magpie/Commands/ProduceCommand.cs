@@ -15,6 +15,7 @@ public static class ProduceCommand
     private static readonly Option<string?> Kafka = new("--kafka") { Description = "Kafka bootstrap servers (publishes to magpie.documents)" };
     private static readonly Option<int> BatchSize = new("--batch-size") { Description = "Writes per batch", DefaultValueFactory = _ => 128 };
     private static readonly Option<int> MaxInFlight = new("--max-in-flight") { Description = "Batches outstanding at once", DefaultValueFactory = _ => 4 };
+    private static readonly Option<string?> KeyFile = new("--key-file") { Description = "File holding an API key with the write role (or set MAGPIE_API_KEY); never the key itself on the command line" };
 
     public static Command Create()
     {
@@ -27,7 +28,7 @@ public static class ProduceCommand
 
     private static Command WithSinkOptions(Command c)
     {
-        c.Options.Add(Url); c.Options.Add(Kafka); c.Options.Add(BatchSize); c.Options.Add(MaxInFlight);
+        c.Options.Add(Url); c.Options.Add(Kafka); c.Options.Add(BatchSize); c.Options.Add(MaxInFlight); c.Options.Add(KeyFile);
         c.Validators.Add(r =>
         {
             if ((r.GetValue(Url) is null) == (r.GetValue(Kafka) is null)) r.AddError("give exactly one of --url or --kafka");
@@ -106,7 +107,11 @@ public static class ProduceCommand
 
     private static async Task<IDocumentSink> OpenSink(ParseResult parse, CancellationToken ct)
     {
-        if (parse.GetValue(Url) is { } url) return new HttpBulkSink(new Uri(url.TrimEnd('/') + "/"));
+        if (parse.GetValue(Url) is { } url)
+        {
+            var key = parse.GetValue(KeyFile) is { } file ? (await File.ReadAllTextAsync(file, ct)).Trim() : Environment.GetEnvironmentVariable("MAGPIE_API_KEY");
+            return new HttpBulkSink(new Uri(url.TrimEnd('/') + "/"), apiKey: string.IsNullOrWhiteSpace(key) ? null : key);
+        }
         var servers = parse.GetValue(Kafka)!;
         await KafkaDocumentSink.EnsureTopicsAsync(servers, ct);
         return new KafkaDocumentSink(servers);

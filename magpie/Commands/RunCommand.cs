@@ -16,9 +16,10 @@ public static class RunCommand
         var kafka = new Option<string?>("--kafka") { Description = "Kafka bootstrap servers; absent = embedded, no Kafka" };
 
         var pgPort = new Option<int?>("--pg-port") { Description = "PostgreSQL wire port of the query target (default 5433; 0 = any free port; -1 = off)" };
-        var pgUser = new Option<string[]>("--pg-user") { Description = "A PostgreSQL user as name:password (repeatable); none = trust, loopback only", AllowMultipleArgumentsPerToken = false };
+        var bind = new Option<string?>("--bind") { Description = "Address to listen on: localhost (default), an IP, or * (needs an API key, or --unsecured)" };
+        var unsecured = new Option<bool>("--unsecured") { Description = "Listen beyond loopback with no API key: anyone who reaches the port may do anything" };
 
-        var command = new Command("run", "Run Magpie (embedded by default)") { target, dataDir, httpPort, kafka, pgPort, pgUser };
+        var command = new Command("run", "Run Magpie (embedded by default)") { target, dataDir, httpPort, kafka, pgPort, bind, unsecured };
         command.SetAction(async (parse, ct) =>
         {
             var builder = MagpieHost.CreateBuilder();
@@ -28,7 +29,8 @@ public static class RunCommand
             if (parse.GetValue(httpPort) is { } p) settings.HttpPort = p;
             if (parse.GetValue(kafka) is { } k) settings.Kafka = k;
             if (parse.GetValue(pgPort) is { } pg) settings.Pg.Port = pg;
-            if (parse.GetValue(pgUser) is { Length: > 0 } users) settings.Pg.Users = [.. users];
+            if (parse.GetValue(bind) is { } b) settings.BindAddress = b;
+            if (parse.GetValue(unsecured)) settings.Unsecured = true;
             try
             {
                 var app = MagpieHost.Build(builder, settings);

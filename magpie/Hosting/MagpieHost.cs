@@ -1,6 +1,8 @@
 using System.Threading.RateLimiting;
 using Magpie.Hosting.Health;
 using Magpie.Hosting.Metrics;
+using Magpie.Hosting.Security;
+using Magpie.Security;
 using Magpie.Ingest.Http;
 using Magpie.Modules;
 using Microsoft.AspNetCore.Builder;
@@ -29,12 +31,16 @@ public static class MagpieHost
         var startup = LoggerFactory.Create(l => l.AddSimpleConsole(o => o.SingleLine = true)).CreateLogger("Magpie");
         foreach (var m in modules)
             if (m.Unmet(settings) is { } why) throw new ModuleUnmetException($"module '{m.Name}' can't start: {why}");
+        var security = HostSecurity.From(settings);
+        if (settings.Unsecured && !security.Loopback)
+            startup.LogWarning("--unsecured: listening on {Address} with no API key required; anyone who reaches port {Port} can read, write, define indexes and ETL", settings.BindAddress, settings.HttpPort);
 
         builder.WebHost.ConfigureKestrel(k =>
         {
-            k.ListenAnyIP(settings.HttpPort);
+            security.Listen(k, settings.HttpPort);
             k.Limits.MaxRequestBodySize = settings.MaxRequestBodyBytes;
         });
+        builder.Services.AddSingleton(security.Keys).AddSingleton<FailedLogins>();
         builder.Services.AddClientErrors();
         builder.Services.AddRateLimiter(o =>
         {
@@ -52,20 +58,24 @@ public static class MagpieHost
         builder.AddMetricsEndpoint();
         builder.Services.AddHealthChecks();
         if (!settings.Embedded) builder.Services.AddKafkaReadiness(settings.Kafka!);
-        foreach (var m in modules) m.AddServices(builder, settings);
+        foreach (var m in modules) m.AddServices(builder, settings, security);
 
         var app = builder.Build();
         app.UseRequestLog();
         app.UseClientErrors();
+        app.UseApiKeys(security.Keys, app.Services.GetRequiredService<FailedLogins>(), security.KeysRequiredWithoutKeys);
         app.UseCrossOriginWriteRefusal(settings.AllowedOrigins);
+        app.UseJsonBodiesOnly();
         app.UseRateLimiter();
         app.MapGet("/health", () => Results.Ok(new { status = "ok", target = settings.Target, modules = modules.Select(m => m.Name) }));
         app.MapHealthEndpoints(settings.Target);
         app.MapMetricsEndpoint();
+        app.MapKeyEndpoints();
         foreach (var m in modules) m.Map(app, settings);
         app.Lifetime.ApplicationStarted.Register(() => startup.LogInformation(
-            "magpie target '{Target}' ({Mode}) listening on :{Port}, data in {DataDir}",
-            settings.Target, settings.Embedded ? "embedded" : $"kafka {settings.Kafka}", settings.HttpPort, Path.GetFullPath(settings.DataDir)));
+            "magpie target '{Target}' ({Mode}) listening on {Scheme}://{Address}:{Port}, {Auth}, data in {DataDir}",
+            settings.Target, settings.Embedded ? "embedded" : $"kafka {settings.Kafka}", security.Scheme, settings.BindAddress, settings.HttpPort,
+            security.Keys.Any ? $"{security.Keys.All.Count} API key(s)" : "no API key (open to loopback)", Path.GetFullPath(settings.DataDir)));
         return app;
     }
 }

@@ -10,6 +10,24 @@ public sealed class MagpieSettings
     public string DataDir { get; set; } = "./data";
     public int HttpPort { get; set; } = 8080;
 
+    /// <summary>Where HTTP (and the PostgreSQL endpoint) listen: <c>localhost</c> (default), an IP address, or <c>*</c>. Beyond
+    /// loopback Magpie needs an API key, or <see cref="Unsecured"/>.</summary>
+    public string BindAddress { get; set; } = "localhost";
+
+    /// <summary>Accept listening beyond loopback with no API key (<c>--unsecured</c>): anyone who reaches the port may do anything.</summary>
+    public bool Unsecured { get; set; }
+
+    /// <summary>The API key file; default <c>{DataDir}/keys.json</c>. Processes of a split deployment share one.</summary>
+    public string? KeysFile { get; set; }
+
+    /// <summary>The key this process sends to the others of a split deployment (query → indexers): from a file, or the
+    /// environment (<c>MAGPIE__SERVICEKEY</c>); never on the command line.</summary>
+    public string? ServiceKeyFile { get; set; }
+    public string? ServiceKey { get; set; }
+
+    /// <summary>HTTPS (and TLS on the PostgreSQL endpoint) from a PEM certificate and key.</summary>
+    public TlsSettings Tls { get; set; } = new();
+
     /// <summary>Kafka bootstrap servers; empty = embedded mode (no Kafka at all).</summary>
     public string? Kafka { get; set; }
 
@@ -41,7 +59,7 @@ public sealed class MagpieSettings
     /// <summary>The index engine's budget for facet columns (all indexes together) (per-segment value ordinals and range document sets), in MB.</summary>
     public int FacetCacheMegabytes { get; set; } = 256;
 
-    /// <summary>The PostgreSQL wire endpoint of the query target (<c>Magpie:Pg:*</c>, <c>MAGPIE__PG__PORT</c>, <c>--pg-port</c>, <c>--pg-user</c>).</summary>
+    /// <summary>The PostgreSQL wire endpoint of the query target (<c>Magpie:Pg:*</c>, <c>MAGPIE__PG__PORT</c>, <c>--pg-port</c>).</summary>
     public PgSettings Pg { get; set; } = new();
 
     public bool Embedded => string.IsNullOrWhiteSpace(Kafka);
@@ -52,12 +70,18 @@ public sealed class PgSettings
     /// <summary>5433 by default; 0 = any free port; -1 = off.</summary>
     public int Port { get; set; } = 5433;
 
-    /// <summary><c>name:password</c> entries; none = trust connections from loopback only.</summary>
-    public List<string> Users { get; set; } = [];
+    /// <summary>Users are API keys (name = user, key = password); this allows the password in clear text instead of SCRAM-SHA-256.</summary>
     public bool AllowCleartext { get; set; }
-    public string? Certificate { get; set; }
-    public string? CertificatePassword { get; set; }
     public int MaxConnections { get; set; } = 64;
     public int StatementTimeoutSeconds { get; set; } = 30;
     public int StartupTimeoutSeconds { get; set; } = 10;
+}
+
+public sealed class TlsSettings
+{
+    /// <summary>PEM certificate (chain) file; set = HTTPS only.</summary>
+    public string? Certificate { get; set; }
+
+    /// <summary>PEM private key file; absent = the key is in the certificate file.</summary>
+    public string? Key { get; set; }
 }

@@ -1,5 +1,6 @@
 using Magpie.EtlSinks;
 using Magpie.Hosting;
+using Magpie.Hosting.Security;
 using Microsoft.AspNetCore.Builder;
 
 namespace Magpie.Modules;
@@ -17,7 +18,7 @@ public sealed class EtlSinksModuleWiring(bool ingestInProcess) : IMagpieModule
         ? "the sinks target alone reads magpie.changes from Kafka: set --kafka (or run --target all)"
         : null;
 
-    public void AddServices(WebApplicationBuilder builder, MagpieSettings settings) => builder.Services.AddEtlSinks(Options(settings));
+    public void AddServices(WebApplicationBuilder builder, MagpieSettings settings, HostSecurity security) => builder.Services.AddEtlSinks(Options(settings));
 
     public void Map(WebApplication app, MagpieSettings settings) => app.MapEtlSinks(Options(settings));
 

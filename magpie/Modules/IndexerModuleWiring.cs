@@ -1,5 +1,6 @@
 using System.Net;
 using Magpie.Hosting;
+using Magpie.Hosting.Security;
 using Magpie.Hosting.Health;
 using Magpie.Indexer;
 using Magpie.Indexer.Indexing;
@@ -24,7 +25,7 @@ public sealed class IndexerModuleWiring(bool ingestInProcess) : IMagpieModule
         ? "the indexer target alone reads magpie.changes from Kafka: set --kafka (or run --target all)"
         : null;
 
-    public void AddServices(WebApplicationBuilder builder, MagpieSettings settings)
+    public void AddServices(WebApplicationBuilder builder, MagpieSettings settings, HostSecurity security)
     {
         builder.Services.AddIndexer(Options(settings, ingestInProcess));
         builder.Services.AddLocalShards();
@@ -42,11 +43,15 @@ public sealed class IndexerModuleWiring(bool ingestInProcess) : IMagpieModule
         DataDir = Path.GetFullPath(s.DataDir),
         Kafka = embedded || s.Embedded ? null : s.Kafka,
         IndexerGroup = s.IndexerGroup,
-        AdvertisedUrl = string.IsNullOrWhiteSpace(s.AdvertisedUrl) ? $"http://{Dns.GetHostName()}:{s.HttpPort}" : s.AdvertisedUrl,
+        AdvertisedUrl = string.IsNullOrWhiteSpace(s.AdvertisedUrl) ? DefaultAdvertisedUrl(s) : s.AdvertisedUrl,
         KafkaPartitions = s.KafkaPartitions,
         KafkaReplicationFactor = s.KafkaReplicationFactor,
         FacetCacheMegabytes = s.FacetCacheMegabytes,
     };
+
+    // Listening on loopback only, other processes can reach it only on this machine, as localhost.
+    private static string DefaultAdvertisedUrl(MagpieSettings s) =>
+        $"{(s.Tls.Certificate is null ? "http" : "https")}://{(s.BindAddress is "localhost" or "127.0.0.1" or "::1" ? "localhost" : Dns.GetHostName())}:{s.HttpPort}";
 }
 
 /// <summary>
@@ -62,22 +67,28 @@ public sealed class QueryModuleWiring(bool indexerInProcess) : IMagpieModule
         ? "the query target alone asks indexer processes found through Kafka: set --kafka (or run --target all)"
         : null;
 
-    public void AddServices(WebApplicationBuilder builder, MagpieSettings settings)
+    public void AddServices(WebApplicationBuilder builder, MagpieSettings settings, HostSecurity security)
     {
         var indexer = IndexerModuleWiring.Options(settings, indexerInProcess);
         // Alone, the query target reads the definitions itself (from magpie.indexes); with the indexer, the indexer registered them.
         if (!indexerInProcess) builder.Services.AddIndexDefinitions(indexer);
-        builder.Services.AddQueries(new QueryOptions { DataDir = indexer.DataDir, Kafka = indexer.Kafka, IndexerGroup = indexer.IndexerGroup });
-        if (settings.Pg.Port >= 0) builder.Services.AddPostgresEndpoint(PgOptionsOf(settings.Pg));
+        builder.Services.AddQueries(new QueryOptions
+        {
+            DataDir = indexer.DataDir, Kafka = indexer.Kafka, IndexerGroup = indexer.IndexerGroup, PeerClient = security.PeerClient,
+        });
+        if (settings.Pg.Port >= 0)
+            builder.Services.AddPostgresEndpoint(sp => PgOptionsOf(settings.Pg, security, sp.GetRequiredService<Magpie.Security.FailedLogins>()));
     }
 
-    private static PgOptions PgOptionsOf(PgSettings pg) => new()
+    private static PgOptions PgOptionsOf(PgSettings pg, HostSecurity security, Magpie.Security.FailedLogins failedLogins) => new()
     {
         Port = pg.Port,
-        Users = PgOptions.ParseUsers(pg.Users),
+        Address = security.PgAddress,
+        Keys = security.Keys,
+        KeysRequired = security.KeysRequiredWithoutKeys,
+        FailedLogins = failedLogins,
         AllowCleartext = pg.AllowCleartext,
-        CertificatePath = pg.Certificate,
-        CertificatePassword = pg.CertificatePassword,
+        Certificate = security.Certificate,
         MaxConnections = pg.MaxConnections,
         StatementTimeout = TimeSpan.FromSeconds(pg.StatementTimeoutSeconds),
         StartupTimeout = TimeSpan.FromSeconds(pg.StartupTimeoutSeconds),

@@ -1,4 +1,5 @@
 using Magpie.Hosting;
+using Magpie.Hosting.Security;
 using Magpie.Hosting.Health;
 using Magpie.Ingest.Documents;
 using Magpie.Ingest;
@@ -27,9 +28,9 @@ public sealed class IngestModuleWiring(bool indexerInProcess) : IMagpieModule
     };
 
     // The store is opened (recovered from its checkpoint and log tail) before HTTP serves; ready while it can take a write.
-    public void AddServices(WebApplicationBuilder builder, MagpieSettings settings)
+    public void AddServices(WebApplicationBuilder builder, MagpieSettings settings, HostSecurity security)
     {
-        builder.Services.AddIngest(Options(settings));
+        builder.Services.AddIngest(Options(settings) with { PeerClient = security.PeerClient });
         builder.Services.AddReadinessCheck("store", (sp, ct) => sp.GetRequiredService<DocumentStore>().WriteProblemAsync(ct));
     }
 

@@ -1,4 +1,5 @@
 using Magpie.Hosting;
+using Magpie.Hosting.Security;
 using Microsoft.AspNetCore.Builder;
 
 namespace Magpie.Modules;
@@ -11,7 +12,7 @@ public interface IMagpieModule
     /// <summary>Why this module can't run with these settings (e.g. needs Kafka in a split deployment), or null.</summary>
     string? Unmet(MagpieSettings settings) => null;
 
-    void AddServices(WebApplicationBuilder builder, MagpieSettings settings) { }
+    void AddServices(WebApplicationBuilder builder, MagpieSettings settings, HostSecurity security) { }
 
     void Map(WebApplication app, MagpieSettings settings) { }
 }

@@ -29,8 +29,7 @@ public static class QueryModule
     {
         if (options.Kafka is { } kafka)
         {
-            services.AddSingleton<IShardDirectory>(_ => new KafkaShardDirectory(kafka, options.IndexerGroup,
-                new HttpClient { Timeout = TimeSpan.FromMinutes(5) }));
+            services.AddSingleton<IShardDirectory>(_ => new KafkaShardDirectory(kafka, options.IndexerGroup, options.PeerClient(TimeSpan.FromMinutes(5))));
         }
         else services.AddSingleton<IShardDirectory>(sp => new LocalShardDirectory(sp.GetRequiredService<LocalShardOwner>()));
         // Subscriptions follow the change log embedded, every partition of magpie.changes in Kafka mode.
@@ -40,7 +39,7 @@ public static class QueryModule
     }
 
     /// <summary>The PostgreSQL wire endpoint (psql, Npgsql, Grafana's PostgreSQL data source) over the same coordinator.</summary>
-    public static IServiceCollection AddPostgresEndpoint(this IServiceCollection services, PgOptions options)
+    public static IServiceCollection AddPostgresEndpoint(this IServiceCollection services, Func<IServiceProvider, PgOptions> options)
     {
         services.AddSingleton(options);
         services.AddSingleton(sp => new IndexSchemas(sp.GetRequiredService<IIndexDefinitions>(),

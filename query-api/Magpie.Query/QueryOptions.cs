@@ -11,4 +11,7 @@ public sealed record QueryOptions
 
     /// <summary>The indexer processes' consumer group: its members own the shards (Kafka mode).</summary>
     public string IndexerGroup { get; init; } = "magpie-indexer";
+
+    /// <summary>HTTP clients for asking indexer processes (with the deployment's service key and certificate trust).</summary>
+    public Func<TimeSpan, HttpClient> PeerClient { get; init; } = timeout => new HttpClient { Timeout = timeout };
 }

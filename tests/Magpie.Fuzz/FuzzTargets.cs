@@ -40,7 +40,7 @@ public static class FuzzTargets
     /// </summary>
     public static void PgWire(byte[] input)
     {
-        var session = new PgSession(new ClientBytes(input), new PgOptions { StartupTimeout = TimeSpan.FromSeconds(5) }, null, new ParseOnly(), new PgCancellations());
+        var session = new PgSession(new ClientBytes(input), new PgOptions { StartupTimeout = TimeSpan.FromSeconds(5) }, null, new ParseOnly(), new PgCancellations(), "fuzz");
         if (!session.RunAsync(CancellationToken.None).Wait(TimeSpan.FromSeconds(10))) throw new TimeoutException("the session did not end at the end of its input");
     }
 

@@ -7,9 +7,9 @@ namespace Magpie.Producers.Sinks;
 /// <summary>
 /// Sends batches to <c>POST /bulk_docs</c> (all-or-nothing per batch). A 503 is load shedding:
 /// wait for Retry-After and send the same batch again; any other error stops the import with the
-/// server's problem detail.
+/// server's problem detail. <paramref name="apiKey"/>: sent as <c>Authorization: Bearer</c> (a write key) when the server has keys.
 /// </summary>
-public sealed class HttpBulkSink(Uri baseUrl, HttpClient? client = null) : IDocumentSink
+public sealed class HttpBulkSink(Uri baseUrl, HttpClient? client = null, string? apiKey = null) : IDocumentSink
 {
     private readonly HttpClient _http = client ?? new HttpClient { BaseAddress = baseUrl, Timeout = TimeSpan.FromMinutes(2) };
 
@@ -20,7 +20,9 @@ public sealed class HttpBulkSink(Uri baseUrl, HttpClient? client = null) : IDocu
         {
             using var content = new ByteArrayContent(body);
             content.Headers.ContentType = new("application/json");
-            using var response = await _http.PostAsync(new Uri(baseUrl, "bulk_docs"), content, ct);
+            using var request = new HttpRequestMessage(HttpMethod.Post, new Uri(baseUrl, "bulk_docs")) { Content = content };
+            if (apiKey is not null) request.Headers.Authorization = new("Bearer", apiKey);
+            using var response = await _http.SendAsync(request, ct);
             if (response.IsSuccessStatusCode) return;
             if (response.StatusCode == HttpStatusCode.ServiceUnavailable && attempt < 20)
             {

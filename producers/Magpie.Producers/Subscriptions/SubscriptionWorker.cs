@@ -34,6 +34,9 @@ public sealed record SubscriptionWorkerOptions(string Subscription)
     /// <see cref="SubscriptionWorker.RunAsync"/> gives up with <see cref="SubscriptionHandlerException"/>.
     /// </summary>
     public int MaxHandlerAttempts { get; init; } = 3;
+
+    /// <summary>The API key sent with every request (<c>Authorization: Bearer</c>) when the server has keys; a read key is enough.</summary>
+    public string? ApiKey { get; init; }
 }
 
 /// <summary>One delivered change: the document (as the subscription's query selects it), or a delete (when the subscription includes them).</summary>
@@ -109,7 +112,7 @@ public sealed class SubscriptionWorker(HttpClient http, SubscriptionWorkerOption
 
     private async Task<TimeSpan> LeaseAsync(CancellationToken ct)
     {
-        using var r = await http.GetAsync(_path, ct);
+        using var r = await SendAsync(HttpMethod.Get, _path, null, ct);
         await ThrowIfFailedAsync(r, ct);
         var body = await r.Content.ReadFromJsonAsync<JsonElement>(Json, ct);
         return TimeSpan.FromSeconds(body.GetProperty("definition").GetProperty("leaseSeconds").GetInt32());
@@ -119,7 +122,7 @@ public sealed class SubscriptionWorker(HttpClient http, SubscriptionWorkerOption
     {
         var url = $"{_path}/next?worker={Uri.EscapeDataString(options.WorkerName)}&strategy={options.Strategy}" +
                   $"&maxDocs={options.MaxDocsPerBatch}&waitMs={(int)options.WaitForDocuments.TotalMilliseconds}";
-        using var r = await http.GetAsync(url, ct);
+        using var r = await SendAsync(HttpMethod.Get, url, null, ct);
         if (r.StatusCode == HttpStatusCode.NoContent) return null;
         // WaitForFree: the server waited as long as the request allowed; ask again (after the usual back-off).
         if (r.StatusCode == HttpStatusCode.Conflict && options.Strategy == SubscriptionOpeningStrategy.WaitForFree)
@@ -135,7 +138,7 @@ public sealed class SubscriptionWorker(HttpClient http, SubscriptionWorkerOption
 
     private async Task<bool> AckAsync(long batchId, CancellationToken ct)
     {
-        using var r = await http.PostAsJsonAsync($"{_path}/ack", new { worker = options.WorkerName, batchId }, Json, ct);
+        using var r = await SendAsync(HttpMethod.Post, $"{_path}/ack", new { worker = options.WorkerName, batchId }, ct);
         if (r.StatusCode == HttpStatusCode.Gone) return false;
         await ThrowIfFailedAsync(r, ct);
         return true;
@@ -149,11 +152,18 @@ public sealed class SubscriptionWorker(HttpClient http, SubscriptionWorkerOption
             {
                 await Task.Delay(every, ct);
                 // A missed heartbeat is retried at the next one; a lost subscription shows at the ack.
-                try { (await http.PostAsJsonAsync($"{_path}/heartbeat", new { worker = options.WorkerName }, Json, ct)).Dispose(); }
+                try { (await SendAsync(HttpMethod.Post, $"{_path}/heartbeat", new { worker = options.WorkerName }, ct)).Dispose(); }
                 catch (HttpRequestException e) { OnRetry?.Invoke(e); }
             }
         }
         catch (OperationCanceledException) { }
+    }
+
+    private Task<HttpResponseMessage> SendAsync(HttpMethod method, string url, object? body, CancellationToken ct)
+    {
+        var request = new HttpRequestMessage(method, url) { Content = body is null ? null : JsonContent.Create(body, options: Json) };
+        if (options.ApiKey is { } key) request.Headers.Authorization = new("Bearer", key);
+        return http.SendAsync(request, ct);
     }
 
     /// <summary>Runs <paramref name="call"/> until it succeeds: unreachable server, timeouts and 5xx back off and retry; 4xx end the run.</summary>

@@ -1,23 +1,35 @@
+using System.Net;
+using System.Security.Cryptography.X509Certificates;
+using Magpie.Security;
+
 namespace Magpie.Query.Postgres;
 
 /// <summary>
-/// The PostgreSQL wire endpoint (<c>--pg-port</c>, <c>--pg-user name:password</c>, or <c>Magpie:Pg*</c> settings). With no
-/// user configured it listens on loopback only and trusts every connection, as a fresh PostgreSQL's local <c>trust</c> does.
+/// The PostgreSQL wire endpoint (<c>--pg-port</c> or <c>Magpie:Pg:*</c> settings). Its users are Magpie's API keys: the user name
+/// is the key's name, the password the key (SCRAM-SHA-256 against the key's stored verifier). With no key it trusts every
+/// connection, as a fresh PostgreSQL's local <c>trust</c> does, which Magpie allows on loopback only (or <c>--unsecured</c>).
 /// </summary>
 public sealed record PgOptions
 {
-    /// <summary>0 turns the endpoint off.</summary>
+    /// <summary>0 = any free port.</summary>
     public int Port { get; init; } = 5433;
 
-    /// <summary>name → password; empty = trust, loopback only.</summary>
-    public IReadOnlyDictionary<string, string> Users { get; init; } = new Dictionary<string, string>();
+    /// <summary>Where it listens: the HTTP endpoint's address (loopback unless told otherwise).</summary>
+    public IPAddress Address { get; init; } = IPAddress.Loopback;
+
+    /// <summary>The API keys; null or empty (and not <see cref="KeysRequired"/>) = trust.</summary>
+    public ApiKeyStore? Keys { get; init; }
+
+    /// <summary>Logins are checked even with no key (listening beyond loopback without --unsecured): every login fails.</summary>
+    public bool KeysRequired { get; init; }
+
+    public FailedLogins? FailedLogins { get; init; }
 
     /// <summary>Accept passwords in clear text (only when asked for; SCRAM-SHA-256 otherwise).</summary>
     public bool AllowCleartext { get; init; }
 
-    /// <summary>A PKCS#12 certificate (and its password): SSLRequest is then answered 'S' and the connection goes over TLS.</summary>
-    public string? CertificatePath { get; init; }
-    public string? CertificatePassword { get; init; }
+    /// <summary>Magpie's TLS certificate (<c>Magpie:Tls</c>): SSLRequest is then answered 'S' and the connection goes over TLS.</summary>
+    public X509Certificate2? Certificate { get; init; }
 
     public int MaxConnections { get; init; } = 64;
     public TimeSpan StatementTimeout { get; init; } = TimeSpan.FromSeconds(30);
@@ -26,16 +38,5 @@ public sealed record PgOptions
     /// finishes its startup gives its slot back instead of holding it forever.</summary>
     public TimeSpan StartupTimeout { get; init; } = TimeSpan.FromSeconds(10);
 
-    /// <summary>Parses <c>name:password</c> entries (the password may contain ':').</summary>
-    public static Dictionary<string, string> ParseUsers(IEnumerable<string> entries)
-    {
-        var users = new Dictionary<string, string>(StringComparer.Ordinal);
-        foreach (var e in entries.Where(e => !string.IsNullOrWhiteSpace(e)))
-        {
-            var colon = e.IndexOf(':');
-            if (colon <= 0) throw new ArgumentException($"a PostgreSQL user is name:password, not '{e}'");
-            users[e[..colon]] = e[(colon + 1)..];
-        }
-        return users;
-    }
+    public bool Trusts => Keys is not { Any: true } && !KeysRequired;
 }

@@ -43,8 +43,8 @@ public sealed class PgServer(PgOptions options, Func<IPgStatements> statements, 
 
     protected override async Task ExecuteAsync(CancellationToken ct)
     {
-        var certificate = options.CertificatePath is { } path ? X509CertificateLoader.LoadPkcs12FromFile(path, options.CertificatePassword) : null;
-        var address = options.Users.Count == 0 ? IPAddress.Loopback : IPAddress.Any;
+        var certificate = options.Certificate;
+        var address = options.Address;
         var listener = new TcpListener(address, options.Port);
         try { listener.Start(); }
         catch (SocketException e)
@@ -54,9 +54,9 @@ public sealed class PgServer(PgOptions options, Func<IPgStatements> statements, 
             return;
         }
         Port = ((IPEndPoint)listener.LocalEndpoint).Port;
-        if (options.Users.Count == 0)
-            log.LogWarning("PostgreSQL endpoint on {Address}:{Port}: no user configured, so it listens on loopback only and trusts every connection (like a fresh PostgreSQL's local trust); --pg-user name:password requires SCRAM-SHA-256 passwords", address, Port);
-        else log.LogInformation("PostgreSQL endpoint on {Address}:{Port}, {Users} user(s), {Auth}{Tls}", address, Port, options.Users.Count,
+        if (options.Trusts)
+            log.LogWarning("PostgreSQL endpoint on {Address}:{Port}: no API key exists, so it trusts every connection (like a fresh PostgreSQL's local trust); once a key exists, users log in as the key's name with the key as password", address, Port);
+        else log.LogInformation("PostgreSQL endpoint on {Address}:{Port}, API keys as users, {Auth}{Tls}", address, Port,
             options.AllowCleartext ? "cleartext passwords" : "SCRAM-SHA-256", certificate is null ? "" : ", TLS");
         try
         {
@@ -81,13 +81,15 @@ public sealed class PgServer(PgOptions options, Func<IPgStatements> statements, 
             var full = new PgException(PgException.TooManyConnections, $"sorry, too many clients already ({options.MaxConnections})", fatal: true);
             using var startupOnly = CancellationTokenSource.CreateLinkedTokenSource(ct);
             startupOnly.CancelAfter(options.StartupTimeout);
-            try { await new PgSession(stream, options, certificate, statements(), _cancellations, full).RunAsync(startupOnly.Token); }
+            try { await new PgSession(stream, options, certificate, statements(), _cancellations, Source(client), full).RunAsync(startupOnly.Token); }
             catch (Exception e) when (e is OperationCanceledException or IOException or System.Security.Authentication.AuthenticationException) { }
             return;
         }
         QueryMetrics.PgSessionOpened();
-        try { await new PgSession(stream, options, certificate, statements(), _cancellations).RunAsync(ct); }
+        try { await new PgSession(stream, options, certificate, statements(), _cancellations, Source(client)).RunAsync(ct); }
         catch (Exception e) when (e is not OperationCanceledException) { log.LogWarning(e, "PostgreSQL session ended by an error"); }
         finally { _slots.Release(); QueryMetrics.PgSessionClosed(); }
     }
+
+    private static string Source(TcpClient client) => (client.Client.RemoteEndPoint as IPEndPoint)?.Address.ToString() ?? "unknown";
 }

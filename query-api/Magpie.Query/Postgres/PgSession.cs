@@ -2,6 +2,7 @@ using System.Diagnostics;
 using System.Net.Security;
 using System.Security.Cryptography.X509Certificates;
 using System.Text;
+using Magpie.Security;
 
 namespace Magpie.Query.Postgres;
 
@@ -14,7 +15,7 @@ namespace Magpie.Query.Postgres;
 /// <remarks><paramref name="refusal"/>: the server is full; as PostgreSQL does, the session still negotiates TLS and honours a
 /// CancelRequest, then answers the startup message with this error instead of authenticating.</remarks>
 public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2? certificate, IPgStatements statements, PgCancellations cancellations,
-    PgException? refusal = null)
+    string source, PgException? refusal = null)
 {
     private readonly PgWire _wire = new(stream);
     private readonly Dictionary<string, (string Sql, int[] ParameterTypes)> _prepared = [];
@@ -111,15 +112,15 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
 
     private async Task AuthenticateAsync(string user, CancellationToken ct)
     {
-        if (options.Users.Count == 0) { _wire.Authentication(0); return; }   // trust (loopback only)
+        if (options.Trusts) { _wire.Authentication(0); return; }   // no key: trust (loopback only, or --unsecured)
         var failed = new PgException(PgException.InvalidPassword, $"password authentication failed for user \"{SqlText.Shorten(user)}\"", fatal: true);
-        var known = options.Users.TryGetValue(user, out var password);
+        var key = options.Keys?.Find(user);
         if (options.AllowCleartext)
         {
             _wire.Authentication(3);
             await _wire.FlushAsync(ct);
             var m = await ExpectPasswordAsync(ct);
-            if (!known || new PgReader(m).CString() != password) throw failed;
+            if (key is null || options.Keys!.Authenticate(new PgReader(m).CString()) is not { } matched || matched.Name != key.Name) throw await FailedAsync(user, failed, ct);
             _wire.Authentication(0);
             return;
         }
@@ -128,14 +129,22 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
         var initial = await ExpectPasswordAsync(ct);
         var (mechanism, clientFirst) = ReadInitial(initial);
         if (mechanism != "SCRAM-SHA-256") throw new PgException(PgException.ProtocolViolation, $"SASL mechanism {mechanism} is not offered", fatal: true);
-        // An unknown user goes through the exchange too (with a password nobody has), so the answer doesn't say which was wrong.
-        var scram = new ScramSha256(known ? password! : Convert.ToBase64String(System.Security.Cryptography.RandomNumberGenerator.GetBytes(24)));
+        // An unknown user goes through the exchange too (against a verifier nobody matches), so the answer doesn't say which was wrong.
+        var scram = new ScramSha256(key?.Scram ?? ScramVerifier.Nobody());
         _wire.Authentication(11, Encoding.UTF8.GetBytes(scram.First(clientFirst)));
         await _wire.FlushAsync(ct);
         var final = scram.Final(Encoding.UTF8.GetString(await ExpectPasswordAsync(ct)));
-        if (final is null || !known) throw failed;
+        if (final is null || key is null) throw await FailedAsync(user, failed, ct);
         _wire.Authentication(12, Encoding.UTF8.GetBytes(final));
         _wire.Authentication(0);
+    }
+
+    /// <summary>The failure is answered late (<see cref="FailedLogins"/>); too many waiting from this address: refused at once.</summary>
+    private async Task<PgException> FailedAsync(string user, PgException failed, CancellationToken ct)
+    {
+        if (options.FailedLogins is { } failures && !await failures.FailedAsync(source, "PostgreSQL", $"user \"{SqlText.Shorten(user)}\"", ct))
+            return new PgException(PgException.TooManyConnections, "too many failed logins from this address are waiting for an answer; retry later", fatal: true);
+        return failed;
     }
 
     private static (string Mechanism, string Data) ReadInitial(byte[] body)

@@ -1,17 +1,16 @@
 using System.Security.Cryptography;
 using System.Text;
+using Magpie.Security;
 
 namespace Magpie.Query.Postgres;
 
 /// <summary>
 /// The server side of SCRAM-SHA-256 (RFC 5802, RFC 7677) as PostgreSQL speaks it: the user name comes from the startup
-/// message (the SCRAM one is empty), no channel binding is offered. Built on .NET's PBKDF2 and HMAC; the password is
-/// salted per connection, since Magpie keeps the configured passwords, not their verifiers.
+/// message (the SCRAM one is empty), no channel binding is offered. Checked against the key's stored verifier (salt,
+/// StoredKey, ServerKey), as PostgreSQL checks pg_authid's: the key itself is never known to the server.
 /// </summary>
-public sealed class ScramSha256(string password)
+public sealed class ScramSha256(ScramVerifier verifier)
 {
-    private const int Iterations = 4096;
-    private readonly byte[] _salt = RandomNumberGenerator.GetBytes(16);
     private string _clientFirstBare = "", _serverFirst = "", _nonce = "";
 
     /// <summary>client-first-message → server-first-message.</summary>
@@ -23,7 +22,7 @@ public sealed class ScramSha256(string password)
         _clientFirstBare = clientFirst[(clientFirst.IndexOf(',', 2) + 1)..];
         var clientNonce = Attribute(_clientFirstBare, 'r') ?? throw new PgException(PgException.ProtocolViolation, "SCRAM client nonce missing", fatal: true);
         _nonce = clientNonce + Convert.ToBase64String(RandomNumberGenerator.GetBytes(18));
-        _serverFirst = $"r={_nonce},s={Convert.ToBase64String(_salt)},i={Iterations}";
+        _serverFirst = $"r={_nonce},s={Convert.ToBase64String(verifier.Salt)},i={verifier.Iterations}";
         return _serverFirst;
     }
 
@@ -37,17 +36,14 @@ public sealed class ScramSha256(string password)
         try { proof = Convert.FromBase64String(clientFinal[(proofAt + 3)..]); }
         catch (FormatException) { return null; }
 
-        var salted = Rfc2898DeriveBytes.Pbkdf2(Encoding.UTF8.GetBytes(password), _salt, Iterations, HashAlgorithmName.SHA256, 32);
-        var clientKey = HMACSHA256.HashData(salted, "Client Key"u8);
-        var storedKey = SHA256.HashData(clientKey);
+        var storedKey = verifier.StoredKey;
         var authMessage = Encoding.UTF8.GetBytes($"{_clientFirstBare},{_serverFirst},{withoutProof}");
         var signature = HMACSHA256.HashData(storedKey, authMessage);
         if (proof.Length != signature.Length) return null;
         var recovered = new byte[proof.Length];
         for (var i = 0; i < proof.Length; i++) recovered[i] = (byte)(proof[i] ^ signature[i]);
         if (!CryptographicOperations.FixedTimeEquals(SHA256.HashData(recovered), storedKey)) return null;
-        var serverKey = HMACSHA256.HashData(salted, "Server Key"u8);
-        return "v=" + Convert.ToBase64String(HMACSHA256.HashData(serverKey, authMessage));
+        return "v=" + Convert.ToBase64String(HMACSHA256.HashData(verifier.ServerKey, authMessage));
     }
 
     private static string? Attribute(string message, char name)

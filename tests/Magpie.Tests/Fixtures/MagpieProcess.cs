@@ -28,7 +28,17 @@ public sealed class MagpieProcess : IAsyncDisposable
     public string? Kafka { get; }
     public string Target { get; }
     public HttpClient Http { get; }
-    public Uri BaseUrl => new($"http://127.0.0.1:{Port}/");
+    public Uri BaseUrl => new($"{(Tls ? "https" : "http")}://127.0.0.1:{Port}/");
+
+    /// <summary>Started with a TLS certificate (MAGPIE__TLS__CERTIFICATE): HTTPS, and <see cref="Http"/> accepts the test certificate.</summary>
+    public bool Tls => _environment.ContainsKey("MAGPIE__TLS__CERTIFICATE");
+
+    /// <summary>An API key <see cref="Http"/> sends with every request (set it when the data directory has keys).</summary>
+    public string? ApiKey
+    {
+        get => Http.DefaultRequestHeaders.Authorization?.Parameter;
+        set => Http.DefaultRequestHeaders.Authorization = value is null ? null : new("Bearer", value);
+    }
 
     private MagpieProcess(string dataDir, string? kafka, string target, Dictionary<string, string> environment)
     {
@@ -38,7 +48,10 @@ public sealed class MagpieProcess : IAsyncDisposable
         _environment = environment;
         Port = FreePort.Next();
         PgPort = FreePort.Next();
-        Http = new HttpClient { BaseAddress = BaseUrl, Timeout = TimeSpan.FromSeconds(60) };
+        Http = new HttpClient(new HttpClientHandler { ServerCertificateCustomValidationCallback = Tls ? HttpClientHandler.DangerousAcceptAnyServerCertificateValidator : null })
+        {
+            BaseAddress = BaseUrl, Timeout = TimeSpan.FromSeconds(60),
+        };
     }
 
     public static async Task<MagpieProcess> StartAsync(string? kafka = null, string target = "all", string? dataDir = null,

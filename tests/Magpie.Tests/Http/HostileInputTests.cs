@@ -151,12 +151,18 @@ public sealed class HostileInputTests(MagpieFixture fixture) : IClassFixture<Mag
         // The issue's probe: a cross-origin text/plain POST /bulk_docs (no CORS preflight in a browser) deleting a document.
         var id = NewId();
         Assert.Equal(HttpStatusCode.Created, (await Http.PutAsync(id, "{}")).StatusCode);
-        HttpRequestMessage Delete(string origin) => new(HttpMethod.Post, "bulk_docs")
+        HttpRequestMessage Delete(string? origin, string contentType = "application/json")
         {
-            Content = new StringContent($$"""[{"method":"DELETE","id":"{{id}}"}]""", Encoding.UTF8, "text/plain"),
-            Headers = { { "Origin", origin } },
-        };
+            var request = new HttpRequestMessage(HttpMethod.Post, "bulk_docs") { Content = new StringContent($$"""[{"method":"DELETE","id":"{{id}}"}]""", Encoding.UTF8, contentType) };
+            if (origin is not null) request.Headers.Add("Origin", origin);
+            return request;
+        }
+        await HttpJson.AssertProblem(await Http.SendAsync(Delete("https://evil.example", "text/plain")), HttpStatusCode.Forbidden, "https://evil.example");
         await HttpJson.AssertProblem(await Http.SendAsync(Delete("https://evil.example")), HttpStatusCode.Forbidden, "https://evil.example");
+        // A body that is not declared JSON is refused whoever sends it: that is what a page can send without a preflight.
+        await HttpJson.AssertProblem(await Http.SendAsync(Delete(null, "text/plain")), HttpStatusCode.UnsupportedMediaType, "application/json");
+        await HttpJson.AssertProblem(await Http.PutAsync($"docs/{id}", new StringContent("{}", Encoding.UTF8, "application/x-www-form-urlencoded")),
+            HttpStatusCode.UnsupportedMediaType, "application/x-www-form-urlencoded");
         Assert.Equal(HttpStatusCode.OK, (await Http.GetAsync($"docs/{id}")).StatusCode);
         var read = new HttpRequestMessage(HttpMethod.Get, $"docs/{id}") { Headers = { { "Origin", "https://evil.example" } } };
         Assert.Equal(HttpStatusCode.OK, (await Http.SendAsync(read)).StatusCode);
@@ -165,8 +171,10 @@ public sealed class HostileInputTests(MagpieFixture fixture) : IClassFixture<Mag
         Assert.Equal(HttpStatusCode.Created, (await allowing.Http.PutAsync(id, "{}")).StatusCode);
         Assert.Equal(HttpStatusCode.OK, (await allowing.Http.SendAsync(Delete("https://app.example"))).StatusCode);
         Assert.Equal(HttpStatusCode.NotFound, (await allowing.Http.GetAsync($"docs/{id}")).StatusCode);
-        // Its own origin (a page Magpie served) may write too.
+        // Its own origin (a page Magpie served) may write too; JSON Patch is JSON.
         Assert.Equal(HttpStatusCode.Created, (await allowing.Http.PutAsync(id, "{}")).StatusCode);
+        var patch = new HttpRequestMessage(HttpMethod.Patch, $"docs/{id}") { Content = new StringContent("""[{"op":"add","path":"/a","value":1}]""", Encoding.UTF8, "application/json-patch+json") };
+        Assert.Equal(HttpStatusCode.OK, (await allowing.Http.SendAsync(patch)).StatusCode);
         Assert.Equal(HttpStatusCode.OK, (await allowing.Http.SendAsync(Delete(allowing.BaseUrl.ToString().TrimEnd('/')))).StatusCode);
     }
 

@@ -7,7 +7,7 @@ using Npgsql;
 namespace Magpie.Tests.Postgres;
 
 /// <summary>
-/// The PostgreSQL endpoint's connection controls over real connections: TLS with a configured PKCS#12 certificate
+/// The PostgreSQL endpoint's connection controls over real connections: TLS with the deployment's PEM certificate
 /// (and refused without one), cancel requests, the per-statement timeout, and the connection limit, each answered with
 /// PostgreSQL's SQLSTATE and leaving the session usable.
 /// </summary>
@@ -16,24 +16,17 @@ public sealed class PgConnectionControlTests
     [Fact]
     public async Task Tls_cancel_requests_statement_timeouts_and_the_connection_limit_behave_like_postgresql()
     {
-        var dir = Directory.CreateTempSubdirectory("magpie-pg-tls-").FullName;
-        var pfx = Path.Combine(dir, "server.pfx");
-        using (var rsa = RSA.Create(2048))
-        {
-            var request = new CertificateRequest("CN=localhost", rsa, HashAlgorithmName.SHA256, RSASignaturePadding.Pkcs1);
-            using var cert = request.CreateSelfSigned(DateTimeOffset.UtcNow.AddDays(-1), DateTimeOffset.UtcNow.AddDays(30));
-            await File.WriteAllBytesAsync(pfx, cert.Export(X509ContentType.Pkcs12));
-        }
-        await using var magpie = await MagpieProcess.StartAsync(environment: new()
-        {
-            ["MAGPIE__PG__CERTIFICATE"] = pfx,
-            ["MAGPIE__PG__USERS__0"] = "grafana:secret",
-            ["MAGPIE__PG__STATEMENTTIMEOUTSECONDS"] = "2",
-            ["MAGPIE__PG__MAXCONNECTIONS"] = "3",
-            ["MAGPIE__PG__STARTUPTIMEOUTSECONDS"] = "2",
-        });
+        // The deployment's one certificate (Magpie:Tls, PEM) serves HTTPS and the PostgreSQL endpoint alike.
+        var certificate = TestCertificate.Create();
+        var dataDir = Directory.CreateTempSubdirectory("magpie-pg-tls-").FullName;
+        var secret = await TestKeys.CreateAsync(dataDir, "read", "grafana");
+        var environment = certificate.Environment();
+        environment["MAGPIE__PG__STATEMENTTIMEOUTSECONDS"] = "2";
+        environment["MAGPIE__PG__MAXCONNECTIONS"] = "3";
+        environment["MAGPIE__PG__STARTUPTIMEOUTSECONDS"] = "2";
+        await using var magpie = await MagpieProcess.StartAsync(dataDir: dataDir, environment: environment);
         string Connection(string sslMode) =>
-            $"Host=127.0.0.1;Port={magpie.PgPort};Username=grafana;Password=secret;Database=magpie;Pooling=false;SSL Mode={sslMode};Server Compatibility Mode=NoTypeLoading";
+            $"Host=127.0.0.1;Port={magpie.PgPort};Username=grafana;Password={secret};Database=magpie;Pooling=false;SSL Mode={sslMode};Server Compatibility Mode=NoTypeLoading";
 
         // TLS: Npgsql and psql insist on it and get it.
         await using (var tls = new NpgsqlConnection(Connection("Require")))
@@ -42,7 +35,7 @@ public sealed class PgConnectionControlTests
             await using var one = new NpgsqlCommand("SELECT 1", tls);
             Assert.Equal("1", (await one.ExecuteScalarAsync())!.ToString());
         }
-        var psql = await PostgresEndpointTests.PsqlAsync(magpie.PgPort, "select 1", password: "secret", sslMode: "require");
+        var psql = await PostgresEndpointTests.PsqlAsync(magpie.PgPort, "select 1", password: secret, sslMode: "require");
         Assert.True(psql.Exit == 0, psql.Error);
         Assert.Equal("1", psql.Output.Trim());
         // Without a certificate the server answers SSLRequest with 'N', so a client requiring TLS stops.
@@ -112,6 +105,6 @@ public sealed class PgConnectionControlTests
         }
         foreach (var c in silent) c.Dispose();
 
-        try { Directory.Delete(dir, recursive: true); } catch (IOException) { }
+        try { Directory.Delete(Path.GetDirectoryName(certificate.CertificatePath)!, recursive: true); } catch (IOException) { }
     }
 }

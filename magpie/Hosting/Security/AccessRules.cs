@@ -1,0 +1,32 @@
+using Magpie.Security;
+using Microsoft.AspNetCore.Http;
+
+namespace Magpie.Hosting.Security;
+
+/// <summary>
+/// The role each route needs, in one table a reader can check. Health probes and metrics need none (probes and Prometheus
+/// carry no key, and they reveal no data). Anything not listed needs read to look at and admin to change, so a route added
+/// later is closed until someone decides otherwise.
+/// </summary>
+public static class AccessRules
+{
+    private static readonly string[] Anonymous = ["/health", "/healthz", "/readyz", "/metrics"];
+
+    // Reads that are POSTs: a query carries its RQL in the body; subscription clients fetch and ack; query processes ask indexers.
+    private static readonly string[] ReadGroups = ["/queries", "/streams", "/subscriptions", "/shards"];
+
+    // Connection settings hold passwords and scripts run in the sinks: even looking needs admin.
+    private static readonly string[] AdminGroups = ["/etl", "/keys"];
+
+    /// <summary>The role a request needs, or null when it needs none.</summary>
+    public static Role? RequiredRole(string method, PathString path)
+    {
+        var looks = HttpMethods.IsGet(method) || HttpMethods.IsHead(method) || HttpMethods.IsOptions(method);
+        if (looks && Anonymous.Any(a => path.Equals(a, StringComparison.OrdinalIgnoreCase))) return null;
+        if (AdminGroups.Any(g => path.StartsWithSegments(g, StringComparison.OrdinalIgnoreCase))) return Role.Admin;
+        if (ReadGroups.Any(g => path.StartsWithSegments(g, StringComparison.OrdinalIgnoreCase))) return Role.Read;
+        if (path.StartsWithSegments("/docs", StringComparison.OrdinalIgnoreCase) || path.StartsWithSegments("/bulk_docs", StringComparison.OrdinalIgnoreCase))
+            return looks ? Role.Read : Role.Write;
+        return looks ? Role.Read : Role.Admin;
+    }
+}
