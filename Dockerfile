@@ -10,7 +10,9 @@ RUN apt-get update && apt-get install -y --no-install-recommends curl \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /app /app
 WORKDIR /app
-ENV MAGPIE__DATADIR=/data MAGPIE__HTTPPORT=8080
+# In a container loopback reaches nobody: listen on every interface, which Magpie allows only with an API key
+# (magpie keys create, see compose.yaml's keys service) or with --unsecured.
+ENV MAGPIE__DATADIR=/data MAGPIE__HTTPPORT=8080 MAGPIE__BINDADDRESS=*
 VOLUME /data
 # 8080: HTTP (API, /metrics, /healthz, /readyz); 5433: the query target's PostgreSQL wire endpoint.
 EXPOSE 8080 5433

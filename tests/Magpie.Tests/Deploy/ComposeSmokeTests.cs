@@ -39,7 +39,21 @@ public sealed class ComposeSmokeTests(ITestOutputHelper output)
 
         await using var kafka = await KafkaBroker.StartOwnedAsync();   // empty, as compose's Kafka is on first start
         await using var rabbit = await RabbitMqBroker.StartAsync();
-        string Map(string value) => value.Replace("kafka:9092", kafka.BootstrapServers);
+        var keysVolume = Directory.CreateTempSubdirectory("magpie-compose-keys-").FullName;
+        string Map(string value) => value.Replace("kafka:9092", kafka.BootstrapServers).Replace("/keys/", keysVolume + "/");
+
+        // keys: the one-shot's magpie commands, run as it runs them, make the deployment's keys first.
+        var keysScript = compose.Services["keys"].Command.Single();
+        var keyCommands = keysScript.Split("&&").Select(c => c.Trim()).Where(c => c.StartsWith("dotnet /app/magpie.dll ")).ToList();
+        Assert.Equal(3, keyCommands.Count);
+        foreach (var command in keyCommands)
+        {
+            var (made, madeOutput) = await MagpieCli.RunAsync(TimeSpan.FromMinutes(1),
+                command["dotnet /app/magpie.dll ".Length..].Split(' ', StringSplitOptions.RemoveEmptyEntries).Select(Map).ToArray());
+            Assert.True(made == 0, madeOutput);
+        }
+        string Key(string name) => File.ReadAllText(Path.Combine(keysVolume, $"{name}.key")).Trim();
+        Assert.Contains("chown 472 /keys/grafana.key", keysScript);
 
         var processes = new List<(string Service, MagpieProcess Process)>();
         try
@@ -50,6 +64,7 @@ public sealed class ComposeSmokeTests(ITestOutputHelper output)
                 // The fixture's free ports stand in for compose's port mappings; everything else is compose's environment.
                 var environment = s.Environment.Where(e => e.Key != "MAGPIE__PG__PORT").ToDictionary(e => e.Key, e => Map(e.Value));
                 var process = await MagpieProcess.StartAsync(kafka: null, target: target, environment: environment);
+                process.ApiKey = Key("admin");   // the key file has keys: every request but health and metrics carries one
                 lock (processes) processes.Add((s.Name, process));
             }));
             MagpieProcess One(string service) => processes.First(p => p.Service == service).Process;
@@ -61,6 +76,10 @@ public sealed class ComposeSmokeTests(ITestOutputHelper output)
             var seed = compose.Services["seed"];
             Assert.Contains("./deploy/indexes:/indexes:ro", seed.Volumes);
             Assert.Contains("http://indexer:8080/indexes/$(basename $f .json)", seed.Command.Single());
+            Assert.Contains("Authorization: Bearer $(cat /keys/admin.key)", seed.Command.Single());
+            // Without the key compose's services refuse (they listen beyond loopback).
+            using (var anonymous = new HttpClient { BaseAddress = indexer.BaseUrl })
+                Assert.Equal(HttpStatusCode.Unauthorized, (await anonymous.GetAsync("indexes")).StatusCode);
             await DeployedIndexesFixture.DefineAsync(indexer.Http);
 
             // ETL as compose.yaml's comment on the sinks service says, before the posts arrive.
@@ -94,9 +113,10 @@ public sealed class ComposeSmokeTests(ITestOutputHelper output)
             var questions = published.Count(p => p.GetProperty("PostTypeId").GetInt32() == 1);
             Assert.Equal(questions, (await streamed.Content.ReadAsStringAsync()).Split('\n', StringSplitOptions.RemoveEmptyEntries).Length);
 
-            // Query over the PostgreSQL port with the user compose configures (Grafana's data source uses the same).
-            var user = compose.Services["query"].Environment["MAGPIE__PG__USERS__0"].Split(':', 2);
-            await using (var db = new NpgsqlConnection($"Host=127.0.0.1;Port={query.PgPort};Username={user[0]};Password={user[1]};Database=magpie;Pooling=false;Server Compatibility Mode=NoTypeLoading"))
+            // Query over the PostgreSQL port as Grafana's data source does: user grafana, the grafana key file as password.
+            Assert.Contains("cat /keys/grafana.key", string.Join(' ', File.ReadAllLines(Path.Combine(RepoPaths.Root, "compose.yaml")).Where(l => l.Contains("MAGPIE_PG_PASSWORD"))));
+            Assert.Contains("user: grafana", File.ReadAllText(Path.Combine(RepoPaths.Root, "deploy", "grafana", "provisioning", "datasources", "magpie.yaml")));
+            await using (var db = new NpgsqlConnection($"Host=127.0.0.1;Port={query.PgPort};Username=grafana;Password={Key("grafana")};Database=magpie;Pooling=false;Server Compatibility Mode=NoTypeLoading"))
             {
                 await db.OpenAsync();
                 await using var count = new NpgsqlCommand("""SELECT count(*) FROM "PostActivity" """, db);

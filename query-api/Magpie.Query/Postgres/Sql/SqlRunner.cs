@@ -26,7 +26,7 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
             ?? columns.FirstOrDefault(c => string.Equals(c.Name, name, StringComparison.OrdinalIgnoreCase))?.Name
             ?? throw new PgException(PgException.UndefinedColumn, $"column \"{SqlText.Shorten(name)}\" does not exist in \"{index}\"");
         PgType TypeOf(string field) => columns.First(c => c.Name == field).Type;
-        var rql = new SqlToRql(Field);
+        var rql = new SqlToRql(Field, TypeOf);
         var where = select.Where is null ? "" : " where " + rql.Condition(select.Where);
         var from = $"from index {SqlToRql.Quote(index)}{where}";
 

@@ -1,0 +1,108 @@
+using System.Text.RegularExpressions;
+using Magpie.Tests.Fixtures;
+using Npgsql;
+using NpgsqlTypes;
+
+namespace Magpie.Tests.Postgres;
+
+/// <summary>
+/// Right or refused: the same SQL, through psql, against Magpie's endpoint and against a real PostgreSQL holding the same
+/// posts (loaded from the Stack Exchange XML into a table with the column types Magpie reports). Every answer must be the
+/// same rows, or the same SQLSTATE — NULL and missing fields, NOT over unknowns, literals coerced to the column's type, and
+/// comparisons PostgreSQL has no operator for.
+/// </summary>
+public sealed partial class PgSemanticsTests(PgSampleFixture fx) : IClassFixture<PgSampleFixture>
+{
+    private const string Table = "\"Posts/Stats\"";
+
+    public static readonly TheoryData<string> Answers = new()
+    {
+        $"""SELECT count(*) FROM {Table} WHERE "Title" IS NULL""",
+        $"""SELECT count(*) FROM {Table} WHERE "Title" IS NOT NULL""",
+        $"""SELECT count(*) FROM {Table} WHERE "Title" IS NOT NULL AND "PostTypeId" = 2""",
+        $"""SELECT count(*) FROM {Table} WHERE "Score" >= '10'""",
+        $"""SELECT count(*) FROM {Table} WHERE "Score" = '10' OR "Score" = ' 3 '""",
+        $"""SELECT count(*) FROM {Table} WHERE "Title" <> 'x'""",
+        $"""SELECT count(*) FROM {Table} WHERE NOT ("Title" = 'x')""",
+        $"""SELECT count(*) FROM {Table} WHERE "Title" < 'M'""",
+        $"""SELECT count(*) FROM {Table} WHERE NOT ("Title" < 'M')""",
+        $"""SELECT count(*) FROM {Table} WHERE "Title" NOT IN ('a', 'b')""",
+        $"""SELECT count(*) FROM {Table} WHERE "Title" BETWEEN 'A' AND 'M'""",
+        $"""SELECT count(*) FROM {Table} WHERE "Title" NOT BETWEEN 'A' AND 'M'""",
+        $"""SELECT count(*) FROM {Table} WHERE NOT ("Title" IS NULL OR "Score" > 3)""",
+        $"""SELECT count(*) FROM {Table} WHERE NOT (NOT ("Title" >= 'S') AND "Score" < 2)""",
+        $"""SELECT count(*) FROM {Table} WHERE "CreationDate" >= '2015-01-01'""",
+        $"""SELECT count(*) FROM {Table} WHERE "CreationDate" < '2014-06-01T00:00:00Z' AND "Score" < 0""",
+        $"""SELECT count(*) FROM {Table} WHERE "PostTypeId" IN (1, '2')""",
+        $"""SELECT "PostTypeId", count(*) FROM {Table} WHERE "Title" IS NULL GROUP BY 1 ORDER BY 1""",
+        $"""SELECT "PostTypeId", count(*), sum("Score") FROM {Table} WHERE NOT ("Score" BETWEEN 0 AND 2) GROUP BY 1 ORDER BY 1""",
+        // Refused by both, with the same SQLSTATE.
+        $"""SELECT count(*) FROM {Table} WHERE "CreationDate" > 5""",
+        $"""SELECT count(*) FROM {Table} WHERE "Score" > 'abc'""",
+        $"""SELECT count(*) FROM {Table} WHERE "Title" = 5""",
+        $"""SELECT count(*) FROM {Table} WHERE "CreationDate" > 'not a date'""",
+    };
+
+    [Theory]
+    [MemberData(nameof(Answers))]
+    public async Task Magpie_answers_as_postgresql_does_or_refuses_with_its_sqlstate(string sql)
+    {
+        var postgres = await ReferenceAsync();
+        var expected = Normalise(await PostgresEndpointTests.PsqlAsync(postgres.Port, sql, user: "postgres", database: "postgres"));
+        var actual = Normalise(await PostgresEndpointTests.PsqlAsync(fx.Magpie.PgPort, sql));
+        Assert.Equal(expected, actual);
+    }
+
+    /// <summary>The rows, or "ERROR sqlstate" (the messages' words may differ).</summary>
+    private static string Normalise((int Exit, string Output, string Error) psql) =>
+        psql.Exit == 0 ? psql.Output.Trim() : SqlState().Match(psql.Error) is { Success: true } m ? $"ERROR {m.Groups[1].Value}" : $"FAILED {psql.Error}";
+
+    [GeneratedRegex(@"ERROR:\s+([0-9A-Z]{5}):")]
+    private static partial Regex SqlState();
+
+    // One reference server for the class, loaded once.
+    private static readonly SemaphoreSlim Loading = new(1, 1);
+    private static LocalPostgres? _reference;
+
+    private async Task<LocalPostgres> ReferenceAsync()
+    {
+        await Loading.WaitAsync();
+        try
+        {
+            if (_reference is not null) return _reference;
+            var pg = await LocalPostgres.StartAsync();
+            AppDomain.CurrentDomain.ProcessExit += (_, _) => pg.DisposeAsync().AsTask().GetAwaiter().GetResult();
+            // The columns as Magpie types them, so both sides coerce literals to the same types.
+            var columns = new List<(string Name, string Type)>();
+            await using (var magpie = new NpgsqlConnection(fx.ConnectionString()))
+            {
+                await magpie.OpenAsync();
+                await using var cmd = new NpgsqlCommand("SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'Posts/Stats'", magpie);
+                await using var reader = await cmd.ExecuteReaderAsync();
+                while (await reader.ReadAsync()) columns.Add((reader.GetString(0), reader.GetString(1)));
+            }
+            Assert.Equal(["CreationDate", "PostTypeId", "Score", "Title"], columns.Select(c => c.Name).Order());
+            await using var db = new NpgsqlConnection(pg.ConnectionString);
+            await db.OpenAsync();
+            await using (var create = new NpgsqlCommand($"CREATE TABLE {Table} ({string.Join(", ", columns.Select(c => $"\"{c.Name}\" {c.Type}"))})", db))
+                await create.ExecuteNonQueryAsync();
+            var type = columns.ToDictionary(c => c.Name, c => c.Type);
+            await using (var import = await db.BeginBinaryImportAsync($"COPY {Table} (\"PostTypeId\", \"Score\", \"CreationDate\", \"Title\") FROM STDIN (FORMAT BINARY)"))
+            {
+                foreach (var p in fx.Posts)
+                {
+                    await import.StartRowAsync();
+                    if (type["PostTypeId"] == "text") await import.WriteAsync(p.Type, NpgsqlDbType.Text);
+                    else await import.WriteAsync(double.Parse(p.Type, System.Globalization.CultureInfo.InvariantCulture), NpgsqlDbType.Double);
+                    await import.WriteAsync((double)p.Score, NpgsqlDbType.Double);
+                    await import.WriteAsync(p.Created, NpgsqlDbType.TimestampTz);
+                    if (p.Title is null) await import.WriteNullAsync();
+                    else await import.WriteAsync(p.Title, NpgsqlDbType.Text);
+                }
+                await import.CompleteAsync();
+            }
+            return _reference = pg;
+        }
+        finally { Loading.Release(); }
+    }
+}
