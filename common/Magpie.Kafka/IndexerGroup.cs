@@ -44,7 +44,7 @@ public sealed class IndexerGroup(string bootstrapServers, string group) : IDispo
         {
             if (_admin is not null) return _admin;
             KafkaNative.EnsureLoaded();
-            return _admin = new AdminClientBuilder(new AdminClientConfig { BootstrapServers = bootstrapServers }).Build();
+            return _admin = new AdminClientBuilder(KafkaClients.Admin(bootstrapServers)).Build();
         }
     }
 

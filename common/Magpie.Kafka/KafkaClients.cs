@@ -6,12 +6,32 @@ namespace Magpie.Kafka;
 /// <summary>Client configurations with the defaults every Magpie stage relies on.</summary>
 public static class KafkaClients
 {
+    private static (string Servers, IReadOnlyDictionary<string, string> Settings)? _cluster;
+
+    /// <summary>
+    /// The deployment's own cluster and the librdkafka settings every client Magpie makes to it takes (<c>Magpie:KafkaClient</c>:
+    /// <c>security.protocol</c>, <c>sasl.mechanism</c>, <c>sasl.username</c>/<c>sasl.password</c>, <c>ssl.ca.location</c>, …),
+    /// set once at start. Clients to other clusters (an ETL connection's) keep their own settings only.
+    /// </summary>
+    public static void UseCluster(string bootstrapServers, IReadOnlyDictionary<string, string> settings) => _cluster = (bootstrapServers, settings);
+
+    /// <summary>The cluster settings applied to <paramref name="config"/> when it points at the deployment's cluster.</summary>
+    public static T ForCluster<T>(T config) where T : ClientConfig
+    {
+        if (_cluster is { } c && c.Servers == config.BootstrapServers)
+            foreach (var (key, value) in c.Settings) config.Set(key, value);
+        return config;
+    }
+
+    public static AdminClientConfig Admin(string bootstrapServers, string? clientId = null) =>
+        ForCluster(new AdminClientConfig { BootstrapServers = bootstrapServers, ClientId = clientId });
+
     /// <summary>
     /// Idempotent producer (acks=all, ordered per partition), Java-compatible key placement
     /// (<see cref="Partitioner.Murmur2Random"/>), and no delivery timeout: while Kafka is down messages
     /// wait in the client instead of failing, which is what an outbox relay wants.
     /// </summary>
-    public static ProducerConfig Producer(string bootstrapServers, string clientId) => new()
+    public static ProducerConfig Producer(string bootstrapServers, string clientId) => ForCluster(new ProducerConfig
     {
         BootstrapServers = bootstrapServers,
         ClientId = clientId,
@@ -22,9 +42,9 @@ public static class KafkaClients
         MessageTimeoutMs = 0,
         QueueBufferingMaxMessages = 200_000,
         ReconnectBackoffMaxMs = 2_000,
-    };
+    });
 
-    public static ConsumerConfig Consumer(string bootstrapServers, string groupId) => new()
+    public static ConsumerConfig Consumer(string bootstrapServers, string groupId) => ForCluster(new ConsumerConfig
     {
         BootstrapServers = bootstrapServers,
         GroupId = groupId,
@@ -32,7 +52,7 @@ public static class KafkaClients
         AutoOffsetReset = AutoOffsetReset.Earliest,
         IsolationLevel = IsolationLevel.ReadCommitted,
         ReconnectBackoffMaxMs = 2_000,
-    };
+    });
 
     /// <summary>With a logger, librdkafka's own log lines go to it instead of stderr.</summary>
     public static IProducer<TKey, TValue> BuildProducer<TKey, TValue>(ProducerConfig config, ILogger? logger = null)

@@ -27,7 +27,7 @@ public static class TopicAdmin
     public static async Task EnsureAsync(string bootstrapServers, IEnumerable<TopicSpecification> topics, CancellationToken ct = default)
     {
         KafkaNative.EnsureLoaded();
-        using var admin = new AdminClientBuilder(new AdminClientConfig { BootstrapServers = bootstrapServers }).Build();
+        using var admin = new AdminClientBuilder(KafkaClients.Admin(bootstrapServers)).Build();
         var existing = admin.GetMetadata(TimeSpan.FromSeconds(10)).Topics
             .Where(t => t.Error.Code == ErrorCode.NoError).Select(t => t.Topic).ToHashSet();
         var missing = topics.Where(t => !existing.Contains(t.Name)).ToList();

@@ -1,4 +1,5 @@
 using System.CommandLine;
+using Magpie.Hosting;
 using System.Diagnostics;
 using Magpie.Producers;
 using Magpie.Producers.Sinks;
@@ -113,6 +114,8 @@ public static class ProduceCommand
             return new HttpBulkSink(new Uri(url.TrimEnd('/') + "/"), apiKey: string.IsNullOrWhiteSpace(key) ? null : key);
         }
         var servers = parse.GetValue(Kafka)!;
+        // The same cluster settings `magpie run` reads (SASL/TLS under Magpie:KafkaClient).
+        Magpie.Kafka.KafkaClients.UseCluster(servers, MagpieHost.ReadSettings(MagpieHost.CreateBuilder()).KafkaClient);
         await KafkaDocumentSink.EnsureTopicsAsync(servers, ct);
         return new KafkaDocumentSink(servers);
     }

@@ -42,6 +42,13 @@ public static class RunCommand
                 Console.Error.WriteLine($"magpie: {e.Message}");
                 return 1;
             }
+            catch (Confluent.Kafka.KafkaException e)
+            {
+                // A module that needs Kafka at start (the indexer's definitions) found it unreachable or refusing the credentials.
+                Console.Error.WriteLine($"magpie: Kafka at {settings.Kafka} did not answer at start: {e.Error.Reason} " +
+                    "(check --kafka and the Magpie:KafkaClient settings; librdkafka's lines above say more)");
+                return 1;
+            }
             return 0;
         });
         return command;

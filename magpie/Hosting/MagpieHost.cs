@@ -2,6 +2,7 @@ using System.Threading.RateLimiting;
 using Magpie.Hosting.Health;
 using Magpie.Hosting.Metrics;
 using Magpie.Hosting.Security;
+using Magpie.Kafka;
 using Magpie.Security;
 using Magpie.Ingest.Http;
 using Magpie.Modules;
@@ -32,6 +33,7 @@ public static class MagpieHost
         foreach (var m in modules)
             if (m.Unmet(settings) is { } why) throw new ModuleUnmetException($"module '{m.Name}' can't start: {why}");
         var security = HostSecurity.From(settings);
+        if (!settings.Embedded) KafkaClients.UseCluster(settings.Kafka!, settings.KafkaClient);
         if (settings.Unsecured && !security.Loopback)
             startup.LogWarning("--unsecured: listening on {Address} with no API key required; anyone who reaches port {Port} can read, write, define indexes and ETL", settings.BindAddress, settings.HttpPort);
 

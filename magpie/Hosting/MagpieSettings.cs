@@ -33,6 +33,9 @@ public sealed class MagpieSettings
 
     public int KafkaPartitions { get; set; } = 6;
 
+    /// <summary>librdkafka settings for every client to <see cref="Kafka"/> (SASL/SCRAM, TLS): <c>MAGPIE__KAFKACLIENT__sasl.password</c>, …</summary>
+    public Dictionary<string, string> KafkaClient { get; set; } = [];
+
     /// <summary>Consumer group of the ingest target on <c>magpie.documents</c>; ingest processes sharing it split the partitions.</summary>
     public string ConsumerGroup { get; set; } = "magpie-ingest";
     public short KafkaReplicationFactor { get; set; } = 1;

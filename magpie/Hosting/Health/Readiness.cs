@@ -25,11 +25,7 @@ public static class Readiness
     /// <summary>Kafka answers a metadata request (split deployments; added once per process).</summary>
     public static void AddKafkaReadiness(this IServiceCollection services, string bootstrapServers)
     {
-        var admin = new Lazy<IAdminClient>(() => new AdminClientBuilder(new AdminClientConfig
-        {
-            BootstrapServers = bootstrapServers,
-            ClientId = "magpie-readiness",
-        }).SetLogHandler((_, _) => { }).Build());
+        var admin = new Lazy<IAdminClient>(() => new AdminClientBuilder(KafkaClients.Admin(bootstrapServers, "magpie-readiness")).SetLogHandler((_, _) => { }).Build());
         services.AddReadinessCheck("kafka", (_, _) => Task.Run(() =>
         {
             KafkaNative.EnsureLoaded();

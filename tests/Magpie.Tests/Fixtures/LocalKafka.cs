@@ -16,7 +16,8 @@ public sealed class LocalKafka : IServiceRuntime
     public static string KafkaHome =>
         Environment.GetEnvironmentVariable("KAFKA_HOME") is { Length: > 0 } home ? home : Path.Combine(RepoPaths.Shared, "kafka");
 
-    public static async Task<LocalKafka> StartAsync(int port)
+    /// <param name="scram">A user the broker requires on its client listener (SASL_PLAINTEXT, SCRAM-SHA-256), made at format time.</param>
+    public static async Task<LocalKafka> StartAsync(int port, (string User, string Password)? scram = null)
     {
         var libs = Path.Combine(KafkaHome, "libs");
         if (!Directory.Exists(libs))
@@ -27,10 +28,20 @@ public sealed class LocalKafka : IServiceRuntime
             process.roles=broker,controller
             node.id=1
             controller.quorum.voters=1@127.0.0.1:{controllerPort}
+            {(scram is { } u ? $"""
+            listeners=SASL_PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controllerPort}
+            advertised.listeners=SASL_PLAINTEXT://127.0.0.1:{port}
+            listener.security.protocol.map=CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT
+            inter.broker.listener.name=SASL_PLAINTEXT
+            sasl.enabled.mechanisms=SCRAM-SHA-256
+            sasl.mechanism.inter.broker.protocol=SCRAM-SHA-256
+            listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="{u.User}" password="{u.Password}";
+            """ : $"""
             listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controllerPort}
             advertised.listeners=PLAINTEXT://127.0.0.1:{port}
-            controller.listener.names=CONTROLLER
             listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+            """)}
+            controller.listener.names=CONTROLLER
             log.dirs={dataDir}/logs
             num.partitions=3
             offsets.topic.replication.factor=1
@@ -47,7 +58,8 @@ public sealed class LocalKafka : IServiceRuntime
             log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
             """);
         var clusterId = (await RunJavaAsync(libs, "kafka.tools.StorageTool random-uuid")).Trim();
-        await RunJavaAsync(libs, $"kafka.tools.StorageTool format -t {clusterId} -c {dataDir}/server.properties");
+        var addScram = scram is { } user ? $" --add-scram SCRAM-SHA-256=[name={user.User},password={user.Password}]" : "";
+        await RunJavaAsync(libs, $"kafka.tools.StorageTool format -t {clusterId} -c {dataDir}/server.properties{addScram}");
         var broker = new LocalKafka(dataDir, port);
         await broker.StartProcessAsync();
         return broker;
