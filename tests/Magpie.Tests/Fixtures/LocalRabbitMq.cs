@@ -18,15 +18,27 @@ public sealed class LocalRabbitMq : IServiceRuntime
 
     public string Url => $"amqp://guest:guest@127.0.0.1:{_port}/";
 
-    public static async Task<LocalRabbitMq> StartAsync(int port)
+    /// <summary>The AMQPS port, when started with a certificate.</summary>
+    public int TlsPort { get; } = FreePort.Next();
+
+    /// <param name="tls">Also an AMQPS listener on <see cref="TlsPort"/> with this certificate (self-signed: it is its own CA).</param>
+    public static async Task<LocalRabbitMq> StartAsync(int port, TestCertificate? tls = null)
     {
         var server = Environment.GetEnvironmentVariable("RABBITMQ_SERVER") is { Length: > 0 } s ? s : "/usr/lib/rabbitmq/bin/rabbitmq-server";
         if (!File.Exists(server))
             throw new InvalidOperationException($"no RabbitMQ for the tests: set RABBITMQ_URL, run a Docker engine, or apt-get install rabbitmq-server (looked for {server})");
         var dir = Directory.CreateTempSubdirectory("magpie-rabbit-").FullName;
         await File.WriteAllTextAsync(Path.Combine(dir, "enabled_plugins"), "[].");
-        await File.WriteAllTextAsync(Path.Combine(dir, "rabbitmq.conf"), "loopback_users = none\n");
         var broker = new LocalRabbitMq(dir, port);
+        await File.WriteAllTextAsync(Path.Combine(dir, "rabbitmq.conf"), "loopback_users = none\n" + (tls is null ? "" : $"""
+            listeners.ssl.default = {broker.TlsPort}
+            ssl_options.cacertfile = {tls.CertificatePath}
+            ssl_options.certfile = {tls.CertificatePath}
+            ssl_options.keyfile = {tls.KeyPath}
+            ssl_options.verify = verify_none
+            ssl_options.fail_if_no_peer_cert = false
+
+            """));
         await broker.StartProcessesAsync();
         return broker;
     }
