@@ -16,6 +16,7 @@ using Magpie.Tests.Fixtures;
 //        dotnet run -c Release --project bench/Magpie.Bench -- facets [--docs N] [--runs R] [--per-term-runs P]
 //        dotnet run -c Release --project bench/Magpie.Bench -- subscriptions [--docs N]
 //        dotnet run -c Release --project bench/Magpie.Bench -- pg [--docs N] [--runs R]
+//        dotnet run -c Release --project bench/Magpie.Bench -- overload [--connections C] [--seconds S] [--docs N] [--write-share W]
 var docs = Arg("--docs", 300_000);
 var clients = (int)Arg("--clients", 8);
 var batchSize = (int)Arg("--batch", 128);
@@ -34,6 +35,7 @@ switch (args.FirstOrDefault())
     case "facets": await RunFacetsAsync(); return;
     case "subscriptions": await RunSubscriptionsAsync(); return;
     case "pg": await RunPgAsync(); return;
+    case "overload": await RunOverloadAsync(); return;
 }
 
 Console.WriteLine($"generating {docs:N0} synthetic posts in batches of {batchSize}…");
@@ -434,6 +436,33 @@ async Task<LoadedMagpie> StartLoadedAsync(string name, int n, params string[] ex
     Console.WriteLine($"loading {n:N0} synthetic posts…");
     await MapReduceBenchmark.LoadAsync(http.BaseAddress, IngestBenchmark.Batches(n, 512, seed: 42));
     return new LoadedMagpie(magpie, http);
+}
+
+async Task RunOverloadAsync()
+{
+    var connections = (int)Arg("--connections", 2000);
+    var seconds = Arg("--seconds", 60);
+    var n = (int)Arg("--docs", 20_000);
+    var writeShare = double.Parse(ArgText("--write-share") ?? "0.5", CultureInfo.InvariantCulture);
+    using var loaded = await StartLoadedAsync("overload", 0);
+    var load = new Uri(loaded.Http.BaseAddress!, "");
+    Console.WriteLine($"writing {n:N0} documents, then {connections:N0} connections of reads and writes ({writeShare:P0} writes) for {seconds} s…");
+    await MapReduceBenchmark.LoadAsync(load, IngestBenchmark.Batches(n, 512, seed: 42).Select(b => b.Select(w => w with { Id = "load/" + w.Id.Split('/')[^1] }).ToArray()).ToList());
+    var r = await OverloadBenchmark.RunAsync(load, loaded.Process.Id, connections, TimeSpan.FromSeconds(seconds), n, writeShare);
+    StopMagpie(loaded.Process);
+    var total = r.Admitted + r.Shed + r.TimedOut + r.Failed + r.OtherStatus;
+    Console.WriteLine();
+    Console.WriteLine($"{"connections",12} {"requests",10} {"admitted",10} {"shed 503",10} {"timed out",10} {"failed",8} {"adm p50",8} {"adm p99",8} {"adm max",8} {"503 p99",8} {"peak RSS",9} {"recovery",9}");
+    Console.WriteLine($"{r.Connections,12:N0} {total,10:N0} {r.Admitted,10:N0} {r.Shed,10:N0} {r.TimedOut,10:N0} {r.Failed,8:N0} {r.AdmittedP50,6:F0}ms {r.AdmittedP99,6:F0}ms {r.AdmittedMax,6:F0}ms {r.ShedP99,6:F0}ms {r.PeakRssMb,6:N0} MB {r.RecoverySeconds,7:F2} s");
+    Console.WriteLine($"admitted/s {r.Admitted / r.Seconds:N0}; every 503 had Retry-After: {r.ShedHadRetryAfter}; {Environment.ProcessorCount} cores");
+    Console.WriteLine(JsonSerializer.Serialize(new
+    {
+        benchmark = "overload", connections = r.Connections, seconds = Math.Round(r.Seconds, 1), write_share = writeShare, requests = total,
+        admitted = r.Admitted, shed = r.Shed, timed_out = r.TimedOut, failed = r.Failed, other_status = r.OtherStatus,
+        admitted_per_s = Math.Round(r.Admitted / r.Seconds), admitted_p50_ms = Math.Round(r.AdmittedP50, 1), admitted_p99_ms = Math.Round(r.AdmittedP99, 1),
+        admitted_max_ms = Math.Round(r.AdmittedMax, 1), shed_p99_ms = Math.Round(r.ShedP99, 1), retry_after_on_every_503 = r.ShedHadRetryAfter,
+        peak_rss_mb = r.PeakRssMb, recovery_s = Math.Round(r.RecoverySeconds, 2), cores = Environment.ProcessorCount,
+    }));
 }
 
 void StopMagpie(Process magpie)
