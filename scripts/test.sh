@@ -5,6 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${KAFKA_HOME:-}" ] && [ -d ../shared/kafka/libs ]; then export KAFKA_HOME="$(cd ../shared/kafka && pwd)"; fi
+# The benchmarks share the tests' fixtures: keep them building (dotnet test does not build them).
+dotnet build bench/Magpie.Bench -c Release -nologo -v q
 out=$(mktemp)
 set +e
 dotnet test Magpie.sln -c Release --logger "console;verbosity=normal" 2>&1 | tee "$out"

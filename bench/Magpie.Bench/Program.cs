@@ -16,7 +16,7 @@ using Magpie.Tests.Fixtures;
 //        dotnet run -c Release --project bench/Magpie.Bench -- facets [--docs N] [--runs R] [--per-term-runs P]
 //        dotnet run -c Release --project bench/Magpie.Bench -- subscriptions [--docs N]
 //        dotnet run -c Release --project bench/Magpie.Bench -- pg [--docs N] [--runs R]
-//        dotnet run -c Release --project bench/Magpie.Bench -- overload [--connections C] [--seconds S] [--docs N] [--write-share W]
+//        dotnet run -c Release --project bench/Magpie.Bench -- overload [--connections C] [--seconds S] [--docs N] [--write-share W] [--shed-pause-ms P]
 var docs = Arg("--docs", 300_000);
 var clients = (int)Arg("--clients", 8);
 var batchSize = (int)Arg("--batch", 128);
@@ -444,17 +444,32 @@ async Task RunOverloadAsync()
     var seconds = Arg("--seconds", 60);
     var n = (int)Arg("--docs", 20_000);
     var writeShare = double.Parse(ArgText("--write-share") ?? "0.5", CultureInfo.InvariantCulture);
-    using var loaded = await StartLoadedAsync("overload", 0);
+    var pgPort = FreePort.Next();
+    using var loaded = await StartLoadedAsync("overload", 0, "--pg-port", pgPort.ToString(CultureInfo.InvariantCulture));
     var load = new Uri(loaded.Http.BaseAddress!, "");
     Console.WriteLine($"writing {n:N0} documents, then {connections:N0} connections of reads and writes ({writeShare:P0} writes) for {seconds} s…");
     await MapReduceBenchmark.LoadAsync(load, IngestBenchmark.Batches(n, 512, seed: 42).Select(b => b.Select(w => w with { Id = "load/" + w.Id.Split('/')[^1] }).ToArray()).ToList());
-    var r = await OverloadBenchmark.RunAsync(load, loaded.Process.Id, connections, TimeSpan.FromSeconds(seconds), n, writeShare);
+    var r = await OverloadBenchmark.RunAsync(load, loaded.Process.Id, connections, TimeSpan.FromSeconds(seconds), n, writeShare,
+        TimeSpan.FromMilliseconds(Arg("--shed-pause-ms", 0)));
+    // Slow stream readers over an index of those documents, then idle PostgreSQL connections.
+    var collection = (await loaded.Http.GetFromJsonAsync<JsonElement>("stats")).GetProperty("collections").EnumerateObject().MaxBy(c => c.Value.GetInt64()).Name;
+    await IndexBenchmark.DefineAsync(loaded.Http, "Overload/Posts", new Magpie.Contracts.Indexes.IndexDefinition
+    {
+        Maps = [$"map('{collection}', p => ({{ Title: p.Title, Score: p.Score }}))"],
+    });
+    var all = await loaded.Http.PostAsJsonAsync("queries", new { query = "from index 'Overload/Posts'", pageSize = 1, waitForNonStaleResults = true, timeoutMs = 600_000 });
+    Console.WriteLine($"index over {(await all.Content.ReadFromJsonAsync<JsonElement>()).GetProperty("totalResults").GetInt64():N0} '{collection}' documents; streaming it…");
+    var streams = await OverloadBenchmark.SlowStreamsAsync(load, loaded.Process.Id, "from index 'Overload/Posts'", (int)Arg("--streams", 50), 1024,
+        TimeSpan.FromSeconds(Arg("--stream-seconds", 30)));
+    var idle = await OverloadBenchmark.IdlePgAsync(pgPort, (int)Arg("--pg-connections", 500));
     StopMagpie(loaded.Process);
     var total = r.Admitted + r.Shed + r.TimedOut + r.Failed + r.OtherStatus;
     Console.WriteLine();
     Console.WriteLine($"{"connections",12} {"requests",10} {"admitted",10} {"shed 503",10} {"timed out",10} {"failed",8} {"adm p50",8} {"adm p99",8} {"adm max",8} {"503 p99",8} {"peak RSS",9} {"recovery",9}");
     Console.WriteLine($"{r.Connections,12:N0} {total,10:N0} {r.Admitted,10:N0} {r.Shed,10:N0} {r.TimedOut,10:N0} {r.Failed,8:N0} {r.AdmittedP50,6:F0}ms {r.AdmittedP99,6:F0}ms {r.AdmittedMax,6:F0}ms {r.ShedP99,6:F0}ms {r.PeakRssMb,6:N0} MB {r.RecoverySeconds,7:F2} s");
     Console.WriteLine($"admitted/s {r.Admitted / r.Seconds:N0}; every 503 had Retry-After: {r.ShedHadRetryAfter}; {Environment.ProcessorCount} cores");
+    Console.WriteLine($"{streams.Streams} streams read at 1 KB/s for {streams.Seconds:F0} s ({streams.BytesRead / 1024:N0} KB read): server RSS {streams.RssStartMb} MB before, {streams.RssOpenMb} MB with the streams open (5 s), {streams.RssMaxMb} MB at most, {streams.RssEndMb} MB at the end");
+    Console.WriteLine($"{idle.Tried} idle PostgreSQL connections: {idle.Accepted} served, {idle.Refused} refused ({idle.RefusedWith}), {idle.OtherErrors} other errors; a new one after they closed: {(idle.NewConnectionAfterClose ? "served" : "NOT served")}");
     Console.WriteLine(JsonSerializer.Serialize(new
     {
         benchmark = "overload", connections = r.Connections, seconds = Math.Round(r.Seconds, 1), write_share = writeShare, requests = total,
@@ -462,6 +477,9 @@ async Task RunOverloadAsync()
         admitted_per_s = Math.Round(r.Admitted / r.Seconds), admitted_p50_ms = Math.Round(r.AdmittedP50, 1), admitted_p99_ms = Math.Round(r.AdmittedP99, 1),
         admitted_max_ms = Math.Round(r.AdmittedMax, 1), shed_p99_ms = Math.Round(r.ShedP99, 1), retry_after_on_every_503 = r.ShedHadRetryAfter,
         peak_rss_mb = r.PeakRssMb, recovery_s = Math.Round(r.RecoverySeconds, 2), cores = Environment.ProcessorCount,
+        slow_streams = streams.Streams, slow_stream_kb_read = streams.BytesRead / 1024, stream_rss_start_mb = streams.RssStartMb, stream_rss_open_mb = streams.RssOpenMb, stream_rss_max_mb = streams.RssMaxMb,
+        stream_rss_end_mb = streams.RssEndMb, idle_pg_tried = idle.Tried, idle_pg_served = idle.Accepted, idle_pg_refused_53300 = idle.Refused,
+        idle_pg_other_errors = idle.OtherErrors, idle_pg_new_after_close = idle.NewConnectionAfterClose,
     }));
 }
 

@@ -50,7 +50,7 @@ public sealed class MagpieSettings
 
     /// <summary>Requests served at once; more wait in a queue of <see cref="RequestQueueLimit"/>, beyond that 503 + Retry-After.</summary>
     public int MaxConcurrentRequests { get; set; } = 256;
-    public int RequestQueueLimit { get; set; } = 1024;
+    public int RequestQueueLimit { get; set; } = 256;
     public int CheckpointIntervalSeconds { get; set; } = 60;
 
     /// <summary>Web origins (<c>https://app.example.com</c>) whose pages may write; other cross-origin writes answer 403.</summary>
