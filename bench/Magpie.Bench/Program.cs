@@ -16,6 +16,7 @@ using Magpie.Tests.Fixtures;
 //        dotnet run -c Release --project bench/Magpie.Bench -- facets [--docs N] [--runs R] [--per-term-runs P]
 //        dotnet run -c Release --project bench/Magpie.Bench -- subscriptions [--docs N]
 //        dotnet run -c Release --project bench/Magpie.Bench -- pg [--docs N] [--runs R]
+//        dotnet run -c Release --project bench/Magpie.Bench -- faults [--rounds N] [--outage-seconds S]
 //        dotnet run -c Release --project bench/Magpie.Bench -- overload [--connections C] [--seconds S] [--docs N] [--write-share W] [--shed-pause-ms P]
 var docs = Arg("--docs", 300_000);
 var clients = (int)Arg("--clients", 8);
@@ -36,6 +37,7 @@ switch (args.FirstOrDefault())
     case "subscriptions": await RunSubscriptionsAsync(); return;
     case "pg": await RunPgAsync(); return;
     case "overload": await RunOverloadAsync(); return;
+    case "faults": await RunFaultsAsync(); return;
 }
 
 Console.WriteLine($"generating {docs:N0} synthetic posts in batches of {batchSize}…");
@@ -436,6 +438,25 @@ async Task<LoadedMagpie> StartLoadedAsync(string name, int n, params string[] ex
     Console.WriteLine($"loading {n:N0} synthetic posts…");
     await MapReduceBenchmark.LoadAsync(http.BaseAddress, IngestBenchmark.Batches(n, 512, seed: 42));
     return new LoadedMagpie(magpie, http);
+}
+
+async Task RunFaultsAsync()
+{
+    var rounds = (int)Arg("--rounds", 12);
+    var outage = TimeSpan.FromSeconds(Arg("--outage-seconds", 60));
+    await using var suite = await Magpie.Tests.Faults.FaultSuite.StartAsync(Console.WriteLine);
+    var results = new List<Magpie.Tests.Faults.FaultSuite.Round>();
+    for (var i = 1; i <= rounds; i++)
+        results.Add(await suite.RunRoundAsync(i, i % 3 == 2 ? Magpie.Tests.Faults.FaultSuite.Fault.RabbitMqDown : Magpie.Tests.Faults.FaultSuite.Fault.KillAll, outage));
+    Console.WriteLine();
+    Console.WriteLine(Magpie.Tests.Faults.FaultSuite.Table(results));
+    Console.WriteLine(JsonSerializer.Serialize(new
+    {
+        benchmark = "faults", rounds, outage_s = outage.TotalSeconds, writes_acknowledged = results[^1].WritesAcknowledged,
+        lost = results.Sum(r => r.Lost), index_mismatches = results.Sum(r => r.IndexMismatches), missing_rabbitmq = results.Sum(r => r.MissingInRabbitMq),
+        missing_subscription = results.Sum(r => r.MissingInSubscription), duplicates_rabbitmq = results[^1].DuplicatesRabbitMq,
+        duplicates_subscription = results[^1].DuplicatesSubscription, max_recovery_s = Math.Round(results.Max(r => r.RecoverySeconds), 2),
+    }));
 }
 
 async Task RunOverloadAsync()
