@@ -16,7 +16,7 @@ using Magpie.Tests.Fixtures;
 //        dotnet run -c Release --project bench/Magpie.Bench -- facets [--docs N] [--runs R] [--per-term-runs P]
 //        dotnet run -c Release --project bench/Magpie.Bench -- subscriptions [--docs N]
 //        dotnet run -c Release --project bench/Magpie.Bench -- pg [--docs N] [--runs R]
-//        dotnet run -c Release --project bench/Magpie.Bench -- faults [--rounds N] [--outage-seconds S]
+//        dotnet run -c Release --project bench/Magpie.Bench -- faults [--rounds N] [--outage-seconds S] [--kafka]
 //        dotnet run -c Release --project bench/Magpie.Bench -- overload [--connections C] [--seconds S] [--docs N] [--write-share W] [--shed-pause-ms P]
 var docs = Arg("--docs", 300_000);
 var clients = (int)Arg("--clients", 8);
@@ -444,16 +444,17 @@ async Task RunFaultsAsync()
 {
     var rounds = (int)Arg("--rounds", 12);
     var outage = TimeSpan.FromSeconds(Arg("--outage-seconds", 60));
-    await using var suite = await Magpie.Tests.Faults.FaultSuite.StartAsync(Console.WriteLine);
+    var kafka = args.Contains("--kafka");
+    await using var suite = await Magpie.Tests.Faults.FaultSuite.StartAsync(Console.WriteLine, kafka);
+    var faults = kafka ? Magpie.Tests.Faults.FaultSuite.KafkaFaults : Magpie.Tests.Faults.FaultSuite.EmbeddedFaults;
     var results = new List<Magpie.Tests.Faults.FaultSuite.Round>();
-    for (var i = 1; i <= rounds; i++)
-        results.Add(await suite.RunRoundAsync(i, i % 3 == 2 ? Magpie.Tests.Faults.FaultSuite.Fault.RabbitMqDown : Magpie.Tests.Faults.FaultSuite.Fault.KillAll, outage));
+    for (var i = 0; i < rounds; i++) results.Add(await suite.RunRoundAsync(i + 1, faults[i % faults.Length], outage));
     Console.WriteLine();
     Console.WriteLine(Magpie.Tests.Faults.FaultSuite.Table(results));
     Console.WriteLine(JsonSerializer.Serialize(new
     {
-        benchmark = "faults", rounds, outage_s = outage.TotalSeconds, writes_acknowledged = results[^1].WritesAcknowledged,
-        lost = results.Sum(r => r.Lost), index_mismatches = results.Sum(r => r.IndexMismatches), missing_rabbitmq = results.Sum(r => r.MissingInRabbitMq),
+        benchmark = "faults", mode = kafka ? "kafka" : "embedded", rounds, outage_s = outage.TotalSeconds, writes_acknowledged = results[^1].WritesAcknowledged,
+        lost = results.Sum(r => r.Lost), index_mismatches = results.Sum(r => r.IndexMismatches), reduce_mismatches = results.Sum(r => r.ReduceMismatches), missing_rabbitmq = results.Sum(r => r.MissingInRabbitMq),
         missing_subscription = results.Sum(r => r.MissingInSubscription), duplicates_rabbitmq = results[^1].DuplicatesRabbitMq,
         duplicates_subscription = results[^1].DuplicatesSubscription, max_recovery_s = Math.Round(results.Max(r => r.RecoverySeconds), 2),
     }));
