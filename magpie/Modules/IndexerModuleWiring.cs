@@ -1,4 +1,3 @@
-using System.Net;
 using Magpie.Hosting;
 using Magpie.Hosting.Security;
 using Magpie.Hosting.Health;
@@ -43,15 +42,11 @@ public sealed class IndexerModuleWiring(bool ingestInProcess) : IMagpieModule
         DataDir = Path.GetFullPath(s.DataDir),
         Kafka = embedded || s.Embedded ? null : s.Kafka,
         IndexerGroup = s.IndexerGroup,
-        AdvertisedUrl = string.IsNullOrWhiteSpace(s.AdvertisedUrl) ? DefaultAdvertisedUrl(s) : s.AdvertisedUrl,
+        AdvertisedUrl = string.IsNullOrWhiteSpace(s.AdvertisedUrl) ? HostSecurity.DefaultUrl(s) : s.AdvertisedUrl,
         KafkaPartitions = s.KafkaPartitions,
         KafkaReplicationFactor = s.KafkaReplicationFactor,
         FacetCacheMegabytes = s.FacetCacheMegabytes,
     };
-
-    // Listening on loopback only, other processes can reach it only on this machine, as localhost.
-    private static string DefaultAdvertisedUrl(MagpieSettings s) =>
-        $"{(s.Tls.Certificate is null ? "http" : "https")}://{(s.BindAddress is "localhost" or "127.0.0.1" or "::1" ? "localhost" : Dns.GetHostName())}:{s.HttpPort}";
 }
 
 /// <summary>

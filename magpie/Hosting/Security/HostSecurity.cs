@@ -90,6 +90,14 @@ public sealed class HostSecurity
         return client;
     }
 
+    /// <summary>Where other processes reach this one unless told (Magpie:AdvertisedUrl): on loopback only this machine can, as localhost.</summary>
+    public static string DefaultUrl(MagpieSettings s)
+    {
+        var address = ParseAddress(s.BindAddress);
+        var host = address is null || IPAddress.IsLoopback(address) ? "localhost" : Dns.GetHostName();
+        return $"{(s.Tls.Certificate is null ? "http" : "https")}://{host}:{s.HttpPort}";
+    }
+
     private static IPAddress? ParseAddress(string bind) => bind.Trim().ToLowerInvariant() switch
     {
         "" or "localhost" or "loopback" => null,
