@@ -29,6 +29,10 @@ public static class IngestModule
             MinFreeDiskBytes = options.MinFreeDiskBytes,
         }, sp.GetRequiredService<ILoggerFactory>().CreateLogger("Magpie.Documents")).GetAwaiter().GetResult());
         services.AddSingleton<ChangeLogTail>();
+        services.AddSingleton<ChangeLogReaders>();
+        if (options.Compaction is { } compaction)
+            services.AddSingleton(sp => new ChangeLogCompactor(sp.GetRequiredService<DocumentStore>(), sp.GetRequiredService<ChangeLogReaders>(), compaction,
+                sp.GetRequiredService<ILoggerFactory>().CreateLogger<ChangeLogCompactor>())).AddHostedService(sp => sp.GetRequiredService<ChangeLogCompactor>());
         services.AddSingleton<Magpie.Contracts.Documents.IDocumentLookup, StoreDocumentLookup>();
         services.AddSingleton<Magpie.Contracts.Documents.IDocumentOutput, StoreDocumentOutput>();
         services.AddSingleton<IChangeFeed, EmbeddedChangeFeed>();
@@ -56,6 +60,7 @@ public static class IngestModule
             kafka = options.KafkaBootstrapServers,
             input = services.GetService<DocumentTopicConsumer>()?.Status(),
             relay = services.GetService<ChangeRelay>()?.Status(),
+            changeLog = services.GetService<ChangeLogCompactor>()?.Status(),
         }));
         return app;
     }

@@ -31,4 +31,7 @@ public sealed record IngestOptions
     public int MaxJsonDepth { get; init; } = 64;
     public TimeSpan CheckpointInterval { get; init; } = TimeSpan.FromSeconds(60);
     public long MinFreeDiskBytes { get; init; } = 64L << 20;
+
+    /// <summary>Change-log compaction; null: the log keeps every version.</summary>
+    public Changes.CompactionOptions? Compaction { get; init; } = new(new Documents.RevisionRetention(), TimeSpan.FromSeconds(60), 256L << 20);
 }

@@ -53,6 +53,9 @@ public sealed class MagpieSettings
     public int RequestQueueLimit { get; set; } = 256;
     public int CheckpointIntervalSeconds { get; set; } = 60;
 
+    /// <summary>The change log's compaction (<c>Magpie:Compaction:*</c>): how many versions of each document it keeps, and how often it runs.</summary>
+    public CompactionSettings Compaction { get; set; } = new();
+
     /// <summary>Web origins (<c>https://app.example.com</c>) whose pages may write; other cross-origin writes answer 403.</summary>
     public string[] AllowedOrigins { get; set; } = [];
 
@@ -87,4 +90,20 @@ public sealed class TlsSettings
 
     /// <summary>PEM private key file; absent = the key is in the certificate file.</summary>
     public string? Key { get; set; }
+}
+
+/// <summary>
+/// Change-log compaction. Superseded versions and deletes are reclaimed once every reader of the log (indexes, ETL tasks,
+/// subscriptions, the Kafka relay) has passed them; <see cref="Revisions"/> versions of each document stay for
+/// <c>GET /docs/{id}/revisions</c> (1: the latest only), none older than <see cref="RevisionsSeconds"/> when set.
+/// </summary>
+public sealed class CompactionSettings
+{
+    public bool Enabled { get; set; } = true;
+    public int Revisions { get; set; } = 1;
+    public int? RevisionsSeconds { get; set; }
+
+    /// <summary>How often to look; a pass runs when at least <see cref="MinMegabytes"/> of log lie behind every reader.</summary>
+    public int IntervalSeconds { get; set; } = 60;
+    public int MinMegabytes { get; set; } = 256;
 }

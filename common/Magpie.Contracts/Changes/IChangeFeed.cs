@@ -27,4 +27,23 @@ public interface IChangeFeed
     /// <paramref name="lastEtag"/>; null when the feed can't tell without asking a broker. Cheap: for stats.
     /// </summary>
     long? Backlog(ChangeFeedPosition position, long lastEtag) => null;
+
+    /// <summary>
+    /// Registers a reader that resumes from a position it persists (<paramref name="durable"/>: where it would resume after
+    /// a crash) until the handle is disposed. The embedded feed reclaims only changes every registered reader has passed;
+    /// Kafka keeps its own retention, so there it does nothing.
+    /// </summary>
+    IDisposable Track(string reader, Func<ChangeFeedPosition> durable) => NotTracked.Instance;
+
+    /// <summary>
+    /// False when changes between <paramref name="position"/> and now are no longer all there (the log was compacted past
+    /// an unregistered reader): a reader that must see every delete then starts over from the beginning.
+    /// </summary>
+    bool CanResume(ChangeFeedPosition position) => true;
+
+    private sealed class NotTracked : IDisposable
+    {
+        public static readonly NotTracked Instance = new();
+        public void Dispose() { }
+    }
 }

@@ -31,7 +31,14 @@ public sealed class EtlTaskRunner(string name, EtlTaskDefinition task, EtlConnec
 
     public EtlTaskStatsSnapshot Snapshot() => Stats.Snapshot(feed.Backlog(_position.FeedPosition, _position.LastEtag));
 
-    public void Start() => _loop = Task.Run(() => RunAsync(_stop.Token));
+    public void Start()
+    {
+        // The persisted position is what it resumes from (the beginning until loaded): the change log keeps everything after it.
+        _tracked = feed.Track($"etl {name}", () => Volatile.Read(ref _position).FeedPosition);
+        _loop = Task.Run(() => RunAsync(_stop.Token));
+    }
+
+    private IDisposable? _tracked;
 
     private async Task RunAsync(CancellationToken ct)
     {
@@ -118,7 +125,7 @@ public sealed class EtlTaskRunner(string name, EtlTaskDefinition task, EtlConnec
         for (var i = 0; i < t.Messages.Count; i += PublishChunk)
             await target.PublishAsync(t.Messages.GetRange(i, Math.Min(PublishChunk, t.Messages.Count - i)), ct);
         var published = Stopwatch.GetTimestamp();
-        var lastEtag = Math.Max(_position.LastEtag, t.Batch.Changes.Max(c => c.Etag));
+        var lastEtag = Math.Max(_position.LastEtag, t.Batch.Changes.Select(c => c.Etag).DefaultIfEmpty(0).Max());
         _position = new EtlTaskPosition(new Dictionary<string, long>(t.Batch.After.Next), lastEtag,
             _position.MessagesSent + t.Messages.Count, _position.DocumentsProcessed + t.Documents);
         _position.Save(_positionPath);
@@ -164,6 +171,7 @@ public sealed class EtlTaskRunner(string name, EtlTaskDefinition task, EtlConnec
     {
         _stop.Cancel();
         try { await _loop; } catch (OperationCanceledException) { }
+        _tracked?.Dispose();
         _stop.Dispose();
     }
 }

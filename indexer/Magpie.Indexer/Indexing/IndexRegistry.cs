@@ -127,10 +127,15 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
         {
             foreach (var key in KeysOf(name)) await StopWorkerAsync(key);
             DeleteFiles(name);
+            _remapping.Add(name);
         }
         finally { _gate.Release(); }
-        await ReconcileAsync();
+        try { await ReconcileAsync(); }
+        finally { _remapping.Remove(name); }
     }
+
+    /// <summary>Indexes being reset: their Kafka-mode map side maps every document again instead of taking over where it was published to.</summary>
+    private readonly HashSet<string> _remapping = [];
 
     private async Task ReconcileLoggedAsync()
     {
@@ -184,10 +189,11 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
         if (shards.Mapped is not { } mapped)
             return [(new WorkerKey(name, shard), Worker(shards.FeedOf(shard), DirectoryOf(name, shard), (s, stop) => new LocalMapReduceStage(definition, limits with { Stop = stop }, s, documents)))];
         var topic = mapped.TopicOf(name, definition);
+        var remap = _remapping.Contains(name);
         return
         [
             (new WorkerKey(name, shard, MapSide: true),
-                Worker(shards.FeedOf(shard), DirectoryOf(name, shard) + "-map", (s, stop) => new MappedTopicStage(definition, limits with { Stop = stop }, s, mapped, topic, shard))),
+                Worker(shards.FeedOf(shard), DirectoryOf(name, shard) + "-map", (s, stop) => new MappedTopicStage(definition, limits with { Stop = stop }, s, mapped, topic, shard, remap))),
             (new WorkerKey(name, shard), Worker(mapped.FeedOf(topic, shard), DirectoryOf(name, shard), (s, stop) => new TopicReduceStage(definition, limits with { Stop = stop }, s, documents, mapped, topic))),
         ];
     }

@@ -34,7 +34,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
     private long _lastCommit = Stopwatch.GetTimestamp();
     private readonly Lock _commitLock = new();
     private Task _committing = Task.CompletedTask;
-    private (long Batch, Dictionary<string, string> Data)? _nextCommit;
+    private (long Batch, Dictionary<string, string> Data, ChangeFeedPosition Position)? _nextCommit;
     private Exception? _commitFailure;
 
     /// <summary>The longest a searchable batch stays uncommitted while more batches keep coming.</summary>
@@ -115,7 +115,16 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
         return !await WaitForEtagAsync(last, timeout, ct);
     }
 
-    public void Start() => _loop = Task.Run(() => RunAsync(_stop.Token));
+    public void Start()
+    {
+        // Until the index is opened this says "from the beginning", which holds compaction back: safe.
+        _tracked = feed.Track($"index {name}" + (Shard >= 0 ? $" (shard {Shard})" : ""), () => Volatile.Read(ref _durable));
+        _loop = Task.Run(() => RunAsync(_stop.Token));
+    }
+
+    /// <summary>The position of the last durable commit: where the index resumes after a crash (what the feed must keep).</summary>
+    private ChangeFeedPosition _durable = ChangeFeedPosition.Beginning;
+    private IDisposable? _tracked;
 
     /// <summary>Changes the index has not processed yet (null when the feed can't tell cheaply).</summary>
     public long? Backlog() => feed.Backlog(_position, Status.IndexedEtag);
@@ -148,6 +157,14 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
                 await stage.PrepareAsync(ct);
                 Index ??= engine.Open(directory);
                 var position = await ResumeAsync(Index, stage, ct);
+                if (await stage.CatchUpAsync(Index, position, ct) is { } caughtUp)
+                {
+                    log.LogInformation("index {Index}: shard {Shard} taken over at {Position} (was {Was})", name, Shard,
+                        JsonSerializer.Serialize(caughtUp.Next), JsonSerializer.Serialize(position.Next));
+                    await Index.CommitAsync(Commit(caughtUp, Status.IndexedEtag), ct);
+                    position = caughtUp;
+                }
+                Volatile.Write(ref _durable, position);
                 _position = position;
                 ReleaseWaiters(Status.IndexedEtag);
                 await IndexFromAsync(Index, stage, position, ct);
@@ -234,9 +251,11 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
         var state = await index.StateAsync(ct);
         var data = state.CommitData;
         _sourcePosition = stage.FedByAllPartitions ? ChangeFeedPosition.Beginning : null;
-        if (data.GetValueOrDefault(DefinitionKey) != _fingerprint)
+        var truncated = data.TryGetValue(PositionKey, out var saved) && !feed.CanResume(new ChangeFeedPosition(JsonSerializer.Deserialize<Dictionary<string, long>>(saved)!));
+        if (data.GetValueOrDefault(DefinitionKey) != _fingerprint || truncated)
         {
-            if (data.Count > 0) log.LogInformation("index {Index}: definition or engine changed, rebuilding from the beginning", name);
+            if (truncated) log.LogWarning("index {Index}: the change log was compacted past this index's position; rebuilding from the beginning", name);
+            else if (data.Count > 0) log.LogInformation("index {Index}: definition or engine changed, rebuilding from the beginning", name);
             await index.DeleteAllAsync(ct);
             await index.CommitAsync(Commit(ChangeFeedPosition.Beginning, 0), ct);
             Status.Resumed(0, 0);
@@ -271,7 +290,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
             _lastRefresh = Stopwatch.GetTimestamp();
         }
         var searchable = Stopwatch.GetElapsedTime(started);
-        var lastEtag = _writtenEtag = Math.Max(Math.Max(Status.IndexedEtag, _writtenEtag), batch.Source.Changes.Max(c => c.Etag));
+        var lastEtag = _writtenEtag = Math.Max(Math.Max(Status.IndexedEtag, _writtenEtag), batch.Source.Changes.Select(c => c.Etag).DefaultIfEmpty(0).Max());
         if (batch.Watermarks is { } marks) _writtenSource = Advanced(_writtenSource ?? SourcePosition, marks);
         // Position, source watermarks and etag say what searches see: they move only with a refresh.
         if (refresh)
@@ -288,7 +307,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
         lock (_commitLock)
         {
             if (_commitFailure is { } failed) { _commitFailure = null; throw new IndexEngineException($"commit failed: {failed.Message}"); }
-            _nextCommit = (number, Commit(batch.Source.After, lastEtag));
+            _nextCommit = (number, Commit(batch.Source.After, lastEtag), batch.Source.After);
             // Not cancelled with the worker: a stop waits for the commit asked for (short), so a restart does not redo that work.
             if (_committing.IsCompleted) _committing = Task.Run(() => CommitLoopAsync(index), CancellationToken.None);
         }
@@ -299,7 +318,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
     {
         while (true)
         {
-            (long Batch, Dictionary<string, string> Data) next;
+            (long Batch, Dictionary<string, string> Data, ChangeFeedPosition Position) next;
             lock (_commitLock)
             {
                 if (_nextCommit is not { } n) return;
@@ -312,6 +331,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
                 lock (_commitLock) { _commitFailure = e; _nextCommit = null; }
                 return;
             }
+            Volatile.Write(ref _durable, next.Position);
             Status.Committed(next.Batch, Ms(Stopwatch.GetElapsedTime(started)));
         }
     }
@@ -350,6 +370,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
     {
         _stop.Cancel();
         try { await _loop; } catch (OperationCanceledException) { }
+        _tracked?.Dispose();
         _stop.Dispose();
     }
 }

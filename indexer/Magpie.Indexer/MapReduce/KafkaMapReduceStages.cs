@@ -11,12 +11,16 @@ namespace Magpie.Indexer.MapReduce;
 /// Kafka mode, map side of a map/reduce index on one <c>magpie.changes</c> partition: maps each batch, publishes the
 /// changes per reduce key to the index's mapped topic (acknowledged before the worker moves on), and keeps in its own
 /// small Lucene index which keys each document contributes to — committed with the consumed offsets, so after a crash
-/// it re-publishes from there (the reduce side applies a pair's change idempotently).
+/// it re-publishes from there (the reduce side applies a pair's change idempotently). When another indexer's map stage
+/// of this partition got further (the partition moved while this one was down, or it never had it), that record is
+/// rebuilt from the mapped topic instead and the stage resumes where the other left off: a document that changes key
+/// later is then taken out of the key the reducers hold it under, not one this process last saw. After a reset
+/// (<paramref name="remap"/>) the record is rebuilt the same way but every document is mapped again from the start.
 /// </summary>
-public sealed class MappedTopicStage(IndexDefinition definition, ScriptLimits limits, IIndexErrors status, MappedTopics topics, string topic, int shard)
-    : IIndexStage
+public sealed class MappedTopicStage(IndexDefinition definition, ScriptLimits limits, IIndexErrors status, MappedTopics topics, string topic, int shard,
+    bool remap = false) : IIndexStage
 {
-    private readonly MapToKeys _map = new(definition, limits, status);
+    private MapToKeys _map = new(definition, limits, status);
 
     public Task PrepareAsync(CancellationToken ct) => topics.EnsureAsync(topic, ct);
 
@@ -25,12 +29,30 @@ public sealed class MappedTopicStage(IndexDefinition definition, ScriptLimits li
         foreach (var entry in index.ScanState()) _map.Load(entry);
     }
 
+    public async Task<ChangeFeedPosition?> CatchUpAsync(IIndexPersistence index, ChangeFeedPosition position, CancellationToken ct)
+    {
+        var here = position.Next.GetValueOrDefault(shard.ToString());
+        if (await topics.PublishedAsync(topic, shard, ct) is not { } published || published <= here) return null;
+        // A reset maps every document again, from the record the reducers hold (so what it no longer maps to is taken out).
+        if (remap && here == 0) published = 0;
+        var keysOf = await topics.RestoreAsync(topic, shard, ct);
+        _map = new MapToKeys(definition, limits, status);
+        await index.DeleteAllAsync(ct);
+        var entries = keysOf.SelectMany(d => d.Value.Select(key => new StateEntry(key, d.Key, null)));
+        foreach (var chunk in entries.Chunk(4096))
+        {
+            foreach (var entry in chunk) _map.Load(entry);
+            await index.WriteAsync([], chunk.Select(e => e.ToDocument()).ToList(), ct);
+        }
+        return new ChangeFeedPosition(new Dictionary<string, long>(position.Next) { [shard.ToString()] = published });
+    }
+
     public MappedBatch Map(ChangeBatch batch) => new(batch, [], [], 0) { Changes = _map.Map(batch) };
 
     public async Task<MappedBatch> ApplyAsync(MappedBatch batch, CancellationToken ct)
     {
         var next = batch.Source.After.Next.GetValueOrDefault(shard.ToString());
-        await topics.PublishAsync(topic, batch.Changes, batch.Source.Changes.Max(c => c.Etag), shard, next, ct);
+        await topics.PublishAsync(topic, batch.Changes, batch.Source.Changes.Select(c => c.Etag).DefaultIfEmpty(0).Max(), shard, next, ct);
         var deletes = new List<string>();
         var documents = new List<IndexedDocument>();
         foreach (var change in batch.Changes)

@@ -21,6 +21,10 @@ namespace Magpie.Indexer.MapReduce;
 /// (reduce key, source document) on a compacted topic, so the latest message per pair is the reduce state and a new
 /// owner rebuilds it by reading the partition from the start. After each batch a <see cref="Watermark"/> to every
 /// partition says how far that map stage has published: what the reduce side's staleness is measured against.
+/// Each mapped change also names its source partition, and after each batch the map stage's position is committed as the
+/// offset of group <c>&lt;group&gt;.map-progress</c> on (mapped topic, source partition): a map stage that takes over a
+/// partition another indexer has moved past rebuilds which keys each document contributes to from the topic itself
+/// (<see cref="RestoreAsync"/>, the way Kafka Streams restores a store from its changelog) and resumes there.
 /// The topic name carries the indexer group (each deployment maps and reduces on its own; two groups never mix their
 /// messages or watermarks) and the definition's fingerprint (a changed definition starts on a fresh topic).
 /// </summary>
@@ -30,6 +34,10 @@ public sealed class MappedTopics(string bootstrapServers, string group, int part
 
     private readonly Lazy<IProducer<string, byte[]>> _producer = new(() =>
         KafkaClients.BuildProducer<string, byte[]>(KafkaClients.Producer(bootstrapServers, "magpie-indexer-mapped"), log));
+
+    /// <summary>Commits and reads the map stages' progress; never joins its group (it only assigns), so commits need no membership.</summary>
+    private readonly Lazy<IConsumer<Ignore, Ignore>> _progress = new(() =>
+        KafkaClients.BuildConsumer<Ignore, Ignore>(KafkaClients.Consumer(bootstrapServers, $"{group}.map-progress"), log));
 
     public string TopicOf(string index, IndexDefinition definition)
     {
@@ -58,7 +66,7 @@ public sealed class MappedTopics(string bootstrapServers, string group, int part
     {
         var producer = _producer.Value;
         var now = DateTimeOffset.UtcNow;
-        var sent = new List<Task>(changes.Count + partitions);
+        var sent = new List<Task>(changes.Count);
         foreach (var change in changes)
         {
             var value = Event(change.Source, Mapped, etag, now, w =>
@@ -66,10 +74,15 @@ public sealed class MappedTopics(string bootstrapServers, string group, int part
                 w.WriteString("key", change.Key);
                 w.WritePropertyName("values");
                 w.WriteRawValue(change.ValuesJson, skipInputValidation: true);
+                w.WriteNumber("partition", sourcePartition);
             });
             sent.Add(producer.ProduceAsync(new TopicPartition(topic, PartitionOf(change.Key)),
                 new Message<string, byte[]> { Key = Engine.StateEntry.IdOf(change.Key, change.Source), Value = value }, ct));
         }
+        // The changes are all acknowledged before a watermark or the progress says they are there: a reducer, or a map
+        // stage taking over, trusts both.
+        await Task.WhenAll(sent);
+        sent.Clear();
         var mark = Event($"{Watermark}/{sourcePartition}", Watermark, etag, now, w =>
         {
             w.WriteNumber("partition", sourcePartition);
@@ -78,7 +91,55 @@ public sealed class MappedTopics(string bootstrapServers, string group, int part
         for (var p = 0; p < partitions; p++)
             sent.Add(producer.ProduceAsync(new TopicPartition(topic, p), new Message<string, byte[]> { Key = $"{Watermark}/{sourcePartition}", Value = mark }, ct));
         await Task.WhenAll(sent);
+        await Task.Run(() => _progress.Value.Commit([new TopicPartitionOffset(topic, sourcePartition, next)]), ct);
     }
+
+    /// <summary>How far any indexer's map stage of <paramref name="sourcePartition"/> has published (its next offset), if one has.</summary>
+    public Task<long?> PublishedAsync(string topic, int sourcePartition, CancellationToken ct) => Task.Run(() =>
+    {
+        var committed = _progress.Value.Committed([new TopicPartition(topic, sourcePartition)], TimeSpan.FromSeconds(30)).Single();
+        return committed.Offset.Value >= 0 ? committed.Offset.Value : (long?)null;
+    }, ct);
+
+    /// <summary>
+    /// Which reduce keys each document of <paramref name="sourcePartition"/> contributes to, as the reducers hold it: the latest
+    /// message per (key, document) in every partition of the topic, up to its end when asked, removals left out.
+    /// </summary>
+    public Task<Dictionary<string, HashSet<string>>> RestoreAsync(string topic, int sourcePartition, CancellationToken ct) => Task.Run(() =>
+    {
+        var latest = new Dictionary<string, (string Key, string Source)?>(StringComparer.Ordinal);
+        using var consumer = KafkaClients.BuildConsumer<string, byte[]>(KafkaClients.Consumer(bootstrapServers, $"magpie-mapped-restore-{Guid.NewGuid():N}"), log);
+        var ends = new Dictionary<int, long>();
+        for (var p = 0; p < partitions; p++)
+        {
+            var w = consumer.QueryWatermarkOffsets(new TopicPartition(topic, p), TimeSpan.FromSeconds(30));
+            if (w.High.Value > w.Low.Value) ends[p] = w.High.Value;
+        }
+        consumer.Assign(ends.Keys.Select(p => new TopicPartitionOffset(topic, p, Offset.Beginning)));
+        var mine = sourcePartition.ToString();
+        while (ends.Count > 0)
+        {
+            ct.ThrowIfCancellationRequested();
+            if (consumer.Consume(TimeSpan.FromMilliseconds(200)) is { } m && m.Message.Key is { } id && Engine.StateEntry.IsStateId(id))
+            {
+                var e = ChangeEventJson.Parse(m.Message.Value);
+                var d = e.Document!.Value;
+                if (d.TryGetProperty("partition", out var from) && from.GetInt32().ToString() == mine)
+                    latest[id] = d.GetProperty("values").GetArrayLength() == 0 ? null : (d.GetProperty("key").GetString()!, e.Id);
+            }
+            // Done with a partition once read to the end it had when asked (by position: compaction may have removed that offset).
+            foreach (var (p, end) in ends.ToList())
+                if (consumer.Position(new TopicPartition(topic, p)).Value >= end) ends.Remove(p);
+        }
+        var keysOf = new Dictionary<string, HashSet<string>>(StringComparer.Ordinal);
+        foreach (var pair in latest.Values)
+            if (pair is var (key, source))
+            {
+                if (!keysOf.TryGetValue(source, out var keys)) keysOf[source] = keys = new HashSet<string>(StringComparer.Ordinal);
+                keys.Add(key);
+            }
+        return keysOf;
+    }, ct);
 
     /// <summary>A message of the topic: a mapped change, or (<paramref name="watermarks"/> updated) a watermark.</summary>
     public static MappedChange? Parse(ChangeEvent e, Dictionary<string, long> watermarks)
@@ -109,6 +170,7 @@ public sealed class MappedTopics(string bootstrapServers, string group, int part
 
     public void Dispose()
     {
+        if (_progress.IsValueCreated) _progress.Value.Dispose();
         if (!_producer.IsValueCreated) return;
         _producer.Value.Flush(TimeSpan.FromSeconds(10));
         _producer.Value.Dispose();

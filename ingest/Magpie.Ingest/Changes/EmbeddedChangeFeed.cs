@@ -5,18 +5,24 @@ using Magpie.Contracts.Changes;
 namespace Magpie.Ingest.Changes;
 
 /// <summary>The change feed of the embedded target: the committed FasterLog itself, position = log address.</summary>
-public sealed class EmbeddedChangeFeed(ChangeLogTail tail) : IChangeFeed
+public sealed class EmbeddedChangeFeed(ChangeLogTail tail, ChangeLogReaders readers) : IChangeFeed
 {
     public const string PositionKey = "log";
+
+    public static long AddressOf(ChangeFeedPosition position) => position.Next.TryGetValue(PositionKey, out var a) ? a : 0;
+
+    public IDisposable Track(string reader, Func<ChangeFeedPosition> durable) => readers.Track(reader, () => AddressOf(durable()));
+
+    public bool CanResume(ChangeFeedPosition position) => AddressOf(position) is var a && (a == 0 || a >= tail.BeginAddress);
 
     public async IAsyncEnumerable<ChangeBatch> ReadAsync(ChangeFeedPosition from, int maxBatchSize, [EnumeratorCancellation] CancellationToken cancellationToken)
     {
         var start = from.Next.TryGetValue(PositionKey, out var a) ? a : tail.BeginAddress;
-        await foreach (var entries in tail.ReadAsync(start, maxBatchSize, cancellationToken))
+        await foreach (var batch in tail.ReadAsync(start, maxBatchSize, cancellationToken))
         {
-            var changes = new List<ChangeEvent>(entries.Count);
-            foreach (var entry in entries) changes.Add(ToChange(entry));
-            yield return new ChangeBatch(changes, new ChangeFeedPosition(new Dictionary<string, long> { [PositionKey] = entries[^1].NextAddress }));
+            var changes = new List<ChangeEvent>(batch.Entries.Count);
+            foreach (var entry in batch.Entries) changes.Add(ToChange(entry));
+            yield return new ChangeBatch(changes, new ChangeFeedPosition(new Dictionary<string, long> { [PositionKey] = batch.NextAddress }));
         }
     }
 

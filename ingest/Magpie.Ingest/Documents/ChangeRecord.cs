@@ -7,12 +7,15 @@ namespace Magpie.Ingest.Documents;
 
 /// <summary>
 /// One entry of the change log (FasterLog). Layout, little-endian:
-/// <c>[version:1][op:1][etag:8][lastModified unix ms:8][idLen:2][id][collLen:2][collection][document JSON…]</c>.
-/// The document is the rest of the entry (empty for deletes), stored exactly as written.
+/// <c>[version:1][op:1][etag:8][lastModified unix ms:8][previous:8][copyOf:8][idLen:2][id][collLen:2][collection][document JSON…]</c>.
+/// The document is the rest of the entry (empty for deletes), stored exactly as written. <see cref="Previous"/>: the
+/// address of the document's version before this one (0: none), the chain <c>GET /docs/{id}/revisions</c> walks.
+/// <see cref="CopyOf"/>: for a version compaction copied forward, the address of the entry it copies (0: an original).
+/// Version 1 entries (before compaction existed) have neither and still decode.
 /// </summary>
 public readonly ref struct ChangeRecord
 {
-    private const byte FormatVersion = 1;
+    private const byte FormatVersion = 2, FormatVersion1 = 1;
 
     /// <summary>
     /// Op byte of a bookkeeping entry that is not a document change: how far an input source (a Kafka
@@ -22,7 +25,20 @@ public readonly ref struct ChangeRecord
     public const byte SourcePositionOp = 3;
 
     public static bool IsSourcePosition(ReadOnlySpan<byte> entry) => entry.Length > 1 && entry[1] == SourcePositionOp;
-    private const int FixedHeader = 1 + 1 + 8 + 8;
+
+    /// <summary>
+    /// Op byte of an older revision compaction copied forward to keep it (<c>Revisions</c> &gt; 1): history for the
+    /// revisions API only. Change readers and recovery skip it; its document is the version as it was.
+    /// </summary>
+    public const byte RevisionOp = 4;
+
+    public static bool IsRevision(ReadOnlySpan<byte> entry) => entry.Length > 1 && entry[1] == RevisionOp;
+
+    /// <summary>The address of the entry this one copies (0: an original), without decoding the rest.</summary>
+    public static long CopyOfAddress(ReadOnlySpan<byte> entry) =>
+        entry.Length >= FixedHeader && entry[0] == FormatVersion ? BinaryPrimitives.ReadInt64LittleEndian(entry[26..]) : 0;
+
+    private const int FixedHeader1 = 1 + 1 + 8 + 8, FixedHeader = FixedHeader1 + 8 + 8;
 
     public ChangeOp Op { get; }
     public long Etag { get; }
@@ -30,26 +46,34 @@ public readonly ref struct ChangeRecord
     public string Id { get; }
     public string Collection { get; }
     public ReadOnlySpan<byte> Document { get; }
+    public long Previous { get; }
+    public long CopyOf { get; }
 
-    private ChangeRecord(ChangeOp op, long etag, DateTimeOffset lastModified, string id, string collection, ReadOnlySpan<byte> document)
+    private ChangeRecord(ChangeOp op, long etag, DateTimeOffset lastModified, long previous, long copyOf, string id, string collection, ReadOnlySpan<byte> document)
     {
-        Op = op; Etag = etag; LastModified = lastModified; Id = id; Collection = collection; Document = document;
+        Op = op; Etag = etag; LastModified = lastModified; Previous = previous; CopyOf = copyOf; Id = id; Collection = collection; Document = document;
     }
 
     public static ChangeRecord Decode(ReadOnlySpan<byte> entry)
     {
-        if (entry.Length < FixedHeader + 4 || entry[0] != FormatVersion)
-            throw new InvalidDataException($"change log entry has an unknown format (version byte {(entry.IsEmpty ? -1 : entry[0])})");
+        var version = entry.IsEmpty ? -1 : entry[0];
+        var header = version == FormatVersion ? FixedHeader : FixedHeader1;
+        if (entry.Length < header + 4 || version is not (FormatVersion or FormatVersion1))
+            throw new InvalidDataException($"change log entry has an unknown format (version byte {version})");
         var op = (ChangeOp)entry[1];
         var etag = BinaryPrimitives.ReadInt64LittleEndian(entry[2..]);
         var modified = DateTimeOffset.FromUnixTimeMilliseconds(BinaryPrimitives.ReadInt64LittleEndian(entry[10..]));
-        var rest = entry[FixedHeader..];
+        var (previous, copyOf) = version == FormatVersion
+            ? (BinaryPrimitives.ReadInt64LittleEndian(entry[18..]), BinaryPrimitives.ReadInt64LittleEndian(entry[26..]))
+            : (0L, 0L);
+        var rest = entry[header..];
         var id = ReadString(ref rest);
         var collection = ReadString(ref rest);
-        return new ChangeRecord(op, etag, modified, id, collection, rest);
+        return new ChangeRecord(op, etag, modified, previous, copyOf, id, collection, rest);
     }
 
-    public static void Encode(IBufferWriter<byte> output, ChangeOp op, long etag, DateTimeOffset lastModified, string id, string collection, ReadOnlySpan<byte> document)
+    public static void Encode(IBufferWriter<byte> output, ChangeOp op, long etag, DateTimeOffset lastModified, string id, string collection, ReadOnlySpan<byte> document,
+        long previous = 0, long copyOf = 0)
     {
         var idLen = Encoding.UTF8.GetByteCount(id);
         var collLen = Encoding.UTF8.GetByteCount(collection);
@@ -59,6 +83,8 @@ public readonly ref struct ChangeRecord
         span[1] = (byte)op;
         BinaryPrimitives.WriteInt64LittleEndian(span[2..], etag);
         BinaryPrimitives.WriteInt64LittleEndian(span[10..], lastModified.ToUnixTimeMilliseconds());
+        BinaryPrimitives.WriteInt64LittleEndian(span[18..], previous);
+        BinaryPrimitives.WriteInt64LittleEndian(span[26..], copyOf);
         var pos = FixedHeader;
         BinaryPrimitives.WriteUInt16LittleEndian(span[pos..], (ushort)idLen); pos += 2;
         pos += Encoding.UTF8.GetBytes(id, span[pos..]);

@@ -64,6 +64,7 @@ public sealed partial class DocumentStore
                     ApplySourcePosition(entry.AsSpan(0, length));
                     continue;
                 }
+                if (ChangeRecord.IsRevision(entry.AsSpan(0, length))) continue;   // history kept by compaction, not a change
                 var (op, id, collection, etag) = Header(entry.AsSpan(0, length));
                 var before = await _index.TryGetAsync(id) is { } p ? _collections.NameOf(p.CollectionId) : null;
                 ApplyToIndex(op, id, collection, etag, address, before);

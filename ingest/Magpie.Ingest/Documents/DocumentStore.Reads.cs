@@ -20,7 +20,7 @@ public sealed partial class DocumentStore
     }
 
     /// <summary>
-    /// Latest versions in etag order, optionally of one collection, resuming after a cursor (a log address
+    /// Latest versions in log order (etag order until a compaction moves a version forward), optionally of one collection, resuming after a cursor (a log address
     /// from a previous page). <paramref name="skip"/> skips matching documents first (RavenDB's `start`).
     /// </summary>
     public async Task<BrowsePage> BrowseAsync(string? collection, int skip, int pageSize, long cursor, CancellationToken ct = default)
@@ -34,11 +34,12 @@ public sealed partial class DocumentStore
         {
             // The end of the scan, not an address comparison, says there is no more: with FastCommitMode
             // the log's committed tail lies past the last document entry (commit records live in the log).
-            if (!iter.GetNext(out byte[] entry, out var length, out _, out var nextAddress)) { exhausted = true; break; }
+            if (!iter.GetNext(out byte[] entry, out var length, out var address, out var nextAddress)) { exhausted = true; break; }
             next = nextAddress;
             if (BrowseCandidate(entry.AsSpan(0, length), collection) is not { } doc) continue;
-            // Only the entry of a document's latest version counts; older versions are history.
-            if (await _index.TryGetAsync(doc.Id) is not { } p || p.Etag != doc.Etag) continue;
+            // Only the entry the id index points at counts: older versions are history, and a version compaction copied
+            // forward is listed where its copy is (same etag), not twice.
+            if (await _index.TryGetAsync(doc.Id) is not { } p || p.Address != address) continue;
             if (skip > 0) { skip--; continue; }
             results.Add(doc);
         }

@@ -100,7 +100,7 @@ public sealed partial class DocumentStore : IAsyncDisposable
         for (var i = 0; i < commands.Count; i++)
             if (commands[i] is { Method: WriteMethod.Put, Document: { } body }) refused[i] = Unservable(commands[i], body);
         long end;
-        int written;
+        int entries;
         await _writeLock.WaitAsync(ct);
         try
         {
@@ -114,29 +114,32 @@ public sealed partial class DocumentStore : IAsyncDisposable
             if (plan.Count > 0) EnsureSpace(plan.Sum(w => (long)w.Document.Length + w.Id.Length * 3L + 256));
             var now = _clock.GetUtcNow();
             var buffer = new ArrayBufferWriter<byte>(4096);
+            Dictionary<string, long>? written = null;   // addresses of this batch's writes, for a later write of the same id
             foreach (var w in plan)
             {
                 var etag = _lastEtag + 1;
                 buffer.ResetWrittenCount();
-                ChangeRecord.Encode(buffer, w.Op, etag, now, w.Id, w.Collection, w.Document);
+                var previous = written is not null && written.TryGetValue(w.Id, out var earlier) ? earlier : w.Previous;
+                ChangeRecord.Encode(buffer, w.Op, etag, now, w.Id, w.Collection, w.Document, previous);
                 var address = _log.Enqueue(buffer.WrittenSpan);
+                (written ??= new(StringComparer.Ordinal))[w.Id] = w.Op == ChangeOp.Delete ? 0 : address;
                 Interlocked.Exchange(ref _lastEtag, etag);
                 ApplyToIndex(w.Op, w.Id, w.Collection, etag, address, w.Before);
                 outcomes[w.Index] = new WriteOutcome(w.Id, commands[w.Index].Method, etag, w.Created, null);
             }
-            written = plan.Count;
-            if (progress is not null) written += RecordSourcePositions(progress, outcomes, buffer, now);
+            entries = plan.Count;
+            if (progress is not null) entries += RecordSourcePositions(progress, outcomes, buffer, now);
             end = _log.TailAddress;
             // Start the commit right here, under the lock (so never mid-batch): FASTER folds requests that
             // arrive while a commit is in flight into the next one, which is the group commit.
-            if (written > 0) _log.Commit(spinWait: false);
-            _writesSinceCheckpoint += written;
+            if (entries > 0) _log.Commit(spinWait: false);
+            _writesSinceCheckpoint += entries;
         }
         finally
         {
             _writeLock.Release();
         }
-        if (written > 0)
+        if (entries > 0)
         {
             try { await _log.WaitForCommitAsync(end); }
             catch (CommitFailureException e) { throw CommitFailed(e); }
@@ -145,8 +148,11 @@ public sealed partial class DocumentStore : IAsyncDisposable
         return outcomes;
     }
 
-    /// <summary>A write that passed its checks; <see cref="Before"/> is the document's collection before it (null: absent).</summary>
-    private sealed record PlannedWrite(int Index, ChangeOp Op, string Id, string Collection, byte[] Document, bool Created, string? Before);
+    /// <summary>
+    /// A write that passed its checks; <see cref="Before"/> is the document's collection before it (null: absent),
+    /// <see cref="Previous"/> the log address of its stored version (0: none, or written earlier in this batch).
+    /// </summary>
+    private sealed record PlannedWrite(int Index, ChangeOp Op, string Id, string Collection, byte[] Document, bool Created, string? Before, long Previous);
 
     private sealed record Current(bool Exists, long Etag, long Address, string? Collection, byte[]? PendingDocument);
 
@@ -177,7 +183,7 @@ public sealed partial class DocumentStore : IAsyncDisposable
             {
                 case WriteMethod.Put:
                     var putDoc = cmd.Document ?? throw new ArgumentException("PUT without a document");
-                    write = new PlannedWrite(i, ChangeOp.Put, cmd.Id, CollectionFor(cmd, putDoc), putDoc, !current.Exists, current.Collection);
+                    write = new PlannedWrite(i, ChangeOp.Put, cmd.Id, CollectionFor(cmd, putDoc), putDoc, !current.Exists, current.Collection, current.Address);
                     break;
                 case WriteMethod.Patch:
                     if (!current.Exists) { outcomes[i] = Failed(cmd, WriteErrorKind.NotFound, $"document '{cmd.Id}' does not exist"); continue; }
@@ -189,11 +195,11 @@ public sealed partial class DocumentStore : IAsyncDisposable
                     if (Unservable(cmd, patched) is { } unservable) { outcomes[i] = Failed(cmd, WriteErrorKind.Invalid, unservable); continue; }
                     // A patch keeps the document in its collection unless the patched metadata names another.
                     var patchedCollection = cmd.Collection ?? DocumentJson.ExplicitCollection(patched) ?? current.Collection!;
-                    write = new PlannedWrite(i, ChangeOp.Put, cmd.Id, patchedCollection, patched, false, current.Collection);
+                    write = new PlannedWrite(i, ChangeOp.Put, cmd.Id, patchedCollection, patched, false, current.Collection, current.Address);
                     break;
                 case WriteMethod.Delete:
                     if (!current.Exists) { outcomes[i] = new WriteOutcome(cmd.Id, cmd.Method, null, false, null); continue; }
-                    write = new PlannedWrite(i, ChangeOp.Delete, cmd.Id, current.Collection!, [], false, current.Collection);
+                    write = new PlannedWrite(i, ChangeOp.Delete, cmd.Id, current.Collection!, [], false, current.Collection, current.Address);
                     break;
             }
             if (write!.Op == ChangeOp.Put && DocumentId.ValidateCollection(write.Collection) is { } collectionError)

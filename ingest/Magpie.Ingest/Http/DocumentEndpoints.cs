@@ -27,14 +27,32 @@ public static class DocumentEndpoints
         return app;
     }
 
-    private static async Task<IResult> Get(string id, HttpContext ctx, DocumentStore store)
+    private static async Task<IResult> Get(string id, HttpContext ctx, DocumentStore store, int? pageSize)
     {
         if (DocumentId.Validate(id) is { } idError) return Problems.BadRequest(idError);
         var doc = await store.GetAsync(id, ctx.RequestAborted);
+        // Ids may contain '/', so "{id}/revisions" is the revisions of {id} unless a document has that very id.
+        if (doc is null && id.EndsWith(RevisionsSuffix, StringComparison.Ordinal) && id.Length > RevisionsSuffix.Length)
+            return await Revisions(id[..^RevisionsSuffix.Length], ctx, store, pageSize);
         if (doc is null) return Problems.NotFound($"document '{id}' does not exist");
         ctx.Response.Headers.ETag = Etag.ToHeader(doc.Etag);
         if (Matches(ctx.Request.Headers.IfNoneMatch, doc.Etag)) return Results.StatusCode(StatusCodes.Status304NotModified);
         return new DocumentResult(doc);
+    }
+
+    private const string RevisionsSuffix = "/revisions";
+
+    /// <summary>
+    /// <c>GET /docs/{id}/revisions</c>: the versions of a document the change log still holds, newest first, each with its
+    /// etag and time — after compaction as many as <c>Magpie:Compaction:Revisions</c> keeps; 404 when it does not exist.
+    /// </summary>
+    private static async Task<IResult> Revisions(string id, HttpContext ctx, DocumentStore store, int? pageSize)
+    {
+        var size = pageSize ?? 25;
+        if (size is < 1 or > MaxPageSize) return Problems.BadRequest($"pageSize must be between 1 and {MaxPageSize}");
+        var versions = await store.RevisionsAsync(id, size, ctx.RequestAborted);
+        if (versions.Count == 0) return Problems.NotFound($"document '{id}' does not exist");
+        return new BrowseResult(new BrowsePage(versions, null));
     }
 
     /// <summary>Does the document exist, and at which etag (RavenDB clients test existence this way): 200 with ETag, 304, 404; no body.</summary>

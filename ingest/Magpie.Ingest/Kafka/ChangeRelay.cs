@@ -17,7 +17,7 @@ namespace Magpie.Ingest.Kafka;
 /// crash or an outage re-sends (at-least-once) and never skips. Writes never wait for this: while Kafka
 /// is down the producer holds the messages (no delivery timeout) and the log keeps growing.
 /// </summary>
-public sealed class ChangeRelay(ChangeLogTail tail, IngestOptions options, ILogger<ChangeRelay> logger) : BackgroundService
+public sealed class ChangeRelay(ChangeLogTail tail, ChangeLogReaders readers, IngestOptions options, ILogger<ChangeRelay> logger) : BackgroundService
 {
     private readonly RelayPosition _position = new(Path.Combine(options.DataDir, "relay"));
     private long _published;
@@ -60,6 +60,8 @@ public sealed class ChangeRelay(ChangeLogTail tail, IngestOptions options, ILogg
     protected override async Task ExecuteAsync(CancellationToken stoppingToken)
     {
         await Task.Yield();
+        // What Kafka confirmed is what the relay resumes from: the change log keeps everything after it.
+        using var tracked = readers.Track("kafka relay", () => _position.Load()?.Address ?? 0);
         var backoff = TimeSpan.FromSeconds(1);
         while (!stoppingToken.IsCancellationRequested)
         {
@@ -85,8 +87,14 @@ public sealed class ChangeRelay(ChangeLogTail tail, IngestOptions options, ILogg
         var from = _position.Load()?.Address ?? tail.BeginAddress;
         logger.LogInformation("change relay publishing to {Topic} from log address {Address}", Topics.Changes, from);
         var buffer = new ArrayBufferWriter<byte>(4096);
-        await foreach (var batch in tail.ReadAsync(from, options.RelayBatchSize, ct))
+        await foreach (var read in tail.ReadAsync(from, options.RelayBatchSize, ct))
         {
+            var batch = read.Entries;
+            if (batch.Count == 0)
+            {
+                _position.Save(read.NextAddress, ConfirmedEtag());   // only skipped copies: nothing to send, but past them
+                continue;
+            }
             var delivered = new BatchDelivery(batch.Count);
             foreach (var entry in batch)
             {
@@ -109,7 +117,7 @@ public sealed class ChangeRelay(ChangeLogTail tail, IngestOptions options, ILogg
             await delivered.Completion.WaitAsync(ct);
             foreach (var (partition, end) in delivered.Ends) _confirmedEnds.AddOrUpdate(partition, end, (_, known) => Math.Max(known, end));
             var lastEtag = batch[^1].Decode().Etag;
-            _position.Save(batch[^1].NextAddress, lastEtag);
+            _position.Save(read.NextAddress, lastEtag);
             Interlocked.Exchange(ref _confirmedEtag, lastEtag);
             Interlocked.Add(ref _published, batch.Count);
         }

@@ -75,12 +75,21 @@ public sealed partial class SubscriptionRegistry
         lock (_lock)
         {
             if (!_subscriptions.Remove(name)) return false;
+            if (_tracked.Remove(name, out var tracked)) tracked.Dispose();
             File.Delete(FileOf(name));
             return true;
         }
     }
 
-    private Subscription Open(SubscriptionState state) => new(state, Matcher(state.Definition.Query), _feed, Persist);
+    private Subscription Open(SubscriptionState state)
+    {
+        var subscription = new Subscription(state, Matcher(state.Definition.Query), _feed, Persist);
+        // The acknowledged position is what it resumes from: the change log keeps everything after it.
+        _tracked[state.Definition.Name] = _feed.Track($"subscription {state.Definition.Name}", () => new ChangeFeedPosition(subscription.State.Position));
+        return subscription;
+    }
+
+    private readonly Dictionary<string, IDisposable> _tracked = new(StringComparer.Ordinal);
 
     private static DocumentMatcher Matcher(string query)
     {

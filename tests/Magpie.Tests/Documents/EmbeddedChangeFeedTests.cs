@@ -22,7 +22,7 @@ public sealed class EmbeddedChangeFeedTests : IAsyncLifetime
     [Fact]
     public async Task Changes_arrive_in_etag_order_with_documents_and_deletes_and_resume_from_the_returned_position()
     {
-        var feed = new EmbeddedChangeFeed(new ChangeLogTail(_store));
+        var feed = new EmbeddedChangeFeed(new ChangeLogTail(_store), new ChangeLogReaders());
         await _store.WriteAsync([WriteCommand.Put("users/1", Encoding.UTF8.GetBytes("""{"Name":"a"}""")), WriteCommand.Put("users/2", "{}"u8.ToArray())], atomic: true);
         await _store.WriteAsync([WriteCommand.Delete("users/1")], atomic: true);
 

@@ -221,6 +221,10 @@ public sealed class FaultSuite : IAsyncDisposable
         var round = new Round(number, fault, Interlocked.Read(ref _writes), rate, lost, mismatches.Map, mismatches.Reduce, missingRabbit, missingSubscription,
             received.Count - received.Select(m => m.MessageId).Distinct().Count(), _subscribedCount.Values.Sum(c => c - 1L), recovered, duringOutage);
         _log($"round {number} ({fault}): {round}; writes refused so far: {string.Join(", ", _refused.Select(r => $"{r.Key}×{r.Value}"))}");
+        // Map stages that took a partition over from what another attempt had published (the reduce rows above depend on it).
+        foreach (var (name, process) in _processes)
+            foreach (var line in process.Output.Where(l => l.Contains("taken over", StringComparison.Ordinal)).TakeLast(3))
+                _log($"  {name}: {line}");
         _paused = false;
         return round;
     }

@@ -51,7 +51,7 @@ public sealed class IndexWorkerTests : IAsyncLifetime
     }
 
     private IndexWorker Worker(IndexDefinition definition, string name = "Posts/ByTags", ScriptLimits? limits = null) =>
-        new(name, definition, new EmbeddedChangeFeed(new ChangeLogTail(_store)), _host, Path.Combine(_dir, "indexes", name),
+        new(name, definition, new EmbeddedChangeFeed(new ChangeLogTail(_store), new ChangeLogReaders()), _host, Path.Combine(_dir, "indexes", name),
             (status, stop) => new MapStage(definition, (limits ?? ScriptLimits.Default) with { Stop = stop }, status, storeSource: false), NullLogger.Instance);
 
     private static async Task<long> Count(IndexWorker worker, SearchQuery q) => (await worker.Index!.SearchAsync(new SearchRequest(q, [], 1))).TotalHits;
@@ -94,7 +94,7 @@ public sealed class IndexWorkerTests : IAsyncLifetime
     };
 
     private IndexWorker ReduceWorker(string name = "Posts/ByYear") =>
-        new(name, ByYear, new EmbeddedChangeFeed(new ChangeLogTail(_store)), _host, Path.Combine(_dir, "indexes", name),
+        new(name, ByYear, new EmbeddedChangeFeed(new ChangeLogTail(_store), new ChangeLogReaders()), _host, Path.Combine(_dir, "indexes", name),
             (status, stop) => new Magpie.Indexer.MapReduce.LocalMapReduceStage(ByYear, ScriptLimits.Default with { Stop = stop }, status), NullLogger.Instance);
 
     private static async Task<Dictionary<string, (long Count, long Score)>> Results(IndexWorker worker)

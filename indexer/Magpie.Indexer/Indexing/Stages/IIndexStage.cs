@@ -34,6 +34,13 @@ public interface IIndexStage
     /// <summary>The index was opened at its last commit (not rebuilt): reload what the stage keeps beside the entries.</summary>
     Task LoadAsync(IIndexPersistence index, CancellationToken ct) => Task.CompletedTask;
 
+    /// <summary>
+    /// After the index is opened or rebuilt at <paramref name="position"/>, before the feed is read: a stage whose work another
+    /// process may have carried further (the map side of Kafka mode, after its partition was owned elsewhere) brings its
+    /// state and the index up to that point and returns where to read from (the worker commits it); null: read from <paramref name="position"/>.
+    /// </summary>
+    Task<ChangeFeedPosition?> CatchUpAsync(IIndexPersistence index, ChangeFeedPosition position, CancellationToken ct) => Task.FromResult<ChangeFeedPosition?>(null);
+
     MappedBatch Map(ChangeBatch batch);
 
     /// <summary>Turns the batch's mapped changes into Lucene writes (reduce) or hands them on (Kafka map side); plain maps pass it through.</summary>

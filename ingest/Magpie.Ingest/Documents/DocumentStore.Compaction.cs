@@ -1,0 +1,138 @@
+using System.Buffers;
+using Magpie.Contracts.Changes;
+using Microsoft.Extensions.Logging;
+
+namespace Magpie.Ingest.Documents;
+
+/// <summary>How many versions of a document the change log keeps once compacted: the latest always, older ones up to <see cref="Revisions"/> in all and no older than <see cref="For"/>.</summary>
+public sealed record RevisionRetention(int Revisions = 1, TimeSpan? For = null);
+
+/// <summary>What one compaction pass did: documents whose kept versions were copied forward, and the address a reader must pass to be past the copies.</summary>
+public sealed record CompactionPass(long Until, int Documents, int Versions, long CopiedBytes, long CopiesEnd);
+
+/// <summary>
+/// Compaction of the change log. FasterLog only drops a prefix, so versions still kept in the prefix [begin, until) —
+/// the latest of each live document, and older revisions within the retention — are copied forward to the tail (same
+/// bytes, etag and time; <see cref="ChangeRecord.CopyOf"/> names the entry copied), the id index is pointed at the copies,
+/// and the prefix is truncated once every change reader has durably read past the copies (<see cref="TruncateUntilAsync"/>).
+/// A reader skips a copy while the entry it copies is still in the log (it has read it, or will); a reader that starts after
+/// the truncation reads the copies instead. Deletes and superseded versions in the prefix are simply dropped.
+/// </summary>
+public sealed partial class DocumentStore
+{
+    /// <summary>Documents copied per hold of the write lock: writers wait at most one such chunk.</summary>
+    private const int CompactionChunk = 256;
+
+    public long LogBeginAddress => _log.BeginAddress;
+
+    public long LogTailAddress => _log.TailAddress;
+
+    /// <summary>Copies forward what <paramref name="retention"/> keeps of [begin, <paramref name="until"/>) and checkpoints the id index.</summary>
+    public async Task<CompactionPass> CompactAsync(long until, RevisionRetention retention, CancellationToken ct = default)
+    {
+        ObjectDisposedException.ThrowIf(_disposed != 0, this);
+        until = Math.Min(until, _log.CommittedUntilAddress);
+        var candidates = new List<string>();
+        var seen = new HashSet<string>(StringComparer.Ordinal);
+        using (var iter = _log.Scan(_log.BeginAddress, until))
+        {
+            while (iter.GetNext(out byte[] entry, out var length, out var address, out _))
+            {
+                ct.ThrowIfCancellationRequested();
+                var span = entry.AsSpan(0, length);
+                if (ChangeRecord.IsSourcePosition(span)) continue;
+                var record = ChangeRecord.Decode(span);
+                if (record.Op == ChangeOp.Delete) continue;
+                if (seen.Add(record.Id)) candidates.Add(record.Id);
+            }
+        }
+        int documents = 0, versions = 0;
+        long bytes = 0, lastCopy = -1;
+        var buffer = new ArrayBufferWriter<byte>(4096);
+        foreach (var chunk in candidates.Chunk(CompactionChunk))
+        {
+            await _writeLock.WaitAsync(ct);
+            try
+            {
+                foreach (var id in chunk)
+                {
+                    if (await _index.TryGetAsync(id) is not { } head) continue;   // deleted since: nothing to keep
+                    var kept = await KeptVersionsAsync(head.Address, retention);
+                    if (kept.All(v => v.Address >= until)) continue;             // nothing kept lies in the prefix
+                    var previous = 0L;
+                    for (var i = kept.Count - 1; i >= 0; i--)
+                    {
+                        var (address, entry) = kept[i];
+                        var r = ChangeRecord.Decode(entry);
+                        buffer.ResetWrittenCount();
+                        var op = i == 0 ? r.Op : (ChangeOp)ChangeRecord.RevisionOp;
+                        ChangeRecord.Encode(buffer, op, r.Etag, r.LastModified, r.Id, r.Collection, r.Document, previous, copyOf: address);
+                        previous = lastCopy = _log.Enqueue(buffer.WrittenSpan);
+                        bytes += buffer.WrittenCount;
+                        versions++;
+                    }
+                    _index.Upsert(id, head with { Address = previous });
+                    documents++;
+                }
+                _writesSinceCheckpoint += 1;
+                _log.Commit(spinWait: false);
+            }
+            finally { _writeLock.Release(); }
+        }
+        await _log.CommitAsync(token: ct);
+        // A reader is past the copies once its position lies beyond the last one (positions are the address after an
+        // entry; the log's tail itself may lie further, past commit records no reader ever reaches).
+        var end = lastCopy >= 0 ? lastCopy + 1 : until;
+        if (documents > 0) await CheckpointAsync();
+        _logger.LogInformation("change log compaction up to {Until}: {Documents} documents ({Versions} versions, {Bytes} bytes) copied forward", until, documents, versions, bytes);
+        return new CompactionPass(until, documents, versions, bytes, end);
+    }
+
+    /// <summary>The versions <paramref name="retention"/> keeps, newest first, following the chain from the latest at <paramref name="head"/>.</summary>
+    private async Task<List<(long Address, byte[] Entry)>> KeptVersionsAsync(long head, RevisionRetention retention)
+    {
+        var kept = new List<(long, byte[])>();
+        var oldest = retention.For is { } span ? _clock.GetUtcNow() - span : DateTimeOffset.MinValue;
+        for (var address = head; address >= _log.BeginAddress && address > 0 && kept.Count < Math.Max(1, retention.Revisions);)
+        {
+            var entry = await ReadEntryAsync(address, CancellationToken.None);
+            var r = ChangeRecord.Decode(entry);
+            if (kept.Count > 0 && r.LastModified < oldest) break;
+            kept.Add((address, entry));
+            address = r.Previous;
+        }
+        return kept;
+    }
+
+    /// <summary>Drops the log before <paramref name="until"/> (whole segment files are deleted once nothing reads them).</summary>
+    public async Task TruncateUntilAsync(long until)
+    {
+        ObjectDisposedException.ThrowIf(_disposed != 0, this);
+        if (until <= _log.BeginAddress) return;
+        await _writeLock.WaitAsync();
+        try
+        {
+            _log.TruncateUntil(until);
+            await _log.CommitAsync();
+        }
+        finally { _writeLock.Release(); }
+        _logger.LogInformation("change log truncated before {Until}", until);
+    }
+
+    /// <summary>
+    /// The versions of <paramref name="id"/> still in the log, newest first (at most <paramref name="max"/>); empty when the
+    /// document does not exist. How many there are depends on the retention and on when compaction last ran.
+    /// </summary>
+    public async Task<IReadOnlyList<StoredDocument>> RevisionsAsync(string id, int max, CancellationToken ct = default)
+    {
+        var versions = new List<StoredDocument>();
+        if (await _index.TryGetAsync(id) is not { } head) return versions;
+        for (var address = head.Address; address > 0 && address >= _log.BeginAddress && versions.Count < max;)
+        {
+            var r = ChangeRecord.Decode(await ReadEntryAsync(address, ct));
+            if (r.Op != ChangeOp.Delete) versions.Add(ToStored(r));
+            address = r.Previous;
+        }
+        return versions;
+    }
+}
