@@ -38,6 +38,7 @@ switch (args.FirstOrDefault())
     case "pg": await RunPgAsync(); return;
     case "overload": await RunOverloadAsync(); return;
     case "faults": await RunFaultsAsync(); return;
+    case "compaction": await RunCompactionAsync(); return;
 }
 
 Console.WriteLine($"generating {docs:N0} synthetic posts in batches of {batchSize}…");
@@ -457,6 +458,32 @@ async Task RunFaultsAsync()
         lost = results.Sum(r => r.Lost), index_mismatches = results.Sum(r => r.IndexMismatches), reduce_mismatches = results.Sum(r => r.ReduceMismatches), missing_rabbitmq = results.Sum(r => r.MissingInRabbitMq),
         missing_subscription = results.Sum(r => r.MissingInSubscription), duplicates_rabbitmq = results[^1].DuplicatesRabbitMq,
         duplicates_subscription = results[^1].DuplicatesSubscription, max_recovery_s = Math.Round(results.Max(r => r.RecoverySeconds), 2),
+    }));
+}
+
+// Issue 19: disk used after updating every document N times, with and without change-log compaction, and ingest meanwhile.
+async Task RunCompactionAsync()
+{
+    var n = (int)Arg("--docs", 200_000);
+    var rounds = (int)Arg("--rounds", 10);
+    Console.WriteLine($"{n:N0} synthetic posts, then {rounds} rounds updating every one; compaction off, then on");
+    var sides = new List<CompactionBenchmark.Side>();
+    foreach (var on in new[] { false, true })
+        sides.Add(await CompactionBenchmark.RunAsync(on ? "compaction on" : "compaction off", on, (dir, port) => StartMagpie(dir, port), WaitHealthy,
+            Path.Combine(run, on ? "compaction-on" : "compaction-off"), n, rounds));
+    try { Directory.Delete(run, recursive: true); } catch (IOException) { }
+    Console.WriteLine();
+    Console.WriteLine($"{"side",-16} {"store MB",9} {"load docs/s",12} {"update docs/s (mean)",21} {"update min",11} {"passes",7}");
+    foreach (var s in sides)
+        Console.WriteLine($"{s.Name,-16} {CompactionBenchmark.Megabytes(s.DiskBytes),9:N0} {s.RoundDocsPerSecond[0],12:N0} {s.RoundDocsPerSecond.Skip(1).Average(),21:N0} {s.RoundDocsPerSecond.Skip(1).Min(),11:N0} {s.Passes,7}");
+    Console.WriteLine(JsonSerializer.Serialize(new
+    {
+        benchmark = "compaction", docs = n, rounds, cores = Environment.ProcessorCount,
+        sides = sides.Select(s => new
+        {
+            name = s.Name, store_mb = Math.Round(CompactionBenchmark.Megabytes(s.DiskBytes)), log_mb = Math.Round(CompactionBenchmark.Megabytes(s.LogBytes)),
+            rounds_docs_per_s = s.RoundDocsPerSecond.Select(r => Math.Round(r)), passes = s.Passes, settle_s = Math.Round(s.SettleSeconds, 1),
+        }),
     }));
 }
 

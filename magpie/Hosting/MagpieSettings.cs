@@ -103,7 +103,7 @@ public sealed class CompactionSettings
     public int Revisions { get; set; } = 1;
     public int? RevisionsSeconds { get; set; }
 
-    /// <summary>How often to look; a pass runs when at least <see cref="MinMegabytes"/> of log lie behind every reader.</summary>
+    /// <summary>How often to look; a pass runs when at least <see cref="MinMegabytes"/> of superseded versions and deletes (and no less than what it would keep) lie behind every reader.</summary>
     public int IntervalSeconds { get; set; } = 60;
     public int MinMegabytes { get; set; } = 256;
 }

@@ -10,8 +10,14 @@ public sealed record ChangeFeedPosition(IReadOnlyDictionary<string, long> Next)
     public static ChangeFeedPosition Beginning { get; } = new(new Dictionary<string, long>());
 }
 
-/// <summary>A batch of committed changes and the position just after them.</summary>
-public sealed record ChangeBatch(IReadOnlyList<ChangeEvent> Changes, ChangeFeedPosition After);
+/// <summary>
+/// A batch of committed changes and the position just after them. <see cref="SeenEtag"/>: when the batch reached the end of
+/// the feed, the newest etag the reader has now accounted for — deletes compaction dropped included (0: only the batch's own).
+/// </summary>
+public sealed record ChangeBatch(IReadOnlyList<ChangeEvent> Changes, ChangeFeedPosition After)
+{
+    public long SeenEtag { get; init; }
+}
 
 /// <summary>
 /// The stream of committed changes, in etag order per document. Two implementations: the embedded one

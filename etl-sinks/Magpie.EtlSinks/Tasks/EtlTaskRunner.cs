@@ -125,7 +125,7 @@ public sealed class EtlTaskRunner(string name, EtlTaskDefinition task, EtlConnec
         for (var i = 0; i < t.Messages.Count; i += PublishChunk)
             await target.PublishAsync(t.Messages.GetRange(i, Math.Min(PublishChunk, t.Messages.Count - i)), ct);
         var published = Stopwatch.GetTimestamp();
-        var lastEtag = Math.Max(_position.LastEtag, t.Batch.Changes.Select(c => c.Etag).DefaultIfEmpty(0).Max());
+        var lastEtag = Math.Max(Math.Max(_position.LastEtag, t.Batch.SeenEtag), t.Batch.Changes.Select(c => c.Etag).DefaultIfEmpty(0).Max());
         _position = new EtlTaskPosition(new Dictionary<string, long>(t.Batch.After.Next), lastEtag,
             _position.MessagesSent + t.Messages.Count, _position.DocumentsProcessed + t.Documents);
         _position.Save(_positionPath);

@@ -290,7 +290,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
             _lastRefresh = Stopwatch.GetTimestamp();
         }
         var searchable = Stopwatch.GetElapsedTime(started);
-        var lastEtag = _writtenEtag = Math.Max(Math.Max(Status.IndexedEtag, _writtenEtag), batch.Source.Changes.Select(c => c.Etag).DefaultIfEmpty(0).Max());
+        var lastEtag = _writtenEtag = Math.Max(Math.Max(Math.Max(Status.IndexedEtag, _writtenEtag), batch.Source.SeenEtag), batch.Source.Changes.Select(c => c.Etag).DefaultIfEmpty(batch.Source.SeenEtag).Max());
         if (batch.Watermarks is { } marks) _writtenSource = Advanced(_writtenSource ?? SourcePosition, marks);
         // Position, source watermarks and etag say what searches see: they move only with a refresh.
         if (refresh)

@@ -5,7 +5,7 @@ using Microsoft.Extensions.Logging;
 namespace Magpie.Ingest.Changes;
 
 /// <param name="Interval">How often to look (the first look is one interval after start, once the readers have registered).</param>
-/// <param name="MinBytes">Compact only when at least this much log lies behind every reader.</param>
+/// <param name="MinBytes">Compact only when at least this much reclaimable log (superseded versions, deletes) lies behind every reader.</param>
 public sealed record CompactionOptions(RevisionRetention Retention, TimeSpan Interval, long MinBytes);
 
 /// <summary>
@@ -49,13 +49,14 @@ public sealed class ChangeLogCompactor(DocumentStore store, ChangeLogReaders rea
         }
     }
 
-    /// <summary>One pass, if enough lies behind every reader: copy, wait for the readers to pass the copies, truncate. True if it truncated.</summary>
+    /// <summary>One pass, if enough reclaimable log lies behind every reader: copy, wait for the readers to pass the copies, truncate. True if it truncated.</summary>
     public async Task<bool> RunOnceAsync(CancellationToken ct)
     {
         var begin = store.LogBeginAddress;
         var until = Math.Min(readers.Lowest()?.Address ?? long.MaxValue, store.LogTailAddress);
-        if (until - begin < Math.Max(1, options.MinBytes)) return false;
-        var pass = await store.CompactAsync(until, options.Retention, ct);
+        if (until - begin < Math.Max(1, options.MinBytes)) return false;   // cannot hold that much to reclaim
+        var pass = await store.CompactAsync(until, options.Retention, options.MinBytes, ct);
+        if (pass.Skipped) return false;
         var waitingSince = DateTime.UtcNow;
         while (readers.Lowest() is { } lowest && lowest.Address < pass.CopiesEnd)
         {

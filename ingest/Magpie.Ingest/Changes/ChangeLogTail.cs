@@ -4,7 +4,8 @@ using Magpie.Ingest.Documents;
 namespace Magpie.Ingest.Changes;
 
 /// <summary>Committed change-log entries and the address after the last entry read (where a reader resumes); empty when all that was read were copies the reader skips.</summary>
-public sealed record LogBatch(IReadOnlyList<LogEntry> Entries, long NextAddress);
+/// <see cref="CaughtUpEtag"/>: when the read reached the end of the committed log, every etag up to it was read or compacted away.
+public sealed record LogBatch(IReadOnlyList<LogEntry> Entries, long NextAddress, long CaughtUpEtag = 0);
 
 /// <summary>One committed change-log entry and the address just after it (where a reader resumes).</summary>
 public sealed record LogEntry(byte[] Bytes, int Length, long Address, long NextAddress)
@@ -31,14 +32,17 @@ public sealed class ChangeLogTail(DocumentStore store)
         {
             var batch = new List<LogEntry>();
             long read = 0, skipped = 0;
-            while (batch.Count < maxBatch && skipped < maxBatch * 16L && iter.GetNext(out byte[] bytes, out var length, out var address, out var next))
+            var committed = store.CommittedEtag;   // before the scan: all of these are visible to it
+            var atEnd = false;
+            while (batch.Count < maxBatch && skipped < maxBatch * 16L)
             {
+                if (!iter.GetNext(out byte[] bytes, out var length, out var address, out var next)) { atEnd = true; break; }
                 read = next;
                 if (IsChange(bytes.AsSpan(0, length))) batch.Add(new LogEntry(bytes, length, address, next));
                 else if (!ChangeRecord.IsSourcePosition(bytes.AsSpan(0, length))) skipped++;
             }
             // A stretch of skipped copies still moves the reader on (an empty batch), so compaction sees it pass them.
-            if (batch.Count > 0 || skipped > 0) { yield return new LogBatch(batch, read); continue; }
+            if (batch.Count > 0 || skipped > 0) { yield return new LogBatch(batch, read, atEnd ? committed : 0); continue; }
             if (!await iter.WaitAsync(ct)) yield break;
         }
     }

@@ -22,7 +22,7 @@ public sealed class EmbeddedChangeFeed(ChangeLogTail tail, ChangeLogReaders read
         {
             var changes = new List<ChangeEvent>(batch.Entries.Count);
             foreach (var entry in batch.Entries) changes.Add(ToChange(entry));
-            yield return new ChangeBatch(changes, new ChangeFeedPosition(new Dictionary<string, long> { [PositionKey] = batch.NextAddress }));
+            yield return new ChangeBatch(changes, new ChangeFeedPosition(new Dictionary<string, long> { [PositionKey] = batch.NextAddress })) { SeenEtag = batch.CaughtUpEtag };
         }
     }
 

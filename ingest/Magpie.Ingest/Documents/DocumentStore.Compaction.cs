@@ -8,7 +8,7 @@ namespace Magpie.Ingest.Documents;
 public sealed record RevisionRetention(int Revisions = 1, TimeSpan? For = null);
 
 /// <summary>What one compaction pass did: documents whose kept versions were copied forward, and the address a reader must pass to be past the copies.</summary>
-public sealed record CompactionPass(long Until, int Documents, int Versions, long CopiedBytes, long CopiesEnd);
+public sealed record CompactionPass(long Until, int Documents, int Versions, long CopiedBytes, long CopiesEnd, bool Skipped = false);
 
 /// <summary>
 /// Compaction of the change log. FasterLog only drops a prefix, so versions still kept in the prefix [begin, until) —
@@ -27,25 +27,35 @@ public sealed partial class DocumentStore
 
     public long LogTailAddress => _log.TailAddress;
 
-    /// <summary>Copies forward what <paramref name="retention"/> keeps of [begin, <paramref name="until"/>) and checkpoints the id index.</summary>
-    public async Task<CompactionPass> CompactAsync(long until, RevisionRetention retention, CancellationToken ct = default)
+    /// <summary>
+    /// Copies forward what <paramref name="retention"/> keeps of [begin, <paramref name="until"/>) and checkpoints the id index;
+    /// skipped (nothing copied) unless the prefix holds at least <paramref name="minDeadBytes"/> of superseded versions and
+    /// deletes, and no less of them than of versions to keep — else each pass would copy the last pass's copies again.
+    /// </summary>
+    public async Task<CompactionPass> CompactAsync(long until, RevisionRetention retention, long minDeadBytes = 1, CancellationToken ct = default)
     {
         ObjectDisposedException.ThrowIf(_disposed != 0, this);
         until = Math.Min(until, _log.CommittedUntilAddress);
         var candidates = new List<string>();
         var seen = new HashSet<string>(StringComparer.Ordinal);
+        long live = 0, dead = 0;
         using (var iter = _log.Scan(_log.BeginAddress, until))
         {
             while (iter.GetNext(out byte[] entry, out var length, out var address, out _))
             {
                 ct.ThrowIfCancellationRequested();
                 var span = entry.AsSpan(0, length);
-                if (ChangeRecord.IsSourcePosition(span)) continue;
-                var record = ChangeRecord.Decode(span);
-                if (record.Op == ChangeOp.Delete) continue;
-                if (seen.Add(record.Id)) candidates.Add(record.Id);
+                if (ChangeRecord.IsSourcePosition(span)) { dead += length; continue; }
+                var (op, id, _, _) = Header(span);
+                if (op == ChangeOp.Delete) { dead += length; continue; }
+                // Kept for sure: the latest version, and revisions an earlier pass kept. Older originals count as reclaimable.
+                var kept = ChangeRecord.IsRevision(span) || await _index.TryGetAsync(id) is { } head && head.Address == address;
+                if (kept) live += length; else dead += length;
+                if (seen.Add(id)) candidates.Add(id);
             }
         }
+        if (dead < Math.Max(1, minDeadBytes) || dead < live)
+            return new CompactionPass(until, 0, 0, 0, until, Skipped: true);
         int documents = 0, versions = 0;
         long bytes = 0, lastCopy = -1;
         var buffer = new ArrayBufferWriter<byte>(4096);

@@ -73,6 +73,7 @@ public sealed partial class DocumentStore
             }
         }
         _writesSinceCheckpoint = replayed;
+        _committedEtag = _lastEtag;
         _logger.LogInformation("document store recovered: {Documents} documents, last etag {Etag}, {Replayed} log entries replayed",
             _collections.Total, _lastEtag, replayed);
     }

@@ -46,7 +46,7 @@ public sealed partial class DocumentStore : IAsyncDisposable
         {
             PageSizeBits = pageBits,
             MemorySizeBits = memoryBits,
-            SegmentSizeBits = Math.Max(30, pageBits + 1),
+            SegmentSizeBits = SegmentBits(options.Directory, pageBits),
             LogChecksum = LogChecksumType.PerEntry,
             // Commit metadata goes into the log itself: one write per commit instead of a new metadata file each time.
             FastCommitMode = true,
@@ -54,6 +54,19 @@ public sealed partial class DocumentStore : IAsyncDisposable
         };
         _log = new FasterLog(_logSettings);
         _index = new DocumentIndex(Path.Combine(options.Directory, "index"), options);
+    }
+
+    /// <summary>
+    /// Compaction frees whole segment files, so new stores use 256 MB segments; a store made before that keeps the 1 GB
+    /// it was written with (FasterLog must reopen a log with the segment size it was written with).
+    /// </summary>
+    private static int SegmentBits(string directory, int pageBits)
+    {
+        var marker = Path.Combine(directory, "log.segment-bits");
+        if (File.Exists(marker) && int.TryParse(File.ReadAllText(marker).Trim(), out var saved)) return saved;
+        var bits = Directory.EnumerateFiles(directory, "log.*").Any() ? Math.Max(30, pageBits + 1) : Math.Max(28, pageBits + 1);
+        File.WriteAllText(marker, bits.ToString());
+        return bits;
     }
 
     public static async Task<DocumentStore> OpenAsync(DocumentStoreOptions options, ILogger? logger = null, TimeProvider? clock = null)
@@ -77,6 +90,11 @@ public sealed partial class DocumentStore : IAsyncDisposable
     internal FasterLog Log => _log;
 
     public long LastEtag => Interlocked.Read(ref _lastEtag);
+
+    /// <summary>The newest etag whose commit has completed (every smaller one is committed too: commits go in log order).</summary>
+    public long CommittedEtag => Interlocked.Read(ref _committedEtag);
+
+    private long _committedEtag;
 
     public StoreStats Stats() => new(_collections.Total, _collections.Snapshot(), LastEtag);
 
@@ -143,6 +161,9 @@ public sealed partial class DocumentStore : IAsyncDisposable
         {
             try { await _log.WaitForCommitAsync(end); }
             catch (CommitFailureException e) { throw CommitFailed(e); }
+            var newest = outcomes.Max(o => o.Etag ?? 0);
+            long known;
+            while ((known = Interlocked.Read(ref _committedEtag)) < newest && Interlocked.CompareExchange(ref _committedEtag, newest, known) != known) { }
         }
         Metrics.IngestMetrics.Wrote(outcomes, fromKafka: progress is not null);
         return outcomes;

@@ -162,7 +162,7 @@ public sealed class Subscription(SubscriptionState state, DocumentMatcher matche
                         ? new JsonObject { ["id"] = change.Id, ["etag"] = change.Etag, ["deleted"] = true }
                         : new JsonObject { ["id"] = change.Id, ["etag"] = change.Etag, ["document"] = matcher.Project(change.Document!.Value) });
                 after = batch.After;
-                seen = Math.Max(seen, batch.Changes.Select(c => c.Etag).DefaultIfEmpty(0).Max());
+                seen = Math.Max(Math.Max(seen, batch.SeenEtag), batch.Changes.Select(c => c.Etag).DefaultIfEmpty(0).Max());
                 if (items.Count > 0) break;
             }
         }
