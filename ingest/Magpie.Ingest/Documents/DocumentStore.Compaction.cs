@@ -103,15 +103,23 @@ public sealed partial class DocumentStore
     {
         var kept = new List<(long, byte[])>();
         var oldest = retention.For is { } span ? _clock.GetUtcNow() - span : DateTimeOffset.MinValue;
-        for (var address = head; address >= _log.BeginAddress && address > 0 && kept.Count < Math.Max(1, retention.Revisions);)
+        await foreach (var (address, entry) in ChainAsync(head, CancellationToken.None))
         {
-            var entry = await ReadEntryAsync(address, CancellationToken.None);
-            var r = ChangeRecord.Decode(entry);
-            if (kept.Count > 0 && r.LastModified < oldest) break;
+            if (kept.Count == Math.Max(1, retention.Revisions) || kept.Count > 0 && ChangeRecord.Decode(entry).LastModified < oldest) break;
             kept.Add((address, entry));
-            address = r.Previous;
         }
         return kept;
+    }
+
+    /// <summary>A document's versions still in the log, newest first, from the entry at <paramref name="head"/> back along <see cref="ChangeRecord.Previous"/>.</summary>
+    private async IAsyncEnumerable<(long Address, byte[] Entry)> ChainAsync(long head, [System.Runtime.CompilerServices.EnumeratorCancellation] CancellationToken ct)
+    {
+        for (var address = head; address > 0 && address >= _log.BeginAddress;)
+        {
+            var entry = await ReadEntryAsync(address, ct);
+            yield return (address, entry);
+            address = ChangeRecord.Decode(entry).Previous;
+        }
     }
 
     /// <summary>Drops the log before <paramref name="until"/> (whole segment files are deleted once nothing reads them).</summary>
@@ -137,11 +145,10 @@ public sealed partial class DocumentStore
     {
         var versions = new List<StoredDocument>();
         if (await _index.TryGetAsync(id) is not { } head) return versions;
-        for (var address = head.Address; address > 0 && address >= _log.BeginAddress && versions.Count < max;)
+        await foreach (var (_, entry) in ChainAsync(head.Address, ct))
         {
-            var r = ChangeRecord.Decode(await ReadEntryAsync(address, ct));
-            if (r.Op != ChangeOp.Delete) versions.Add(ToStored(r));
-            address = r.Previous;
+            if (versions.Count == max) break;
+            versions.Add(ToStored(ChangeRecord.Decode(entry)));   // the chain starts at a live document: no deletes in it
         }
         return versions;
     }

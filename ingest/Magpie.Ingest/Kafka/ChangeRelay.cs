@@ -21,6 +21,8 @@ public sealed class ChangeRelay(ChangeLogTail tail, ChangeLogReaders readers, In
 {
     private readonly RelayPosition _position = new(Path.Combine(options.DataDir, "relay"));
     private long _published;
+    /// <summary>The saved position's address, kept here so compaction asks without reading the file.</summary>
+    private long _durableAddress;
     private long _confirmedEtag = -1;
     private readonly ConcurrentDictionary<int, long> _confirmedEnds = new();
 
@@ -61,7 +63,8 @@ public sealed class ChangeRelay(ChangeLogTail tail, ChangeLogReaders readers, In
     {
         await Task.Yield();
         // What Kafka confirmed is what the relay resumes from: the change log keeps everything after it.
-        using var tracked = readers.Track("kafka relay", () => _position.Load()?.Address ?? 0);
+        _durableAddress = _position.Load()?.Address ?? 0;
+        using var tracked = readers.Track("kafka relay", () => Interlocked.Read(ref _durableAddress));
         var backoff = TimeSpan.FromSeconds(1);
         while (!stoppingToken.IsCancellationRequested)
         {
@@ -93,6 +96,7 @@ public sealed class ChangeRelay(ChangeLogTail tail, ChangeLogReaders readers, In
             if (batch.Count == 0)
             {
                 _position.Save(read.NextAddress, ConfirmedEtag());   // only skipped copies: nothing to send, but past them
+                Interlocked.Exchange(ref _durableAddress, read.NextAddress);
                 continue;
             }
             var delivered = new BatchDelivery(batch.Count);
@@ -118,6 +122,7 @@ public sealed class ChangeRelay(ChangeLogTail tail, ChangeLogReaders readers, In
             foreach (var (partition, end) in delivered.Ends) _confirmedEnds.AddOrUpdate(partition, end, (_, known) => Math.Max(known, end));
             var lastEtag = batch[^1].Decode().Etag;
             _position.Save(read.NextAddress, lastEtag);
+            Interlocked.Exchange(ref _durableAddress, read.NextAddress);
             Interlocked.Exchange(ref _confirmedEtag, lastEtag);
             Interlocked.Add(ref _published, batch.Count);
         }
