@@ -21,6 +21,8 @@ public sealed class ChangeLogCompactor(DocumentStore store, ChangeLogReaders rea
     private DateTimeOffset? _lastAt;
     private long _passes, _reclaimedBytes;
     private string? _waitingFor;
+    /// <summary>The last look that found too little to reclaim: the next waits until the prefix has grown enough to change that.</summary>
+    private CompactionPass? _skipped;
 
     public object Status() => new
     {
@@ -55,7 +57,13 @@ public sealed class ChangeLogCompactor(DocumentStore store, ChangeLogReaders rea
         var begin = store.LogBeginAddress;
         var until = Math.Min(readers.Lowest()?.Address ?? long.MaxValue, store.LogTailAddress);
         if (until - begin < Math.Max(1, options.MinBytes)) return false;   // cannot hold that much to reclaim
+        // A look reads the whole prefix. After one that found too little, look again only once the prefix has grown by a
+        // quarter of the shortfall: each new byte can add about one reclaimable byte (itself superseded, or superseding an old
+        // one), so a smaller growth rarely tips it, and a steady writer no longer pays a full scan every interval.
+        if (_skipped is { } last && last.Until >= begin && until - last.Until < Math.Max(last.LiveBytes - last.DeadBytes, options.MinBytes - last.DeadBytes) / 4)
+            return false;
         var pass = await store.CompactAsync(until, options.Retention, options.MinBytes, ct);
+        _skipped = pass.Skipped ? pass : null;
         if (pass.Skipped) return false;
         var waitingSince = DateTime.UtcNow;
         while (readers.Lowest() is { } lowest && lowest.Address < pass.CopiesEnd)

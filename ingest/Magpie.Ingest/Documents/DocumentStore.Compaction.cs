@@ -7,8 +7,12 @@ namespace Magpie.Ingest.Documents;
 /// <summary>How many versions of a document the change log keeps once compacted: the latest always, older ones up to <see cref="Revisions"/> in all and no older than <see cref="For"/>.</summary>
 public sealed record RevisionRetention(int Revisions = 1, TimeSpan? For = null);
 
-/// <summary>What one compaction pass did: documents whose kept versions were copied forward, and the address a reader must pass to be past the copies.</summary>
-public sealed record CompactionPass(long Until, int Documents, int Versions, long CopiedBytes, long CopiesEnd, bool Skipped = false);
+/// <summary>
+/// What one compaction pass did: documents whose kept versions were copied forward, and the address a reader must pass to be
+/// past the copies; for a skipped pass, how much of the prefix it found kept (<paramref name="LiveBytes"/>) and reclaimable.
+/// </summary>
+public sealed record CompactionPass(long Until, int Documents, int Versions, long CopiedBytes, long CopiesEnd, bool Skipped = false,
+    long LiveBytes = 0, long DeadBytes = 0);
 
 /// <summary>
 /// Compaction of the change log. FasterLog only drops a prefix, so versions still kept in the prefix [begin, until) —
@@ -55,19 +59,26 @@ public sealed partial class DocumentStore
             }
         }
         if (dead < Math.Max(1, minDeadBytes) || dead < live)
-            return new CompactionPass(until, 0, 0, 0, until, Skipped: true);
+            return new CompactionPass(until, 0, 0, 0, until, Skipped: true, LiveBytes: live, DeadBytes: dead);
         int documents = 0, versions = 0;
         long bytes = 0, lastCopy = -1;
         var buffer = new ArrayBufferWriter<byte>(4096);
         foreach (var chunk in candidates.Chunk(CompactionChunk))
         {
+            // The versions to keep are read before taking the write lock (random reads of the prefix); under it, a document
+            // whose latest version moved meanwhile is looked at again, the rest are only appended.
+            var prepared = new List<(string Id, long Head, List<(long Address, byte[] Entry)> Kept)>(chunk.Length);
+            foreach (var id in chunk)
+                if (await _index.TryGetAsync(id) is { } head && !(retention.Revisions <= 1 && head.Address >= until))   // latest only, written since: keeps nothing here
+                    prepared.Add((id, head.Address, await KeptVersionsAsync(head.Address, retention)));
             await _writeLock.WaitAsync(ct);
             try
             {
-                foreach (var id in chunk)
+                foreach (var (id, preparedHead, preparedKept) in prepared)
                 {
                     if (await _index.TryGetAsync(id) is not { } head) continue;   // deleted since: nothing to keep
-                    var kept = await KeptVersionsAsync(head.Address, retention);
+                    if (retention.Revisions <= 1 && head.Address >= until) continue;
+                    var kept = head.Address == preparedHead ? preparedKept : await KeptVersionsAsync(head.Address, retention);
                     if (kept.All(v => v.Address >= until)) continue;             // nothing kept lies in the prefix
                     var previous = 0L;
                     for (var i = kept.Count - 1; i >= 0; i--)

@@ -161,7 +161,7 @@ public sealed partial class DocumentStore : IAsyncDisposable
         {
             try { await _log.WaitForCommitAsync(end); }
             catch (CommitFailureException e) { throw CommitFailed(e); }
-            var newest = outcomes.Max(o => o.Etag ?? 0);
+            var newest = outcomes.Length == 0 ? 0 : outcomes.Max(o => o.Etag ?? 0);   // a batch of source positions only has no outcomes
             long known;
             while ((known = Interlocked.Read(ref _committedEtag)) < newest && Interlocked.CompareExchange(ref _committedEtag, newest, known) != known) { }
         }

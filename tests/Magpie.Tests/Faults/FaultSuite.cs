@@ -133,7 +133,8 @@ public sealed class FaultSuite : IAsyncDisposable
     private async Task PublishAsync()
     {
         var random = new Random(99);
-        using var producer = Magpie.Kafka.KafkaClients.BuildProducer<string, string>(Magpie.Kafka.KafkaClients.Producer(_kafka!.BootstrapServers, "fault-suite"));
+        using var producer = Magpie.Kafka.KafkaClients.BuildProducer<string, string>(Magpie.Kafka.KafkaClients.Producer(_kafka!.BootstrapServers, "fault-suite"),
+            Microsoft.Extensions.Logging.Abstractions.NullLogger.Instance);   // "brokers are down" during the outage rounds is expected: not to stderr
         while (!_stop.IsCancellationRequested)
         {
             if (_paused) { await Task.Delay(50); continue; }
