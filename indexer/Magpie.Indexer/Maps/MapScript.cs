@@ -20,7 +20,7 @@ public sealed class MapScript
 {
     private readonly ScriptSandbox _sandbox;
     private readonly int _maxDepth;
-    private readonly List<(string Collection, Prepared<Script> Source)> _maps = [];
+    private readonly List<(string Collection, Prepared<Script> Source, FieldProjection? Projection)> _maps = [];
     private (JsValue Collection, JsValue Map)? _registered;
     private string _currentId = "";
     private JsValue _current = JsValue.Undefined;
@@ -43,7 +43,8 @@ public sealed class MapScript
     public IReadOnlySet<string> Collections { get; private set; } = new HashSet<string>();
 
     /// <summary>Throws <see cref="ScriptSyntaxException"/> naming the map (0-based, as in the definition's array) and the position in it.</summary>
-    public static MapScript Compile(IReadOnlyList<string> maps, ScriptLimits limits)
+    /// <param name="fieldProjections">Maps that only copy fields skip the engine (<see cref="FieldProjection"/>); off, every map runs in it (tests compare the two).</param>
+    public static MapScript Compile(IReadOnlyList<string> maps, ScriptLimits limits, bool fieldProjections = true)
     {
         if (maps.Count == 0) throw new ScriptSyntaxException("an index needs at least one map: map('Collection', doc => ({ … }))", 1, 1);
         var script = new MapScript(limits);
@@ -53,7 +54,7 @@ public sealed class MapScript
             JsValue collection;
             try { collection = script._sandbox.Run(() => script.Register(source).Collection); }
             catch (ScriptRunException e) { throw new ScriptSyntaxException($"maps[{i}]: {e.Message}", 1, 1); }
-            script._maps.Add((collection.AsString(), source));
+            script._maps.Add((collection.AsString(), source, fieldProjections ? FieldProjection.Of(maps[i]) : null));
         }
         script.Collections = script._maps.Select(m => m.Collection).ToHashSet(StringComparer.OrdinalIgnoreCase);
         return script;
@@ -73,9 +74,19 @@ public sealed class MapScript
     public IReadOnlyList<MappedEntry> Run(ChangeEvent change)
     {
         var entries = new List<MappedEntry>();
-        Each(change, value => entries.Add(EntryOf(value)));
+        if (change.Document is not { } document) return entries;
+        foreach (var map in _maps)
+        {
+            if (!string.Equals(map.Collection, change.Collection, StringComparison.OrdinalIgnoreCase)) continue;
+            // A map that only copies fields reads them from the JSON; what it declines, the engine maps.
+            if (map.Projection?.TryMap(document, change.Id, _maxDepth) is { } projected) entries.Add(projected);
+            else RunOne(map.Source, change.Id, document, value => entries.Add(EntryOf(value)));
+        }
         return entries;
     }
+
+    /// <summary>Whether each map runs in the engine (false) or only copies fields (true), in the definition's order.</summary>
+    public IReadOnlyList<bool> Projections => _maps.Select(m => m.Projection is not null).ToList();
 
     /// <summary>The entries of one document as JSON text (map/reduce: what the reduce reads). Throws <see cref="ScriptRunException"/>.</summary>
     public IReadOnlyList<string> RunJson(ChangeEvent change)
@@ -89,22 +100,23 @@ public sealed class MapScript
     private void Each(ChangeEvent change, Action<JsValue> entry)
     {
         if (change.Document is not { } document) return;
-        foreach (var (collection, source) in _maps)
-        {
-            if (!string.Equals(collection, change.Collection, StringComparison.OrdinalIgnoreCase)) continue;
-            _sandbox.Run(() =>
-            {
-                var (_, map) = Register(source);
-                _currentId = change.Id;
-                _current = JsValueJson.ToJs(_sandbox.Engine, document);
-                var result = map.Call(JsValue.Undefined, [_current]);
-                if (result is JsArray array)
-                    for (uint i = 0, n = JsValueJson.LengthOf(array); i < n; i++) Emit(array.Get(i), entry);
-                else Emit(result, entry);
-                return true;
-            });
-        }
+        foreach (var (collection, source, _) in _maps)
+            if (string.Equals(collection, change.Collection, StringComparison.OrdinalIgnoreCase)) RunOne(source, change.Id, document, entry);
     }
+
+    /// <summary>Runs one map over the document in the engine, handing each entry it returned to <paramref name="entry"/>.</summary>
+    private void RunOne(Prepared<Script> source, string id, System.Text.Json.JsonElement document, Action<JsValue> entry) =>
+        _sandbox.Run(() =>
+        {
+            var (_, map) = Register(source);
+            _currentId = id;
+            _current = JsValueJson.ToJs(_sandbox.Engine, document);
+            var result = map.Call(JsValue.Undefined, [_current]);
+            if (result is JsArray array)
+                for (uint i = 0, n = JsValueJson.LengthOf(array); i < n; i++) Emit(array.Get(i), entry);
+            else Emit(result, entry);
+            return true;
+        });
 
     private static void Emit(JsValue value, Action<JsValue> entry)
     {
