@@ -36,6 +36,9 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
     private Task _committing = Task.CompletedTask;
     private (long Batch, Dictionary<string, string> Data, ChangeFeedPosition Position)? _nextCommit;
     private Exception? _commitFailure;
+    /// <summary>Held by a batch's writes and, for stages that need whole batches in a commit (<see cref="IIndexStage.WholeBatchCommits"/>), by the commit.</summary>
+    private readonly SemaphoreSlim _writeGate = new(1, 1);
+    private bool _wholeBatchCommits;
 
     /// <summary>The longest a searchable batch stays uncommitted while more batches keep coming.</summary>
     public static readonly TimeSpan CommitInterval = TimeSpan.FromSeconds(1);
@@ -200,6 +203,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
         using var attempt = CancellationTokenSource.CreateLinkedTokenSource(ct);
         lock (_commitLock) _commitFailure = null;
         (_writtenEtag, _writtenSource) = (0, null);   // from the resumed commit on (a rebuild starts at 0)
+        _wholeBatchCommits = stage.WholeBatchCommits;
         var mapped = Channel.CreateBounded<MappedBatch>(new BoundedChannelOptions(stage.MapAhead) { SingleReader = true, SingleWriter = true });
         var mapping = Task.Run(async () =>
         {
@@ -279,7 +283,12 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
     private async Task WriteAsync(IIndexPersistence index, MappedBatch batch, bool moreWaiting, CancellationToken ct)
     {
         var started = Stopwatch.GetTimestamp();
-        if (batch.Deletes.Count > 0 || batch.Documents.Count > 0) await index.WriteAsync(batch.Deletes, batch.Documents, ct);
+        if (batch.Deletes.Count > 0 || batch.Documents.Count > 0)
+        {
+            await _writeGate.WaitAsync(ct);
+            try { await index.WriteAsync(batch.Deletes, batch.Documents, ct); }
+            finally { _writeGate.Release(); }
+        }
         // Behind (more batches already mapped): searchable at most once per BacklogRefreshInterval. Each refresh flushes a
         // segment, which for small entries costs as much as writing the batch (a plain map index caught up at half speed);
         // nothing is searchable sooner by refreshing a backlog every batch. The last batch of a backlog always refreshes.
@@ -332,11 +341,17 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
                 (next, _nextCommit) = (n, null);
             }
             var started = Stopwatch.GetTimestamp();
+            var whole = _wholeBatchCommits;
+            if (whole) await _writeGate.WaitAsync();
             try { await index.CommitAsync(next.Data); }
             catch (Exception e)
             {
                 lock (_commitLock) { _commitFailure = e; _nextCommit = null; }
                 return;
+            }
+            finally
+            {
+                if (whole) _writeGate.Release();
             }
             Volatile.Write(ref _durable, next.Position);
             Status.Committed(next.Batch, Ms(Stopwatch.GetElapsedTime(started)));

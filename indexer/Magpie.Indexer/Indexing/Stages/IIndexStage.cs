@@ -51,6 +51,14 @@ public interface IIndexStage
     /// of Kafka mode: any map stage may send it a key): staleness is then measured against <see cref="MappedBatch.Watermarks"/>.
     /// </summary>
     bool FedByAllPartitions => false;
+
+    /// <summary>
+    /// True when a commit must hold whole batches only: the stage keeps state beside its entries (reduce trees, a map stage's
+    /// document → keys record) that a re-applied batch is compared against, and a commit running beside a batch's writes could
+    /// catch half of them — state and results of one batch out of step after a crash. Plain maps replace whole entries on
+    /// replay and let commits run beside writes.
+    /// </summary>
+    bool WholeBatchCommits => true;
 }
 
 /// <summary>

@@ -19,6 +19,8 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, II
 {
     private readonly MapScript _maps = MapScript.Compile(definition.Maps, limits);
 
+    public bool WholeBatchCommits => false;
+
     public MappedBatch Map(ChangeBatch batch)
     {
         var deletes = new List<string>();
