@@ -40,7 +40,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
     private readonly SemaphoreSlim _writeGate = new(1, 1);
     private bool _wholeBatchCommits;
 
-    /// <summary>The longest a searchable batch stays uncommitted while more batches keep coming.</summary>
+    /// <summary>How long a searchable batch may stay uncommitted: commits come at most this often (<see cref="CommitLoopAsync"/>).</summary>
     public static readonly TimeSpan CommitInterval = TimeSpan.FromSeconds(1);
 
     /// <summary>While a backlog is worked off, how often what was written becomes searchable (else after every batch).</summary>
@@ -278,7 +278,8 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
     /// batches share commits (the seed's "index merging"), but no batch waits for an fsync before its
     /// writes are visible. The commit runs while the next batch is written (one commit at a time): entries of
     /// that batch may land in it too, which is harmless, since after a crash the index resumes from the
-    /// position in the commit and re-applies what followed, replacing the same entries again.
+    /// position in the commit and re-applies what followed, replacing the same entries again. Stages that keep state
+    /// beside their entries get only whole batches in a commit (<see cref="IIndexStage.WholeBatchCommits"/>).
     /// </summary>
     private async Task WriteAsync(IIndexPersistence index, MappedBatch batch, bool moreWaiting, CancellationToken ct)
     {
