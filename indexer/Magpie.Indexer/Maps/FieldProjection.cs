@@ -1,5 +1,4 @@
 using System.Text.Json;
-using Acornima;
 using Acornima.Ast;
 
 namespace Magpie.Indexer.Maps;
@@ -29,12 +28,9 @@ internal sealed class FieldProjection
         "isPrototypeOf", "propertyIsEnumerable", "toLocaleString", "toString", "valueOf",
     ];
 
-    /// <summary>The projection a map source is, or null when it is anything more than <c>map('C', p =&gt; ({ Name: p.a.b, … }))</c>.</summary>
-    public static FieldProjection? Of(string source)
+    /// <summary>The projection a parsed map source is, or null when it is anything more than <c>map('C', p =&gt; ({ Name: p.a.b, … }))</c>.</summary>
+    public static FieldProjection? Of(Script script)
     {
-        Script script;
-        try { script = new Parser().ParseScript(source, strict: true); }
-        catch (ParseErrorException) { return null; }
         if (script.Body is not [ExpressionStatement { Expression: CallExpression call }]
             || call.Callee is not Identifier { Name: "map" }
             || call.Arguments is not [StringLiteral, ArrowFunctionExpression { Async: false, Params: [Identifier parameter] } arrow]
