@@ -154,9 +154,10 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
         var delay = TimeSpan.FromSeconds(1);
         while (!ct.IsCancellationRequested)
         {
+            IIndexStage? stage = null;
             try
             {
-                var stage = stages(Status, ct);
+                stage = stages(Status, ct);
                 await stage.PrepareAsync(ct);
                 Index ??= engine.Open(directory);
                 var position = await ResumeAsync(Index, stage, ct);
@@ -187,10 +188,22 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
             {
                 Status.Failed(e.Message);
                 log.LogWarning("index {Index}: {Error}; retrying in {Delay} s", name, e.Message, delay.TotalSeconds);
+                // The next attempt resumes from the last commit, state and position together: what this one wrote since is rolled
+                // back. Reusing the open index would load the stage's state from the last refreshed reader, which may be behind the
+                // commit's position (a backlog refreshes once a second) — the map stage would then miss what it already published.
+                CloseIndex();
                 try { await Task.Delay(delay, ct); } catch (OperationCanceledException) { break; }
                 delay = TimeSpan.FromSeconds(Math.Min(delay.TotalSeconds * 2, 30));
             }
+            finally { (stage as IDisposable)?.Dispose(); }
         }
+    }
+
+    private void CloseIndex()
+    {
+        var index = Index;
+        Index = null;
+        index?.Close();
     }
 
     /// <summary>

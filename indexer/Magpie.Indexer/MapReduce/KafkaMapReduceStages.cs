@@ -9,20 +9,28 @@ namespace Magpie.Indexer.MapReduce;
 
 /// <summary>
 /// Kafka mode, map side of a map/reduce index on one <c>magpie.changes</c> partition: maps each batch, publishes the
-/// changes per reduce key to the index's mapped topic (acknowledged before the worker moves on), and keeps in its own
+/// changes per reduce key to the index's mapped topic (one transaction per batch, committed before the worker moves on), and keeps in its own
 /// small Lucene index which keys each document contributes to — committed with the consumed offsets, so after a crash
 /// it re-publishes from there (the reduce side applies a pair's change idempotently). When another indexer's map stage
 /// of this partition got further (the partition moved while this one was down, or it never had it), that record is
 /// rebuilt from the mapped topic instead and the stage resumes where the other left off: a document that changes key
 /// later is then taken out of the key the reducers hold it under, not one this process last saw. After a reset
 /// (<paramref name="remap"/>) the record is rebuilt the same way but every document is mapped again from the start.
+/// Each attempt publishes through its own <see cref="MappedPublisher"/>, opened before the published position is read: it
+/// fences every earlier publisher of this partition, so what the topic holds is exactly what the progress says, and a
+/// local record behind it is always caught up from the topic.
 /// </summary>
 public sealed class MappedTopicStage(IndexDefinition definition, ScriptLimits limits, IIndexErrors status, MappedTopics topics, string topic, int shard,
-    bool remap = false) : IIndexStage
+    bool remap = false) : IIndexStage, IDisposable
 {
     private MapToKeys _map = new(definition, limits, status);
+    private MappedPublisher? _publisher;
 
-    public Task PrepareAsync(CancellationToken ct) => topics.EnsureAsync(topic, ct);
+    public async Task PrepareAsync(CancellationToken ct)
+    {
+        await topics.EnsureAsync(topic, ct);
+        _publisher = await topics.OpenPublisherAsync(topic, shard, ct);
+    }
 
     public async Task LoadAsync(IIndexPersistence index, CancellationToken ct)
     {
@@ -52,7 +60,8 @@ public sealed class MappedTopicStage(IndexDefinition definition, ScriptLimits li
     public async Task<MappedBatch> ApplyAsync(MappedBatch batch, CancellationToken ct)
     {
         var next = batch.Source.After.Next.GetValueOrDefault(shard.ToString());
-        await topics.PublishAsync(topic, batch.Changes, batch.Source.Changes.Select(c => c.Etag).DefaultIfEmpty(0).Max(), shard, next, ct);
+        var publisher = _publisher ?? throw new InvalidOperationException("the map stage publishes only after PrepareAsync");
+        await publisher.PublishAsync(batch.Changes, batch.Source.Changes.Select(c => c.Etag).DefaultIfEmpty(0).Max(), next, ct);
         var deletes = new List<string>();
         var documents = new List<IndexedDocument>();
         foreach (var change in batch.Changes)
@@ -60,6 +69,8 @@ public sealed class MappedTopicStage(IndexDefinition definition, ScriptLimits li
             else documents.Add(new StateEntry(change.Key, change.Source, null).ToDocument());
         return batch with { Deletes = deletes, Documents = documents, Entries = batch.Changes.Count };
     }
+
+    public void Dispose() => _publisher?.Dispose();
 }
 
 /// <summary>

@@ -21,8 +21,10 @@ namespace Magpie.Indexer.MapReduce;
 /// (reduce key, source document) on a compacted topic, so the latest message per pair is the reduce state and a new
 /// owner rebuilds it by reading the partition from the start. After each batch a <see cref="Watermark"/> to every
 /// partition says how far that map stage has published: what the reduce side's staleness is measured against.
-/// Each mapped change also names its source partition, and after each batch the map stage's position is committed as the
-/// offset of group <c>&lt;group&gt;.map-progress</c> on (mapped topic, source partition): a map stage that takes over a
+/// Each mapped change also names its source partition, and with each batch the map stage's position is committed as the
+/// offset of group <c>&lt;group&gt;.map-progress</c> on (mapped topic, source partition), in the batch's transaction
+/// (<see cref="MappedPublisher"/>: a batch's changes, watermarks and progress land together or not at all, and readers read
+/// committed only): a map stage that takes over a
 /// partition another indexer has moved past rebuilds which keys each document contributes to from the topic itself
 /// (<see cref="RestoreAsync"/>, the way Kafka Streams restores a store from its changelog) and resumes there.
 /// The topic name carries the indexer group (each deployment maps and reduces on its own; two groups never mix their
@@ -32,10 +34,8 @@ public sealed class MappedTopics(string bootstrapServers, string group, int part
 {
     public const string Mapped = "@mapped", Watermark = "@watermark";
 
-    private readonly Lazy<IProducer<string, byte[]>> _producer = new(() =>
-        KafkaClients.BuildProducer<string, byte[]>(KafkaClients.Producer(bootstrapServers, "magpie-indexer-mapped"), log));
-
-    /// <summary>Commits and reads the map stages' progress; never joins its group (it only assigns), so commits need no membership.</summary>
+    /// <summary>Reads the map stages' progress (their publishers commit it in their transactions); never joins its group, so
+    /// its group metadata carries no membership and a publisher of any process may commit with it.</summary>
     private readonly Lazy<IConsumer<Ignore, Ignore>> _progress = new(() =>
         KafkaClients.BuildConsumer<Ignore, Ignore>(KafkaClients.Consumer(bootstrapServers, $"{group}.map-progress"), log));
 
@@ -59,40 +59,11 @@ public sealed class MappedTopics(string bootstrapServers, string group, int part
     public int PartitionOf(string key) => (int)(BitConverter.ToUInt32(SHA256.HashData(Encoding.UTF8.GetBytes(key)), 0) % (uint)partitions);
 
     /// <summary>
-    /// Publishes a batch's changes, then the watermark of <paramref name="sourcePartition"/> (next offset <paramref name="next"/>)
-    /// to every partition, and returns once Kafka has acknowledged all of it (the map stage commits its position only then).
+    /// The map stage's publisher for <paramref name="sourcePartition"/>: fences every earlier one (blocks until the broker did,
+    /// up to 30 s), so from here on only what this one commits is added to the topic for that partition.
     /// </summary>
-    public async Task PublishAsync(string topic, IReadOnlyList<MappedChange> changes, long etag, int sourcePartition, long next, CancellationToken ct)
-    {
-        var producer = _producer.Value;
-        var now = DateTimeOffset.UtcNow;
-        var sent = new List<Task>(changes.Count);
-        foreach (var change in changes)
-        {
-            var value = Event(change.Source, Mapped, etag, now, w =>
-            {
-                w.WriteString("key", change.Key);
-                w.WritePropertyName("values");
-                w.WriteRawValue(change.ValuesJson, skipInputValidation: true);
-                w.WriteNumber("partition", sourcePartition);
-            });
-            sent.Add(producer.ProduceAsync(new TopicPartition(topic, PartitionOf(change.Key)),
-                new Message<string, byte[]> { Key = Engine.StateEntry.IdOf(change.Key, change.Source), Value = value }, ct));
-        }
-        // The changes are all acknowledged before a watermark or the progress says they are there: a reducer, or a map
-        // stage taking over, trusts both.
-        await Task.WhenAll(sent);
-        sent.Clear();
-        var mark = Event($"{Watermark}/{sourcePartition}", Watermark, etag, now, w =>
-        {
-            w.WriteNumber("partition", sourcePartition);
-            w.WriteNumber("next", next);
-        });
-        for (var p = 0; p < partitions; p++)
-            sent.Add(producer.ProduceAsync(new TopicPartition(topic, p), new Message<string, byte[]> { Key = $"{Watermark}/{sourcePartition}", Value = mark }, ct));
-        await Task.WhenAll(sent);
-        await Task.Run(() => _progress.Value.Commit([new TopicPartitionOffset(topic, sourcePartition, next)]), ct);
-    }
+    public Task<MappedPublisher> OpenPublisherAsync(string topic, int sourcePartition, CancellationToken ct) => Task.Run(() =>
+        new MappedPublisher(bootstrapServers, topic, sourcePartition, partitions, PartitionOf, _progress.Value.ConsumerGroupMetadata, log), ct);
 
     /// <summary>How far any indexer's map stage of <paramref name="sourcePartition"/> has published (its next offset), if one has.</summary>
     public Task<long?> PublishedAsync(string topic, int sourcePartition, CancellationToken ct) => Task.Run(() =>
@@ -108,19 +79,34 @@ public sealed class MappedTopics(string bootstrapServers, string group, int part
     public Task<Dictionary<string, HashSet<string>>> RestoreAsync(string topic, int sourcePartition, CancellationToken ct) => Task.Run(() =>
     {
         var latest = new Dictionary<string, (string Key, string Source)?>(StringComparer.Ordinal);
-        using var consumer = KafkaClients.BuildConsumer<string, byte[]>(KafkaClients.Consumer(bootstrapServers, $"magpie-mapped-restore-{Guid.NewGuid():N}"), log);
+        var config = KafkaClients.Consumer(bootstrapServers, $"magpie-mapped-restore-{Guid.NewGuid():N}");
+        config.EnablePartitionEof = true;
+        using var consumer = KafkaClients.BuildConsumer<string, byte[]>(config, log);
+        // The true end of each partition (a read-committed query would answer the first open transaction's offset, and a
+        // committed message of ours may lie past another source partition's open transaction).
+        var query = KafkaClients.Consumer(bootstrapServers, config.GroupId);
+        query.IsolationLevel = IsolationLevel.ReadUncommitted;
         var ends = new Dictionary<int, long>();
-        for (var p = 0; p < partitions; p++)
-        {
-            var w = consumer.QueryWatermarkOffsets(new TopicPartition(topic, p), TimeSpan.FromSeconds(30));
-            if (w.High.Value > w.Low.Value) ends[p] = w.High.Value;
-        }
+        using (var ask = KafkaClients.BuildConsumer<Ignore, Ignore>(query, log))
+            for (var p = 0; p < partitions; p++)
+            {
+                var w = ask.QueryWatermarkOffsets(new TopicPartition(topic, p), TimeSpan.FromSeconds(30));
+                if (w.High.Value > w.Low.Value) ends[p] = w.High.Value;
+            }
         consumer.Assign(ends.Keys.Select(p => new TopicPartitionOffset(topic, p, Offset.Beginning)));
         var mine = sourcePartition.ToString();
         while (ends.Count > 0)
         {
             ct.ThrowIfCancellationRequested();
-            if (consumer.Consume(TimeSpan.FromMilliseconds(200)) is { } m && m.Message.Key is { } id && Engine.StateEntry.IsStateId(id))
+            var m = consumer.Consume(TimeSpan.FromMilliseconds(200));
+            // Read committed, the last offsets may be transaction markers, never delivered: the end is reached when the fetch position
+            // (which steps over them) gets there. Before, an open transaction of another source partition's publisher may hold
+            // the readable end back (ours were all fenced, decided, before this): what follows it is read once it ends.
+            if (m is { IsPartitionEOF: true })
+            {
+                if (ends.TryGetValue(m.Partition.Value, out var end) && m.Offset.Value >= end) ends.Remove(m.Partition.Value);
+            }
+            else if (m is not null && m.Message.Key is { } id && Engine.StateEntry.IsStateId(id))
             {
                 var e = ChangeEventJson.Parse(m.Message.Value);
                 var d = e.Document!.Value;
@@ -154,6 +140,22 @@ public sealed class MappedTopics(string bootstrapServers, string group, int part
         return new MappedChange(d.GetProperty("key").GetString()!, e.Id, d.GetProperty("values").EnumerateArray().Select(v => v.GetRawText()).ToList());
     }
 
+    /// <summary>What <paramref name="change"/>'s document contributes to its key, published by the map stage of <paramref name="sourcePartition"/>.</summary>
+    internal static byte[] ChangeMessage(MappedChange change, long etag, DateTimeOffset at, int sourcePartition) => Event(change.Source, Mapped, etag, at, w =>
+    {
+        w.WriteString("key", change.Key);
+        w.WritePropertyName("values");
+        w.WriteRawValue(change.ValuesJson, skipInputValidation: true);
+        w.WriteNumber("partition", sourcePartition);
+    });
+
+    /// <summary>How far the map stage of <paramref name="sourcePartition"/> has published: its next offset.</summary>
+    internal static byte[] WatermarkMessage(int sourcePartition, long next, long etag, DateTimeOffset at) => Event($"{Watermark}/{sourcePartition}", Watermark, etag, at, w =>
+    {
+        w.WriteNumber("partition", sourcePartition);
+        w.WriteNumber("next", next);
+    });
+
     private static byte[] Event(string id, string collection, long etag, DateTimeOffset at, Action<Utf8JsonWriter> body)
     {
         var document = new ArrayBufferWriter<byte>();
@@ -171,8 +173,5 @@ public sealed class MappedTopics(string bootstrapServers, string group, int part
     public void Dispose()
     {
         if (_progress.IsValueCreated) _progress.Value.Dispose();
-        if (!_producer.IsValueCreated) return;
-        _producer.Value.Flush(TimeSpan.FromSeconds(10));
-        _producer.Value.Dispose();
     }
 }

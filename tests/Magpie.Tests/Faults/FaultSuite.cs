@@ -53,7 +53,7 @@ public sealed class FaultSuite : IAsyncDisposable
     private readonly ConcurrentDictionary<string, int> _subscribedCount = new();
     private readonly ConcurrentDictionary<int, long> _refused = new();
     private readonly CancellationTokenSource _stop = new();
-    private long _writes, _counter;
+    private long _writes, _counter, _inFlight;
     private volatile bool _paused;
     private Task? _writer, _subscription;
     private int _freshIndexes;
@@ -108,7 +108,8 @@ public sealed class FaultSuite : IAsyncDisposable
         using var http = new HttpClient { BaseAddress = Writes.BaseUrl, Timeout = TimeSpan.FromSeconds(10) };
         while (!_stop.IsCancellationRequested)
         {
-            if (_paused) { await Task.Delay(50); continue; }
+            Interlocked.Increment(ref _inFlight);   // before the check: a pause that saw none in flight sees no write start after it
+            if (_paused) { Interlocked.Decrement(ref _inFlight); await Task.Delay(50); continue; }
             var n = Interlocked.Increment(ref _counter);
             var id = $"faults/{random.Next(Ids)}";
             var body = $$$"""{"n":{{{n}}},"group":"g{{{n % Groups}}}","@metadata":{"@collection":"Faults"}}""";
@@ -126,6 +127,7 @@ public sealed class FaultSuite : IAsyncDisposable
                 Interlocked.Increment(ref _writes);
             }
             catch (Exception e) when (e is HttpRequestException or TaskCanceledException or IOException) { await Task.Delay(50); }
+            finally { Interlocked.Decrement(ref _inFlight); }
         }
     }
 
@@ -210,9 +212,13 @@ public sealed class FaultSuite : IAsyncDisposable
         var rate = (Interlocked.Read(ref _writes) - writesBefore) / clock.Elapsed.TotalSeconds;
 
         _paused = true;
-        await Task.Delay(500);   // the last writes answered
+        // The last writes answered (a slow one acknowledged after the check below would look lost); each times out within 10 s.
+        var quiet = Stopwatch.StartNew();
+        while (Interlocked.Read(ref _inFlight) > 0 && quiet.Elapsed < TimeSpan.FromSeconds(15)) await Task.Delay(20);
         var finals = await StoredAsync();
-        var lost = _acknowledged.Count(a => !finals.TryGetValue(a.Key, out var stored) || stored < a.Value) + await TopicLostAsync();
+        var lostWrites = _acknowledged.Where(a => !finals.TryGetValue(a.Key, out var stored) || stored < a.Value).ToList();
+        foreach (var (id, etag) in lostWrites.Take(5)) _log($"  acknowledged {id} at etag {etag}; the store has {(finals.TryGetValue(id, out var s) ? $"etag {s}" : "nothing")}");
+        var lost = lostWrites.Count + await TopicLostAsync();
         await RelayCaughtUpAsync();
         var missingRabbit = await MissingAsync(finals, () => RabbitFinals(), "RabbitMQ");
         if (fault is Fault.RabbitMqDown or Fault.KillSinks) recovered = recovery.Elapsed.TotalSeconds;
@@ -304,20 +310,28 @@ public sealed class FaultSuite : IAsyncDisposable
                 var group = JsonDocument.Parse(row).RootElement.GetProperty("Group").GetString();
                 _log($"  {name} map/reduce row {row}; from the store: {totals.FirstOrDefault(t => t.Contains($"\"{group}\""))}");
             }
+            if (name == "live" && wrong.Count > 0 && _kafka is not null)
+            {
+                foreach (var line in MappedTopicDiagnosis.Explain(_kafka.BootstrapServers, "Faults_Totals", docs.ToDictionary(d => d.Id, d => d.Group))) _log(line);
+                foreach (var (process, p) in _processes.Where(p => p.Key.StartsWith("indexer", StringComparison.Ordinal)))
+                    foreach (var line in p.Output.Where(l => l.Contains("owns partitions", StringComparison.Ordinal) || l.Contains("retrying", StringComparison.Ordinal)
+                                 || l.Contains("warn", StringComparison.Ordinal) || l.Contains("fail", StringComparison.Ordinal) || l.Contains("taken over", StringComparison.Ordinal)).TakeLast(40))
+                        _log($"  {process}: {line}");
+            }
         }
         await Definitions.Http.DeleteAsync($"indexes/{freshMap}");
         await Definitions.Http.DeleteAsync($"indexes/{freshTotals}");
         return (mismatches, reduceMismatches);
     }
 
-    private async Task<List<(string Group, long N)>> AllDocumentsAsync()
+    private async Task<List<(string Id, string Group, long N)>> AllDocumentsAsync()
     {
-        var docs = new List<(string, long)>();
+        var docs = new List<(string, string, long)>();
         string? cursor = null;
         do
         {
             var page = await Writes.Http.GetFromJsonAsync<JsonElement>($"docs?collection=Faults&pageSize=1024{(cursor is null ? "" : $"&cursor={Uri.EscapeDataString(cursor)}")}");
-            foreach (var d in page.GetProperty("results").EnumerateArray()) docs.Add((d.GetProperty("group").GetString()!, d.GetProperty("n").GetInt64()));
+            foreach (var d in page.GetProperty("results").EnumerateArray()) docs.Add((d.GetProperty("@metadata").GetProperty("@id").GetString()!, d.GetProperty("group").GetString()!, d.GetProperty("n").GetInt64()));
             cursor = page.GetProperty("nextCursor").GetString();
         } while (cursor is not null);
         return docs;

@@ -1,0 +1,98 @@
+using Confluent.Kafka;
+using Magpie.Indexer.Indexing.Stages;
+using Magpie.Kafka;
+using Microsoft.Extensions.Logging;
+
+namespace Magpie.Indexer.MapReduce;
+
+/// <summary>
+/// One map stage attempt's way onto a mapped topic, for one source partition: a transactional producer whose id names the
+/// (topic, source partition), so opening it fences every earlier one — another indexer that still had the partition, or this
+/// process's previous attempt — and aborts whatever transaction it left open. Each batch is one transaction: its mapped
+/// changes, its watermarks and the map stage's progress (the offset of <c>&lt;group&gt;.map-progress</c>) commit together or
+/// not at all, and readers read committed only. Without it a failed attempt's changes could still land (acknowledged
+/// after the failure, or queued in the client while the broker was down) while the next attempt, resuming from the local
+/// record, never knew of them: a document moved to another key stayed counted under the one it left.
+/// This is Kafka Streams' exactly-once scheme: produce and input position in one transaction, zombies fenced by id.
+/// </summary>
+public sealed class MappedPublisher : IDisposable
+{
+    /// <summary>How long the broker lets a transaction stay open before aborting it: bounds how long a crashed publisher's
+    /// open transaction holds read-committed readers of the topic back, and how long a stop waits for a commit.</summary>
+    private const int TransactionTimeoutMs = 20_000;
+
+    private readonly IProducer<string, byte[]> _producer;
+    private readonly IConsumerGroupMetadata _progressGroup;
+    private readonly string _topic;
+    private readonly int _sourcePartition, _partitions;
+    private readonly Func<string, int> _partitionOf;
+    private bool _inTransaction;
+
+    /// <summary>Blocks until the broker fenced earlier publishers of the same source partition (call off the thread pool's hot path).</summary>
+    internal MappedPublisher(string bootstrapServers, string topic, int sourcePartition, int partitions, Func<string, int> partitionOf,
+        IConsumerGroupMetadata progressGroup, ILogger log)
+    {
+        (_topic, _sourcePartition, _partitions, _partitionOf, _progressGroup) = (topic, sourcePartition, partitions, partitionOf, progressGroup);
+        var config = KafkaClients.Producer(bootstrapServers, "magpie-indexer-mapped");
+        config.TransactionalId = $"magpie-map.{topic}.{sourcePartition}";
+        config.TransactionTimeoutMs = TransactionTimeoutMs;
+        // A transaction bounds how long its messages may wait (the client default of "forever" is refused with one).
+        config.MessageTimeoutMs = TransactionTimeoutMs - 1_000;
+        _producer = KafkaClients.BuildProducer<string, byte[]>(config, log);
+        try { _producer.InitTransactions(TimeSpan.FromSeconds(30)); }
+        catch
+        {
+            _producer.Dispose();
+            throw;
+        }
+    }
+
+    /// <summary>
+    /// Publishes a batch's changes and then the watermark of the source partition (next offset <paramref name="next"/>) to every
+    /// partition, with the progress, in one transaction; returns once it committed. On failure the transaction is aborted
+    /// (none of it is ever read) and the exception surfaces: the attempt ends and the next one fences this publisher.
+    /// </summary>
+    public async Task PublishAsync(IReadOnlyList<MappedChange> changes, long etag, long next, CancellationToken ct)
+    {
+        var now = DateTimeOffset.UtcNow;
+        _producer.BeginTransaction();
+        _inTransaction = true;
+        try
+        {
+            var sent = new List<Task>(changes.Count + _partitions);
+            foreach (var change in changes)
+                sent.Add(_producer.ProduceAsync(new TopicPartition(_topic, _partitionOf(change.Key)),
+                    new Message<string, byte[]> { Key = Engine.StateEntry.IdOf(change.Key, change.Source), Value = MappedTopics.ChangeMessage(change, etag, now, _sourcePartition) }, ct));
+            var mark = MappedTopics.WatermarkMessage(_sourcePartition, next, etag, now);
+            for (var p = 0; p < _partitions; p++)
+                sent.Add(_producer.ProduceAsync(new TopicPartition(_topic, p), new Message<string, byte[]> { Key = $"{MappedTopics.Watermark}/{_sourcePartition}", Value = mark }, ct));
+            await Task.WhenAll(sent);
+            await Task.Run(() =>
+            {
+                _producer.SendOffsetsToTransaction([new TopicPartitionOffset(_topic, _sourcePartition, next)], _progressGroup, TimeSpan.FromSeconds(30));
+                _producer.CommitTransaction();
+            }, CancellationToken.None);   // never left half-way: the commit is bounded by the transaction timeout
+            _inTransaction = false;
+        }
+        catch
+        {
+            Abort();
+            throw;
+        }
+    }
+
+    private void Abort()
+    {
+        if (!_inTransaction) return;
+        _inTransaction = false;
+        // Best effort: if the broker cannot be reached, the transaction times out there, or the next publisher's fencing aborts it.
+        try { _producer.AbortTransaction(TimeSpan.FromSeconds(5)); }
+        catch (KafkaException) { }
+    }
+
+    public void Dispose()
+    {
+        Abort();
+        _producer.Dispose();
+    }
+}
