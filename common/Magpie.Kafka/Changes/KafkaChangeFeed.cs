@@ -67,9 +67,18 @@ public sealed class KafkaChangeFeed(string bootstrapServers, string topic = Topi
                     changes.Add(ChangeEventJson.Parse(result.Message.Value));
                     position[result.Partition.Value.ToString()] = result.Offset.Value + 1;
                 }
+                var advanced = false;
                 foreach (var tp in consumer.Assignment)
+                {
                     if (consumer.GetWatermarkOffsets(tp) is { High.Value: >= 0 } w) _highWatermarks[tp.Partition.Value] = w.High.Value;
-                if (changes.Count > 0)
+                    // A transactional topic (the mapped topics) ends each transaction with a marker that is never delivered: the
+                    // consumer's position steps over it, the last message's offset does not. Without this the reader would stay
+                    // one offset short of the end for good, and its index would say it is behind.
+                    var key = tp.Partition.Value.ToString();
+                    if (consumer.Position(tp).Value is var at && at >= 0 && at > position.GetValueOrDefault(key))
+                        (position[key], advanced) = (at, true);
+                }
+                if (changes.Count > 0 || advanced)
                     output.WriteAsync(new ChangeBatch(changes, new ChangeFeedPosition(new Dictionary<string, long>(position))), ct).AsTask().GetAwaiter().GetResult();
             }
             consumer.Close();

@@ -111,6 +111,18 @@ public sealed class KafkaMapReduceTests(ITestOutputHelper output)
             Assert.Equal(i + 1, found.GetProperty("results")[0].GetProperty("Count").GetInt64());
         }
 
+        // Caught up, each indexer of the pair says so: its reduce side read the mapped topic to its end (which, the map stages
+        // publishing in transactions, is a commit marker no reader is ever handed).
+        foreach (var indexer in new[] { pairA, pairB })
+        {
+            var settle = DateTime.UtcNow.AddSeconds(30);
+            JsonElement status;
+            while ((status = (await indexer.Http.GetFromJsonAsync<JsonElement>($"indexes/{Index}")).GetProperty("status")).GetProperty("isStale").GetBoolean()
+                   && DateTime.UtcNow < settle)
+                await Task.Delay(100);
+            Assert.False(status.GetProperty("isStale").GetBoolean(), status.GetRawText());
+        }
+
         // The output collection went back through magpie.documents into the store: one document per user, current.
         var until = DateTime.UtcNow.AddSeconds(30);
         JsonElement? total;
