@@ -303,10 +303,15 @@ void RunReduceTree()
 async Task RunMapReduceAsync()
 {
     var n = (int)Arg("--docs", 1_000_000);
-    using var loaded = await StartLoadedAsync("map-reduce", n);
+    // --kafka: an ingest process relaying to a broker of its own and an indexer process (map stage → mapped topic → reduce).
+    var kafka = args.Contains("--kafka");
+    await using var broker = kafka ? await KafkaBroker.StartOwnedAsync() : null;
+    var ingestPort = 19000 + Random.Shared.Next(500);
+    using var ingest = broker is null ? null : StartMagpie(Path.Combine(run, "map-reduce-ingest"), ingestPort, "--target", "ingest", "--kafka", broker.BootstrapServers);
+    using var loaded = broker is null ? await StartLoadedAsync("map-reduce", n) : await StartLoadedAsync("map-reduce", n, ingestPort, "--target", "indexer", "--kafka", broker.BootstrapServers);
     var (magpie, http) = (loaded.Process, loaded.Http);
     // Warm-up: both indexes over a small collection first (JIT, the Lucene host), then each alone over the posts.
-    await MapReduceBenchmark.LoadAsync(http.BaseAddress!, IngestBenchmark.Batches(20_000, 512, seed: 7).Select(b => b.Select(w => w with { Id = "warmup/" + w.Id }).ToArray()).ToList());
+    await MapReduceBenchmark.LoadAsync(loaded.Writes, IngestBenchmark.Batches(20_000, 512, seed: 7).Select(b => b.Select(w => w with { Id = "warmup/" + w.Id }).ToArray()).ToList());
     var timeout = TimeSpan.FromMinutes(60);
     foreach (var (name, d) in new[] { ("Warmup.Map", MapReduceBenchmark.PlainMap), ("Warmup.Reduce", MapReduceBenchmark.PerUserPerDay) })
         await MapReduceBenchmark.BuildAsync(http, name, d with { Maps = [.. d.Maps.Select(m => m.Replace("map('Posts'", "map('Warmup'"))] }, 20_000, timeout);
@@ -314,16 +319,17 @@ async Task RunMapReduceAsync()
     Console.WriteLine($"plain map: {plain.EntriesPerSecond:N0} entries/s ({plain.Elapsed.TotalSeconds:F1} s)");
     var reduce = await MapReduceBenchmark.BuildAsync(http, "Bench/PerUserPerDay", MapReduceBenchmark.PerUserPerDay, n, timeout);
     Console.WriteLine($"map/reduce: {reduce.EntriesPerSecond:N0} entries/s ({reduce.Elapsed.TotalSeconds:F1} s, {reduce.Results:N0} (user, day) results)");
+    if (ingest is not null) { ingest.Kill(); ingest.WaitForExit(); }
     StopMagpie(magpie);
     var ratio = reduce.EntriesPerSecond / plain.EntriesPerSecond;
     Console.WriteLine();
     Console.WriteLine($"{"side",-46} {"map entries/s",14} {"seconds",8} {"results",10}");
     Console.WriteLine($"{"plain map index (same map, same documents)",-46} {plain.EntriesPerSecond,14:N0} {plain.Elapsed.TotalSeconds,8:F1} {plain.Results,10:N0}");
     Console.WriteLine($"{"map/reduce: posts per user per day",-46} {reduce.EntriesPerSecond,14:N0} {reduce.Elapsed.TotalSeconds,8:F1} {reduce.Results,10:N0}");
-    Console.WriteLine($"ratio map/reduce to plain map: {ratio:F2}   ({n:N0} posts, {Environment.ProcessorCount} cores)");
+    Console.WriteLine($"ratio map/reduce to plain map: {ratio:F2}   ({n:N0} posts, {Environment.ProcessorCount} cores, {(kafka ? "Kafka mode" : "embedded")})");
     Console.WriteLine(JsonSerializer.Serialize(new
     {
-        benchmark = "map-reduce", docs = n, cores = Environment.ProcessorCount,
+        benchmark = "map-reduce", mode = kafka ? "kafka" : "embedded", docs = n, cores = Environment.ProcessorCount,
         map_entries_per_s = Math.Round(plain.EntriesPerSecond), map_reduce_entries_per_s = Math.Round(reduce.EntriesPerSecond),
         map_seconds = Math.Round(plain.Elapsed.TotalSeconds, 1), map_reduce_seconds = Math.Round(reduce.Elapsed.TotalSeconds, 1),
         results = reduce.Results, ratio = Math.Round(ratio, 3),
@@ -403,7 +409,7 @@ async Task RunPgAsync()
     var n = (int)Arg("--docs", 1_000_000);
     var runs = (int)Arg("--runs", 30);
     var pgPort = FreePort.Next();
-    using var loaded = await StartLoadedAsync("pg", n, "--pg-port", pgPort.ToString(CultureInfo.InvariantCulture));
+    using var loaded = await StartLoadedAsync("pg", n, null, "--pg-port", pgPort.ToString(CultureInfo.InvariantCulture));
     var (magpie, http) = (loaded.Process, loaded.Http);
     await IndexBenchmark.DefineAsync(http, PgBenchmark.Name, PgBenchmark.Definition);
     await IndexBenchmark.WaitIndexedAsync([http], n, TimeSpan.FromMinutes(30), PgBenchmark.Name);
@@ -430,15 +436,18 @@ long Arg(string name, long fallback) => ArgText(name) is { } v ? long.Parse(v, C
 string? ArgText(string name) => Array.IndexOf(args, name) is var i and >= 0 && i + 1 < args.Length ? args[i + 1] : null;
 
 /// <summary>A magpie process of its own (embedded) holding <paramref name="n"/> synthetic posts (seed 42), and a client for it.</summary>
-async Task<LoadedMagpie> StartLoadedAsync(string name, int n, params string[] extra)
+async Task<LoadedMagpie> StartLoadedAsync(string name, int n, int? writesPort = null, params string[] extra)
 {
     var port = 18000 + Random.Shared.Next(1000);
     var magpie = StartMagpie(Path.Combine(run, name), port, extra);
     await WaitHealthy(port);
     var http = new HttpClient { BaseAddress = new Uri($"http://127.0.0.1:{port}/"), Timeout = TimeSpan.FromMinutes(5) };
+    // Kafka mode: documents go to the ingest process on writesPort, indexes live on this one.
+    var writesUri = writesPort is { } w ? new Uri($"http://127.0.0.1:{w}/") : http.BaseAddress;
+    if (writesPort is { } ready) await WaitHealthy(ready);
     Console.WriteLine($"loading {n:N0} synthetic posts…");
-    await MapReduceBenchmark.LoadAsync(http.BaseAddress, IngestBenchmark.Batches(n, 512, seed: 42));
-    return new LoadedMagpie(magpie, http);
+    await MapReduceBenchmark.LoadAsync(writesUri, IngestBenchmark.Batches(n, 512, seed: 42));
+    return new LoadedMagpie(magpie, http, writesUri);
 }
 
 async Task RunFaultsAsync()
@@ -494,7 +503,7 @@ async Task RunOverloadAsync()
     var n = (int)Arg("--docs", 20_000);
     var writeShare = double.Parse(ArgText("--write-share") ?? "0.5", CultureInfo.InvariantCulture);
     var pgPort = FreePort.Next();
-    using var loaded = await StartLoadedAsync("overload", 0, "--pg-port", pgPort.ToString(CultureInfo.InvariantCulture));
+    using var loaded = await StartLoadedAsync("overload", 0, null, "--pg-port", pgPort.ToString(CultureInfo.InvariantCulture));
     var load = new Uri(loaded.Http.BaseAddress!, "");
     Console.WriteLine($"writing {n:N0} documents, then {connections:N0} connections of reads and writes ({writeShare:P0} writes) for {seconds} s…");
     await MapReduceBenchmark.LoadAsync(load, IngestBenchmark.Batches(n, 512, seed: 42).Select(b => b.Select(w => w with { Id = "load/" + w.Id.Split('/')[^1] }).ToArray()).ToList());
@@ -575,7 +584,7 @@ static string FindRoot()
 }
 
 /// <summary>A benchmark's magpie process and its client; disposing lets go of both (the process is stopped by StopMagpie).</summary>
-sealed record LoadedMagpie(Process Process, HttpClient Http) : IDisposable
+sealed record LoadedMagpie(Process Process, HttpClient Http, Uri Writes) : IDisposable
 {
     public void Dispose()
     {

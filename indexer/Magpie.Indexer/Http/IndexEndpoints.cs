@@ -70,7 +70,8 @@ public static class IndexEndpoints
     {
         var shards = registry.Workers(name).Select(w => (Worker: w, State: w.Status.Snapshot(), Backlog: w.Backlog())).ToList();
         // Kafka map/reduce: the map side (its own workers) records the map errors and can fail on its own.
-        var mapSide = registry.MapSide(name).Select(w => w.Status.Snapshot()).ToList();
+        var mapWorkers = registry.MapSide(name);
+        var mapSide = mapWorkers.Select(w => w.Status.Snapshot()).ToList();
         var all = shards.Select(s => s.State).Concat(mapSide).ToList();
         var failure = all.Select(s => s.Failure).FirstOrDefault(f => f is not null) ;
         var embedded = shards is [{ Worker.Shard: IIndexShards.All }];
@@ -80,7 +81,8 @@ public static class IndexEndpoints
             state = shards.Count == 0 ? "not running" : failure is null ? "running" : "error",
             indexedEtag = shards.Count == 0 ? 0 : shards.Max(s => s.State.IndexedEtag),
             lastDocumentEtag = embedded ? shards[0].Worker.LastDocumentEtag() : null,
-            isStale = shards.Count == 0 || shards.Any(s => s.Backlog is not 0),
+            // Kafka map/reduce: the results are current only once the map side has also read its changes to the end.
+            isStale = shards.Count == 0 || shards.Any(s => s.Backlog is not 0) || mapWorkers.Any(w => w.Backlog() is not 0),
             entries = shards.Sum(s => s.State.Entries),
             errorCount = all.Sum(s => s.ErrorCount),
             errors = all.SelectMany(s => s.Errors).OrderByDescending(e => e.At).Take(20).ToList(),
@@ -108,7 +110,8 @@ public static class IndexEndpoints
             try { caches.Add((await index.StateAsync(ct)).FacetCache); }
             catch (IndexEngineException) { }   // closing under us: left out of the figures
         }
-        var mapSide = registry.MapSide(name).Select(w => w.Status.Snapshot()).ToList();
+        var mapWorkers = registry.MapSide(name);
+        var mapSide = mapWorkers.Select(w => w.Status.Snapshot()).ToList();
         var all = shards.Concat(mapSide).ToList();
         return new
         {
