@@ -32,7 +32,15 @@ public sealed class EmbeddedChangeFeed(ChangeLogTail tail, ChangeLogReaders read
     private static ChangeEvent ToChange(LogEntry entry)
     {
         var r = entry.Decode();
-        JsonElement? document = r.Op == ChangeOp.Put ? JsonDocument.Parse(r.Document.ToArray()).RootElement : null;
+        JsonElement? document = null;
+        if (r.Op == ChangeOp.Put)
+        {
+            // Parsed in place: the entry's array is the log reader's own copy (a new one per entry, never reused), so the
+            // document can keep referring to it instead of to a second copy of its bytes (an empty span overlaps nothing).
+            document = entry.Bytes.AsSpan(0, entry.Length).Overlaps(r.Document, out var offset)
+                ? JsonDocument.Parse(entry.Bytes.AsMemory(offset, r.Document.Length)).RootElement
+                : JsonDocument.Parse(r.Document.ToArray()).RootElement;
+        }
         return new ChangeEvent(r.Id, r.Collection, r.Etag, r.Op, r.LastModified, document);
     }
 }
