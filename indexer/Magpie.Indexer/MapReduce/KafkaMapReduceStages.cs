@@ -11,8 +11,8 @@ namespace Magpie.Indexer.MapReduce;
 /// Kafka mode, map side of a map/reduce index on one <c>magpie.changes</c> partition: maps each batch, publishes the
 /// changes per reduce key to the index's mapped topic (one transaction per batch, committed before the worker moves on), and keeps in its own
 /// small Lucene index which keys each document contributes to — committed with the consumed offsets, so after a crash
-/// it re-publishes from there (the reduce side applies a pair's change idempotently). When another indexer's map stage
-/// of this partition got further (the partition moved while this one was down, or it never had it), that record is
+/// it resumes from there. When the published progress got further than that commit (this stage's own transactions
+/// committed before its local commit, or the partition moved while this one was down, or it never had it), that record is
 /// rebuilt from the mapped topic instead and the stage resumes where the other left off: a document that changes key
 /// later is then taken out of the key the reducers hold it under, not one this process last saw. After a reset
 /// (<paramref name="remap"/>) the record is rebuilt the same way but every document is mapped again from the start.
