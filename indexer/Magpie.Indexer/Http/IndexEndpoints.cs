@@ -110,8 +110,7 @@ public static class IndexEndpoints
             try { caches.Add((await index.StateAsync(ct)).FacetCache); }
             catch (IndexEngineException) { }   // closing under us: left out of the figures
         }
-        var mapWorkers = registry.MapSide(name);
-        var mapSide = mapWorkers.Select(w => w.Status.Snapshot()).ToList();
+        var mapSide = registry.MapSide(name).Select(w => w.Status.Snapshot()).ToList();
         var all = shards.Concat(mapSide).ToList();
         return new
         {
