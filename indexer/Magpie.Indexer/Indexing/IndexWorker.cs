@@ -40,11 +40,20 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
     private readonly SemaphoreSlim _writeGate = new(1, 1);
     private bool _wholeBatchCommits;
 
-    /// <summary>How long a searchable batch may stay uncommitted: commits come at most this often (<see cref="CommitLoopAsync"/>).</summary>
-    public static readonly TimeSpan CommitInterval = TimeSpan.FromSeconds(1);
+    /// <summary>
+    /// How long a searchable batch may stay uncommitted: commits come at most this often (<see cref="CommitLoopAsync"/>). What is
+    /// not committed is not lost: the change feed keeps everything after the commit's position, and a restart re-applies it (at
+    /// most this much indexing work). Each commit is a full flush (a segment) and an fsync of every file written since the last;
+    /// once a second that was a seventh of the process's CPU in a backlog and twice the segments to merge (profile of the
+    /// 1M-post index benchmark), for a replay window nobody sees. Elasticsearch commits even less often, for the same reason.
+    /// </summary>
+    public static readonly TimeSpan CommitInterval = TimeSpan.FromSeconds(10);
 
     /// <summary>While a backlog is worked off, how often what was written becomes searchable (else after every batch).</summary>
     public static readonly TimeSpan BacklogRefreshInterval = TimeSpan.FromSeconds(1);
+
+    /// <summary>Caught up, what is written becomes searchable at most this often (<see cref="RefreshDueAsync"/>).</summary>
+    public static readonly TimeSpan MinRefreshInterval = TimeSpan.FromMilliseconds(50);
 
     private long _lastRefresh = Stopwatch.GetTimestamp();
 
@@ -217,7 +226,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
         lock (_commitLock) _commitFailure = null;
         (_writtenEtag, _writtenSource) = (0, null);   // from the resumed commit on (a rebuild starts at 0)
         _wholeBatchCommits = stage.WholeBatchCommits;
-        var mapped = Channel.CreateBounded<MappedBatch>(new BoundedChannelOptions(stage.MapAhead) { SingleReader = true, SingleWriter = true });
+        var mapped = Channel.CreateBounded<MappedBatch>(new BoundedChannelOptions(stage.MapAhead) { SingleReader = false, SingleWriter = true });
         var mapping = Task.Run(async () =>
         {
             try
@@ -246,7 +255,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
                 if (Status.Errored is { } errored) throw new IndexErroredException(errored.Replace("{name}", name));
                 await writing;
                 var more = mapped.Reader.Count > 0;
-                writing = Task.Run(() => WriteAsync(index, applied, moreWaiting: more, attempt.Token), attempt.Token);
+                writing = Task.Run(() => WriteAsync(index, applied, moreWaiting: more, mapped.Reader, attempt.Token), attempt.Token);
             }
             await writing;
         }
@@ -294,7 +303,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
     /// position in the commit and re-applies what followed, replacing the same entries again. Stages that keep state
     /// beside their entries get only whole batches in a commit (<see cref="IIndexStage.WholeBatchCommits"/>).
     /// </summary>
-    private async Task WriteAsync(IIndexPersistence index, MappedBatch batch, bool moreWaiting, CancellationToken ct)
+    private async Task WriteAsync(IIndexPersistence index, MappedBatch batch, bool moreWaiting, ChannelReader<MappedBatch> next, CancellationToken ct)
     {
         var started = Stopwatch.GetTimestamp();
         if (batch.Deletes.Count > 0 || batch.Documents.Count > 0)
@@ -306,13 +315,15 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
         // Behind (more batches already mapped): searchable at most once per BacklogRefreshInterval. Each refresh flushes a
         // segment, which for small entries costs as much as writing the batch (a plain map index caught up at half speed);
         // nothing is searchable sooner by refreshing a backlog every batch. The last batch of a backlog always refreshes.
-        var refresh = !moreWaiting || Stopwatch.GetElapsedTime(_lastRefresh) >= BacklogRefreshInterval;
+        var waitStarted = Stopwatch.GetTimestamp();
+        var refresh = moreWaiting ? Stopwatch.GetElapsedTime(_lastRefresh) >= BacklogRefreshInterval : await RefreshDueAsync(next, ct);
+        var waited = Stopwatch.GetElapsedTime(waitStarted);
         if (refresh)
         {
             await index.RefreshAsync(ct);
             _lastRefresh = Stopwatch.GetTimestamp();
         }
-        var searchable = Stopwatch.GetElapsedTime(started);
+        var searchable = Stopwatch.GetElapsedTime(started) - waited;
         var lastEtag = _writtenEtag = Math.Max(Math.Max(Math.Max(Status.IndexedEtag, _writtenEtag), batch.Source.SeenEtag), batch.Source.Changes.Select(c => c.Etag).DefaultIfEmpty(batch.Source.SeenEtag).Max());
         if (batch.Watermarks is { } marks) _writtenSource = Advanced(_writtenSource ?? SourcePosition, marks);
         // Position, source watermarks and etag say what searches see: they move only with a refresh.
@@ -332,6 +343,22 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
             // Not cancelled with the worker: a stop waits for the commit asked for (short), so a restart does not redo that work.
             if (_committing.IsCompleted) _committing = Task.Run(() => CommitLoopAsync(index), CancellationToken.None);
         }
+    }
+
+    /// <summary>
+    /// Caught up (no batch waiting): refresh now if the last refresh is at least <see cref="MinRefreshInterval"/> old; else when it
+    /// is, unless the next batch arrives first (its write then refreshes for both). A steady trickle of small requests otherwise
+    /// refreshes after every one of them: dozens of tiny segments a second, each flushed, merged and opened, which took most of
+    /// the write thread and let batches (and the wait for them) grow after any stall.
+    /// </summary>
+    private async Task<bool> RefreshDueAsync(ChannelReader<MappedBatch> next, CancellationToken ct)
+    {
+        var wait = MinRefreshInterval - Stopwatch.GetElapsedTime(_lastRefresh);
+        if (wait <= TimeSpan.Zero) return true;
+        using var until = CancellationTokenSource.CreateLinkedTokenSource(ct);
+        until.CancelAfter(wait);
+        try { return !await next.WaitToReadAsync(until.Token); }   // false: the feed ended (the attempt stops): refresh what was written
+        catch (OperationCanceledException) when (!ct.IsCancellationRequested) { return true; }
     }
 
     /// <summary>

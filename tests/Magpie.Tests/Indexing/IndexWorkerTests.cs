@@ -87,6 +87,21 @@ public sealed class IndexWorkerTests : IAsyncLifetime
         Assert.Equal(1, await Count(resumed, new TermQuery("Tags", "moved")));
     }
 
+    [Fact]
+    public async Task Writes_that_trickle_in_back_to_back_all_become_searchable_without_a_later_write()
+    {
+        await using var worker = Worker(ByTags, "Posts/Trickle");
+        worker.Start();
+        Assert.True(await worker.WaitForEtagAsync(_lastEtag, TimeSpan.FromSeconds(60)));
+        // One document at a time, each right after the last: a batch that comes moments after a refresh waits for the refresh
+        // interval or the next batch before it is searchable. The last one has no next batch: it must not wait for one.
+        long last = 0;
+        for (var i = 0; i < 30; i++)
+            last = (await _store.WriteAsync([WriteCommand.Put($"posts/trickle-{i}", Encoding.UTF8.GetBytes("""{"Tags":["trickle"],"Score":1}"""))], atomic: true))[0].Etag!.Value;
+        Assert.True(await worker.WaitForEtagAsync(last, TimeSpan.FromSeconds(30)), JsonSerializer.Serialize(worker.Status.Snapshot()));
+        Assert.Equal(30, await Count(worker, new TermQuery("Tags", "trickle")));
+    }
+
     private static readonly IndexDefinition ByYear = new()
     {
         Maps = ["map('Posts', p => ({ Year: p.Created.substring(0, 4), Count: 1, Score: p.Score }))"],
