@@ -47,7 +47,10 @@ public sealed class IndexStatus(string index) : Stages.IIndexErrors
 
     public void Resumed(long etag, long entries) { lock (_lock) { _indexedEtag = etag; _entries = entries; } }
 
-    /// <summary>Records a searchable batch; returns its number, for <see cref="Committed"/>.</summary>
+    /// <summary>A refresh made everything up to <paramref name="etag"/> searchable.</summary>
+    public void Refreshed(long etag) { lock (_lock) _indexedEtag = Math.Max(_indexedEtag, etag); }
+
+    /// <summary>Records a written batch; returns its number, for <see cref="Committed"/>.</summary>
     public long Batch(IndexBatchStats stats, long indexedEtag, long entries)
     {
         lock (_lock)

@@ -50,9 +50,9 @@ public sealed class IndexWorkerTests : IAsyncLifetime
         Directory.Delete(_dir, recursive: true);
     }
 
-    private IndexWorker Worker(IndexDefinition definition, string name = "Posts/ByTags", ScriptLimits? limits = null) =>
+    private IndexWorker Worker(IndexDefinition definition, string name = "Posts/ByTags", ScriptLimits? limits = null, int batchSize = 4096) =>
         new(name, definition, new EmbeddedChangeFeed(new ChangeLogTail(_store), new ChangeLogReaders()), _host, Path.Combine(_dir, "indexes", name),
-            (status, stop) => new MapStage(definition, (limits ?? ScriptLimits.Default) with { Stop = stop }, status, storeSource: false), NullLogger.Instance);
+            (status, stop) => new MapStage(definition, (limits ?? ScriptLimits.Default) with { Stop = stop }, status, storeSource: false), NullLogger.Instance, batchSize);
 
     private static async Task<long> Count(IndexWorker worker, SearchQuery q) => (await worker.Index!.SearchAsync(new SearchRequest(q, [], 1))).TotalHits;
 
@@ -85,6 +85,19 @@ public sealed class IndexWorkerTests : IAsyncLifetime
         await Task.Delay(300);
         Assert.Equal(0, resumed.Status.Snapshot().Batches);
         Assert.Equal(1, await Count(resumed, new TermQuery("Tags", "moved")));
+    }
+
+    [Fact]
+    public async Task A_backlog_worked_off_in_small_batches_with_refreshes_beside_the_writes_ends_complete_and_not_stale()
+    {
+        // Batches of 20: the backlog refreshes (once a second, beside the next batch's writes) while later batches are written.
+        await using var worker = Worker(ByTags, "Posts/SmallBatches", batchSize: 20);
+        worker.Start();
+        Assert.True(await worker.WaitForEtagAsync(_lastEtag, TimeSpan.FromSeconds(120)), JsonSerializer.Serialize(worker.Status.Snapshot()));
+        Assert.False(await worker.IsStaleAsync(null, wait: false, TimeSpan.Zero, CancellationToken.None));
+        Assert.Equal(_posts.Count, worker.Status.Snapshot().Entries);
+        Assert.Equal(_posts.Count(p => p.Tags.Contains("discussion")), await Count(worker, new TermQuery("Tags", "discussion")));
+        Assert.True(worker.Status.Snapshot().Batches > _posts.Count / 20 - 1);
     }
 
     [Fact]
