@@ -230,6 +230,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
         (_writtenEtag, _writtenSource) = (0, null);   // from the resumed commit on (a rebuild starts at 0)
         _refreshing = Task.CompletedTask;
         _wholeBatchCommits = stage.WholeBatchCommits;
+        // Two readers wait on it: this loop, and a write waiting for the next batch before it refreshes (RefreshDueAsync).
         var mapped = Channel.CreateBounded<MappedBatch>(new BoundedChannelOptions(stage.MapAhead) { SingleReader = false, SingleWriter = true });
         var mapping = Task.Run(async () =>
         {
