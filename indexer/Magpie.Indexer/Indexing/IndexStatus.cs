@@ -47,16 +47,14 @@ public sealed class IndexStatus(string index) : Stages.IIndexErrors
 
     public void Resumed(long etag, long entries) { lock (_lock) { _indexedEtag = etag; _entries = entries; } }
 
-    /// <summary>A refresh made everything up to <paramref name="etag"/> searchable.</summary>
-    public void Refreshed(long etag) { lock (_lock) _indexedEtag = Math.Max(_indexedEtag, etag); }
+    /// <summary>A refresh made everything up to <paramref name="etag"/> searchable; the index now holds <paramref name="entries"/>.</summary>
+    public void Refreshed(long etag, long entries) { lock (_lock) { _indexedEtag = Math.Max(_indexedEtag, etag); _entries = entries; } }
 
-    /// <summary>Records a written batch; returns its number, for <see cref="Committed"/>.</summary>
-    public long Batch(IndexBatchStats stats, long indexedEtag, long entries)
+    /// <summary>Records a written batch (searchable with the next refresh, <see cref="Refreshed"/>); returns its number, for <see cref="Committed"/>.</summary>
+    public long Batch(IndexBatchStats stats)
     {
         lock (_lock)
         {
-            _indexedEtag = Math.Max(_indexedEtag, indexedEtag);
-            _entries = entries;
             _batchCount++;
             _documents += stats.Documents;
             _failure = null;

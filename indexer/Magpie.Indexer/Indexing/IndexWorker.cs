@@ -337,17 +337,16 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
             // refresh queued, where in line one thread flushed while the other core waited (the embedded process idled 15–20 % of a
             // backlog). Stages that carry source watermarks or need whole batches in a commit refresh in line.
             if (moreWaiting && source is null && !_wholeBatchCommits)
-                _refreshing = Task.Run(async () => { await index.RefreshAsync(ct); Searchable(after, null, lastEtag); }, ct);
+                _refreshing = Task.Run(async () => { await index.RefreshAsync(ct); await SearchableAsync(index, after, null, lastEtag, ct); }, ct);
             else
             {
                 await index.RefreshAsync(ct);
-                Searchable(after, source, lastEtag);
+                await SearchableAsync(index, after, source, lastEtag, ct);
             }
         }
         var searchable = Stopwatch.GetElapsedTime(started) - waited;
-        var state = await index.StateAsync(ct);
         var number = Status.Batch(new IndexBatchStats(DateTimeOffset.UtcNow, batch.Source.Changes.Count, batch.Documents.Count + batch.Deletes.Count, batch.Entries,
-            batch.ReadMs, batch.MapMs, Ms(searchable), 0, batch.ApplyMs), Status.IndexedEtag, state.Entries);
+            batch.ReadMs, batch.MapMs, Ms(searchable), 0, batch.ApplyMs));
         lock (_commitLock)
         {
             if (_commitFailure is { } failed) { _commitFailure = null; throw new IndexEngineException($"commit failed: {failed.Message}"); }
@@ -357,13 +356,17 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
         }
     }
 
-    /// <summary>A refresh finished: searches see up to <paramref name="after"/> (and the source watermarks), waiters for etags up to <paramref name="etag"/> go on.</summary>
-    private void Searchable(ChangeFeedPosition after, ChangeFeedPosition? source, long etag)
+    /// <summary>
+    /// A refresh finished: searches see up to <paramref name="after"/> (and the source watermarks), the status says so (etag and
+    /// entries), and only then do waiters for etags up to <paramref name="etag"/> go on: what they read next is current.
+    /// </summary>
+    private async Task SearchableAsync(IIndexPersistence index, ChangeFeedPosition after, ChangeFeedPosition? source, long etag, CancellationToken ct)
     {
+        var state = await index.StateAsync(ct);
         // Position, source watermarks and etag say what searches see: they move only with a refresh.
         _position = after;
         if (source is not null) _sourcePosition = source;
-        Status.Refreshed(etag);
+        Status.Refreshed(etag, state.Entries);
         ReleaseWaiters(etag);
     }
 
