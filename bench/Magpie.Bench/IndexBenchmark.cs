@@ -3,6 +3,7 @@ using System.Net.Http.Json;
 using System.Text;
 using System.Text.Json;
 using Magpie.Contracts.Indexes;
+using Magpie.Indexer;
 using Magpie.Indexer.Engine;
 using Magpie.Indexer.Indexing;
 using Magpie.Indexer.Lucene;
@@ -18,7 +19,8 @@ namespace Magpie.Bench;
 /// store, the change feed (FasterLog tail, or Kafka), the JS map in Jint, Lucene writes and commits, until
 /// the index holds every document. The raw side is the limit: the same Lucene fields built in C# straight
 /// from the JSON (no store, no feed, no JS), written into the same Lucene.Net IndexWriter (the engine's, in this
-/// process) in batches of 4,096, refreshed and committed as often as the index worker does in a backlog.
+/// process) in the index worker's batches (<see cref="IndexerOptions.DefaultBatchSize"/>), refreshed and committed as often as it does in a
+/// backlog.
 /// </summary>
 public static class IndexBenchmark
 {
@@ -42,7 +44,7 @@ public static class IndexBenchmark
         // (one of each at a time), then a last refresh and commit.
         Task refreshing = Task.CompletedTask, committing = Task.CompletedTask;
         long lastRefresh = Stopwatch.GetTimestamp(), lastCommit = lastRefresh;
-        foreach (var chunk in docs.Chunk(4096))
+        foreach (var chunk in docs.Chunk(IndexerOptions.DefaultBatchSize))
         {
             var t = Stopwatch.GetTimestamp();
             var entries = chunk.Select(d => new IndexedDocument(d.Id, [EntryMapping.From(Map(d.Body!), Definition)])).ToList();

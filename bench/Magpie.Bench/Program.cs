@@ -29,6 +29,7 @@ switch (args.FirstOrDefault())
     case "etl": await RunEtlAsync(); return;
     case "index": await RunIndexAsync(); return;
     case "raw-index": await RunRawIndexAsync(); return;
+    case "index-phases": await RunIndexPhasesAsync(); return;
     case "probe-queries": await ProbeQueriesAsync(); return;
     case "reduce-tree": RunReduceTree(); return;
     case "map-reduce": await RunMapReduceAsync(); return;
@@ -124,6 +125,54 @@ async Task RunRawIndexAsync()
     try { Directory.Delete(run, recursive: true); } catch (IOException) { }
     Console.WriteLine($"raw Lucene.Net: {raw.DocsPerSecond:N0} docs/s ({raw.Elapsed.TotalSeconds:F1} s, {n:N0} docs)");
     Console.WriteLine(JsonSerializer.Serialize(new { benchmark = "raw-index", docs = n, raw_docs_per_s = Math.Round(raw.DocsPerSecond) }));
+}
+
+// Where the embedded pipeline's time goes: the same posts as `index`, written with no index defined (HTTP + store alone),
+// then indexed from the store (feed + map + Lucene alone), against raw Lucene; CPU per document of the process doing each.
+async Task RunIndexPhasesAsync()
+{
+    var n = (int)Arg("--docs", 600_000);
+    Console.WriteLine($"generating {n:N0} synthetic posts…");
+    var posts = IngestBenchmark.Batches(n, 512, seed: 42);
+    var warmup = IngestBenchmark.Batches(50_000, 512, seed: 7);
+    await IndexBenchmark.RawLuceneAsync(Path.Combine(run, "raw-warmup"), warmup);
+    var cpu = Process.GetCurrentProcess().TotalProcessorTime;
+    var raw = await IndexBenchmark.RawLuceneAsync(Path.Combine(run, "raw"), posts);
+    var rawCpu = (Process.GetCurrentProcess().TotalProcessorTime - cpu).TotalMicroseconds / n;
+
+    var port = 18000 + Random.Shared.Next(1000);
+    using var magpie = StartMagpie(Path.Combine(run, "phases"), port);
+    await WaitHealthy(port);
+    using var http = new HttpClient { BaseAddress = new Uri($"http://127.0.0.1:{port}/"), Timeout = TimeSpan.FromMinutes(5) };
+    await IngestBenchmark.HttpBulkAsync(http.BaseAddress, warmup.Select(b => b.Select(w => w with { Id = "warmup/" + w.Id }).ToArray()).ToList(), 8);
+    double CpuMicros() { magpie.Refresh(); return magpie.TotalProcessorTime.TotalMicroseconds; }
+    var before = CpuMicros();
+    var ingest = await IngestBenchmark.HttpBulkAsync(http.BaseAddress, posts, 8);
+    var ingestCpu = (CpuMicros() - before) / n;
+    await Task.Delay(TimeSpan.FromSeconds(2));
+    Console.WriteLine($"indexing from the store (pid {magpie.Id})…");
+    before = CpuMicros();
+    var watch = Stopwatch.StartNew();
+    await IndexBenchmark.DefineAsync(http);
+    await IndexBenchmark.WaitIndexedAsync([http], n, TimeSpan.FromMinutes(30));
+    var indexRate = n / watch.Elapsed.TotalSeconds;
+    var indexCpu = (CpuMicros() - before) / n;
+    magpie.Kill();
+    magpie.WaitForExit();
+    try { Directory.Delete(run, recursive: true); } catch (IOException) { }
+
+    var ingestRate = n / ingest.Elapsed.TotalSeconds;
+    Console.WriteLine();
+    Console.WriteLine($"{"phase",-48} {"docs/s",10} {"CPU µs/doc",11}");
+    Console.WriteLine($"{"raw Lucene (bench process)",-48} {raw.DocsPerSecond,10:N0} {rawCpu,11:F1}");
+    Console.WriteLine($"{"HTTP bulk + store, no index (magpie process)",-48} {ingestRate,10:N0} {ingestCpu,11:F1}");
+    Console.WriteLine($"{"index from the store: feed + map + Lucene",-48} {indexRate,10:N0} {indexCpu,11:F1}");
+    Console.WriteLine(JsonSerializer.Serialize(new
+    {
+        benchmark = "index-phases", docs = n, raw_docs_per_s = Math.Round(raw.DocsPerSecond), raw_cpu_us_per_doc = Math.Round(rawCpu, 1),
+        ingest_docs_per_s = Math.Round(ingestRate), ingest_cpu_us_per_doc = Math.Round(ingestCpu, 1),
+        index_from_store_docs_per_s = Math.Round(indexRate), index_from_store_cpu_us_per_doc = Math.Round(indexCpu, 1),
+    }));
 }
 
 // Scratch: the index benchmark's three query kinds on an engine index of raw-index's posts, one at a time, timed.

@@ -7,8 +7,17 @@ public sealed class IndexerOptions
     public required string DataDir { get; init; }
     public ScriptLimits ScriptLimits { get; init; } = ScriptLimits.Default;
 
-    /// <summary>Changes per Lucene writer batch (one commit each).</summary>
-    public int BatchSize { get; init; } = 4096;
+    /// <summary>
+    /// Most changes an index worker reads, maps and writes as one batch (refreshes and commits go by time, not by batch).
+    /// Small on purpose: a batch is read and mapped while the one before it is written, so its documents live for two batch
+    /// writes. At 4,096 changes that outlived two gen-0 collections and was promoted: building an index from the store ran
+    /// 16 background gen-2 collections in 20 s (raw Lucene: 2) and GC pauses took 13 % of the time. At 512 it is 15 % faster
+    /// (docs/BENCHMARKS.md, <c>index-phases</c>).
+    /// </summary>
+    public const int DefaultBatchSize = 512;
+
+    /// <summary>Changes per index batch: <see cref="DefaultBatchSize"/>.</summary>
+    public int BatchSize { get; init; } = DefaultBatchSize;
 
     /// <summary>What the engine may keep for facets (columns of value ordinals, range document sets), over all indexes.</summary>
     public int FacetCacheMegabytes { get; init; } = 256;

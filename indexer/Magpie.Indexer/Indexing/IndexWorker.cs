@@ -20,7 +20,7 @@ namespace Magpie.Indexer.Indexing;
 /// changed index) is wiped and rebuilt from the beginning of the feed.
 /// </summary>
 public sealed class IndexWorker(string name, IndexDefinition definition, IChangeFeed feed, IIndexEngine engine, string directory,
-    Func<IIndexErrors, CancellationToken, IIndexStage> stages, ILogger log, int batchSize = 4096) : IAsyncDisposable, ILocalShard
+    Func<IIndexErrors, CancellationToken, IIndexStage> stages, ILogger log, int batchSize = IndexerOptions.DefaultBatchSize) : IAsyncDisposable, ILocalShard
 {
     public const string PositionKey = "magpie.position", EtagKey = "magpie.etag", DefinitionKey = "magpie.definition", SourceKey = "magpie.source";
 

@@ -2,6 +2,7 @@ using System.Text.Json;
 using System.Text;
 using Magpie.Contracts.Indexes;
 using Magpie.Contracts.Search;
+using Magpie.Indexer;
 using Magpie.Indexer.Indexing.Stages;
 using Magpie.Indexer.Indexing;
 using Magpie.Indexer.Lucene;
@@ -50,7 +51,7 @@ public sealed class IndexWorkerTests : IAsyncLifetime
         Directory.Delete(_dir, recursive: true);
     }
 
-    private IndexWorker Worker(IndexDefinition definition, string name = "Posts/ByTags", ScriptLimits? limits = null, int batchSize = 4096) =>
+    private IndexWorker Worker(IndexDefinition definition, string name = "Posts/ByTags", ScriptLimits? limits = null, int batchSize = IndexerOptions.DefaultBatchSize) =>
         new(name, definition, new EmbeddedChangeFeed(new ChangeLogTail(_store), new ChangeLogReaders()), _host, Path.Combine(_dir, "indexes", name),
             (status, stop) => new MapStage(definition, (limits ?? ScriptLimits.Default) with { Stop = stop }, status, storeSource: false), NullLogger.Instance, batchSize);
 
