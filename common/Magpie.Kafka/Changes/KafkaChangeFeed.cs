@@ -52,7 +52,9 @@ public sealed class KafkaChangeFeed(string bootstrapServers, string topic = Topi
         Exception? failure = null;
         try
         {
-            using var consumer = KafkaClients.BuildConsumer<string, byte[]>(KafkaClients.Consumer(bootstrapServers, $"magpie-changefeed-{Guid.NewGuid():N}"));
+            var config = KafkaClients.Consumer(bootstrapServers, $"magpie-changefeed-{Guid.NewGuid():N}");
+            config.ConsumeResultFields = "none";   // value, partition and offset are all it reads: no headers, timestamp or topic per message
+            using var consumer = KafkaClients.BuildConsumer<string, byte[]>(config);
             var partitions = partition is { } only ? [new Partition(only)] : PartitionsOf(consumer, topic, ct);
             consumer.Assign(partitions.Select(p => new TopicPartitionOffset(topic, p,
                 from.Next.TryGetValue(p.Value.ToString(), out var next) ? new Offset(next) : Offset.Beginning)));

@@ -86,7 +86,11 @@ public sealed class ChangeRelay(ChangeLogTail tail, ChangeLogReaders readers, In
     {
         var servers = options.KafkaBootstrapServers!;
         await TopicAdmin.EnsureAsync(servers, TopicAdmin.DefaultTopics(options.KafkaPartitions, options.KafkaReplicationFactor), ct);
-        using var producer = KafkaClients.BuildProducer<string, byte[]>(KafkaClients.Producer(servers, "magpie-relay"), logger);
+        var config = KafkaClients.Producer(servers, "magpie-relay");
+        // A delivery report is only counted (error, partition, offset): by default the client copies each message's key, value,
+        // headers and timestamp back into it, a second copy of every change the relay sends.
+        config.DeliveryReportFields = "none";
+        using var producer = KafkaClients.BuildProducer<string, byte[]>(config, logger);
         var from = _position.Load()?.Address ?? tail.BeginAddress;
         logger.LogInformation("change relay publishing to {Topic} from log address {Address}", Topics.Changes, from);
         var buffer = new ArrayBufferWriter<byte>(4096);
