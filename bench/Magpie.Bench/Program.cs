@@ -9,6 +9,7 @@ using Magpie.Tests.Fixtures;
 //        dotnet run -c Release --project bench/Magpie.Bench -- etl [--docs N] [--rabbitmq-url amqp://…]
 //        dotnet run -c Release --project bench/Magpie.Bench -- index [--docs N] [--kafka-docs M]
 //        dotnet run -c Release --project bench/Magpie.Bench -- raw-index [--docs N]      (the raw side of `index` alone, for profiling)
+//        dotnet run -c Release --project bench/Magpie.Bench -- index-phases [--docs N]   (raw; HTTP + store with no index; then indexing from the store: CPU µs per document of each)
 //        dotnet run -c Release --project bench/Magpie.Bench -- probe-queries [--docs N] [--index-dir D] [--seconds S]  (query kinds on the engine alone)
 //        dotnet run -c Release --project bench/Magpie.Bench -- freshness [--docs N] [--rate R] [--probes P]
 //        dotnet run -c Release --project bench/Magpie.Bench -- reduce-tree [--updates U]
