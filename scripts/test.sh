@@ -16,6 +16,11 @@ count() { grep -oE "^ *$1: +[0-9]+" "$out" | awk '{s+=$2} END {print s+0}' || tr
 passed=$(count Passed)
 failed=$(count Failed)
 skipped=$(count Skipped)
+# CI keeps only the end of this output: repeat each failure (name, message, the top of its stack) last.
+if [ "$failed" != 0 ]; then
+  echo "---- failures ----"
+  awk '/^  Failed /{on=1; n=0} /^  (Passed|Skipped) |^\[xUnit/{on=0} on && n++ < 30' "$out"
+fi
 rm -f "$out"
 echo "$passed passed, $failed failed, $skipped skipped"
 exit "$status"
