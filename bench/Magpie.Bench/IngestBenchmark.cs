@@ -29,14 +29,21 @@ public static class IngestBenchmark
     public static IReadOnlyList<DocumentWrite[]> Batches(long docs, int batchSize, int seed) =>
         SyntheticPosts.Generate(docs, seed).Chunk(batchSize).ToList();
 
-    public static async Task<BenchResult> HttpBulkAsync(Uri baseUrl, IReadOnlyList<DocumentWrite[]> batches, int clients)
+    /// <summary>Batches with their <c>bulk_docs</c> bodies, serialized before a benchmark starts its clock.</summary>
+    public sealed record BulkBodies(IReadOnlyList<DocumentWrite[]> Batches, IReadOnlyList<byte[]> Bodies);
+
+    public static BulkBodies Serialize(IReadOnlyList<DocumentWrite[]> batches) => new(batches, batches.Select(b => HttpBulkSink.Serialize(b)).ToList());
+
+    public static Task<BenchResult> HttpBulkAsync(Uri baseUrl, IReadOnlyList<DocumentWrite[]> batches, int clients) =>
+        HttpBulkAsync(baseUrl, Serialize(batches), clients);
+
+    /// <summary>POSTs the bodies (serialized up front, so the client's JSON work doesn't compete with the server inside the timing).</summary>
+    public static async Task<BenchResult> HttpBulkAsync(Uri baseUrl, BulkBodies bulk, int clients)
     {
-        // Serialized up front so the client's JSON work doesn't compete with the server inside the timing.
-        var bodies = batches.Select(b => HttpBulkSink.Serialize(b)).ToList();
         using var http = new HttpClient(new SocketsHttpHandler { MaxConnectionsPerServer = clients }) { BaseAddress = baseUrl, Timeout = TimeSpan.FromMinutes(5) };
-        return await RunAsync("magpie POST /bulk_docs (durable)", batches, clients, async i =>
+        return await RunAsync("magpie POST /bulk_docs (durable)", bulk.Batches, clients, async i =>
         {
-            using var content = new ByteArrayContent(bodies[i]);
+            using var content = new ByteArrayContent(bulk.Bodies[i]);
             content.Headers.ContentType = new MediaTypeHeaderValue("application/json");
             using var response = await http.PostAsync("bulk_docs", content);
             if (!response.IsSuccessStatusCode) throw new InvalidOperationException($"bulk_docs returned {(int)response.StatusCode}: {await response.Content.ReadAsStringAsync()}");

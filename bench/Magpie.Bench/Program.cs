@@ -238,12 +238,19 @@ async Task RunIndexAsync()
     using var http = new HttpClient { BaseAddress = new Uri($"http://127.0.0.1:{port}/"), Timeout = TimeSpan.FromMinutes(5) };
     await IngestBenchmark.HttpBulkAsync(http.BaseAddress, warmup.Select(b => b.Select(w => w with { Id = "warmup/" + w.Id }).ToArray()).ToList(), 8);
     await IndexBenchmark.DefineAsync(http);
+    var bodies = IngestBenchmark.Serialize(posts);
+    // CPU of both processes on the shared cores: magpie's, and this client's (HTTP sends and status polls).
+    embedded.Refresh();
+    var (serverCpu, clientCpu) = (embedded.TotalProcessorTime, Process.GetCurrentProcess().TotalProcessorTime);
     var watch = Stopwatch.StartNew();
-    await IngestBenchmark.HttpBulkAsync(http.BaseAddress, posts, 8);
+    await IngestBenchmark.HttpBulkAsync(http.BaseAddress, bodies, 8);
     await IndexBenchmark.WaitIndexedAsync([http], n, TimeSpan.FromMinutes(30));
     var embeddedRate = n / watch.Elapsed.TotalSeconds;
+    embedded.Refresh();
+    (serverCpu, clientCpu) = (embedded.TotalProcessorTime - serverCpu, Process.GetCurrentProcess().TotalProcessorTime - clientCpu);
     var mapMicros = await IndexBenchmark.MapMicrosPerDocumentAsync(http);
-    Console.WriteLine($"embedded pipeline: {embeddedRate:N0} docs/s ({watch.Elapsed.TotalSeconds:F1} s); JS map {mapMicros:F1} µs per document (last 20 batches)");
+    Console.WriteLine($"embedded pipeline: {embeddedRate:N0} docs/s ({watch.Elapsed.TotalSeconds:F1} s); JS map {mapMicros:F1} µs per document (last 20 batches); " +
+        $"CPU µs/doc: magpie {serverCpu.TotalMicroseconds / n:F0}, this client {clientCpu.TotalMicroseconds / n:F0}");
 
     var fresh = await IndexBenchmark.FreshnessAsync(http, http, embeddedRate / 2, probes: 200);
     Console.WriteLine($"freshness at {embeddedRate / 2:N0} docs/s: p50 {IndexBenchmark.Percentile(fresh, 0.5):F1} ms, p99 {IndexBenchmark.Percentile(fresh, 0.99):F1} ms");
@@ -281,12 +288,16 @@ async Task RunIndexAsync()
         var ingestUri = new Uri($"http://127.0.0.1:{ingestPort}/");
         await IngestBenchmark.HttpBulkAsync(ingestUri, warmup.Select(b => b.Select(w => w with { Id = "warmup/" + w.Id }).ToArray()).ToList(), 8);
         await IndexBenchmark.DefineAsync(indexerHttp);
-        var kafkaPosts = posts.SelectMany(b => b).Take(kafkaDocs).Chunk(512).ToList();
+        var kafkaPosts = IngestBenchmark.Serialize(posts.SelectMany(b => b).Take(kafkaDocs).Chunk(512).ToList());
+        TimeSpan[] Cpu() { ingest.Refresh(); indexer.Refresh(); return [ingest.TotalProcessorTime, indexer.TotalProcessorTime, Process.GetCurrentProcess().TotalProcessorTime, MachineBusy()]; }
+        var cpuBefore = Cpu();
         watch.Restart();
         await IngestBenchmark.HttpBulkAsync(ingestUri, kafkaPosts, 8);
         await IndexBenchmark.WaitIndexedAsync([indexerHttp], kafkaDocs, TimeSpan.FromMinutes(30));
         kafkaRate = kafkaDocs / watch.Elapsed.TotalSeconds;
-        Console.WriteLine($"kafka pipeline: {kafkaRate:N0} docs/s ({watch.Elapsed.TotalSeconds:F1} s, {kafkaDocs:N0} docs)");
+        var cpu = Cpu().Zip(cpuBefore, (a, b) => (a - b).TotalMicroseconds / kafkaDocs).ToArray();
+        Console.WriteLine($"kafka pipeline: {kafkaRate:N0} docs/s ({watch.Elapsed.TotalSeconds:F1} s, {kafkaDocs:N0} docs); " +
+            $"CPU µs/doc: ingest {cpu[0]:F0}, indexer {cpu[1]:F0}, this client {cpu[2]:F0}, the rest (the broker) {cpu[3] - cpu[0] - cpu[1] - cpu[2]:F0}");
         ingest.Kill();
         indexer.Kill();
     }
@@ -633,6 +644,15 @@ static string FindRoot()
     throw new InvalidOperationException("run from inside the repository");
 }
 
+/// <summary>Busy CPU time of the whole machine (all cores, from /proc/stat); zero where there is none.</summary>
+static TimeSpan MachineBusy()
+{
+    if (!File.Exists("/proc/stat")) return TimeSpan.Zero;
+    var cpu = File.ReadLines("/proc/stat").First().Split(' ', StringSplitOptions.RemoveEmptyEntries).Skip(1).Select(long.Parse).ToArray();
+    var busy = cpu[0] + cpu[1] + cpu[2] + cpu[5] + cpu[6] + cpu[7];   // user nice system irq softirq steal (not idle, iowait)
+    return TimeSpan.FromSeconds(busy / 100.0);   // USER_HZ
+}
+
 /// <summary>A benchmark's magpie process and its client; disposing lets go of both (the process is stopped by StopMagpie).</summary>
 sealed record LoadedMagpie(Process Process, HttpClient Http, Uri Writes) : IDisposable
 {
@@ -642,3 +662,4 @@ sealed record LoadedMagpie(Process Process, HttpClient Http, Uri Writes) : IDisp
         Process.Dispose();
     }
 }
+
