@@ -65,5 +65,9 @@ public sealed class EntryFieldsTests
     [InlineData("12/31/2012", false)]
     [InlineData("2012", false)]
     [InlineData("hello", false)]
+    [InlineData("2012/12/31", false)]
+    [InlineData("A012-12-31", false)]
+    [InlineData("a sentence, not a date", false)]
+    [InlineData("2024-01-01T00:00:00.123456789Z", true)]
     public void Only_ISO_dates_count_as_dates(string value, bool isDate) => Assert.Equal(isDate, EntryFields.TicksOf(value) is not null);
 }
