@@ -348,6 +348,7 @@ public sealed class FaultSuite : IAsyncDisposable
     private async Task<JsonElement> NonStaleAsync(string rql, int pageSize)
     {
         var deadline = DateTime.UtcNow.AddMinutes(5);
+        var last = "";
         while (true)
         {
             using var r = await Queries.Http.PostAsJsonAsync("queries", new { query = rql, pageSize, waitForNonStaleResults = true, timeoutMs = 30_000 });
@@ -355,9 +356,20 @@ public sealed class FaultSuite : IAsyncDisposable
             {
                 var body = await r.Content.ReadFromJsonAsync<JsonElement>();
                 if (!body.GetProperty("isStale").GetBoolean()) return body;
+                last = "200, isStale";
             }
             else if (r.StatusCode is not (HttpStatusCode.ServiceUnavailable or HttpStatusCode.NotFound)) await Expect(r, HttpStatusCode.OK);
-            if (DateTime.UtcNow > deadline) throw new TimeoutException($"still stale or unavailable after 5 minutes: {rql}");
+            else last = $"{(int)r.StatusCode} {await r.Content.ReadAsStringAsync()}";
+            if (DateTime.UtcNow > deadline)
+            {
+                // What the processes last said about partitions and failures, in the message (CI keeps the top of a failure):
+                // the only trace of why, once their temp dirs are gone.
+                var said = _processes.SelectMany(p => p.Value.Output.Where(l => l.Contains("owns partitions", StringComparison.Ordinal)
+                        || l.Contains("taken over", StringComparison.Ordinal) || l.Contains("warn", StringComparison.Ordinal) || l.Contains("fail", StringComparison.Ordinal))
+                    .TakeLast(4).Select(l => $"{p.Key}: {(l.Length > 200 ? l[..200] : l)}"));
+                throw new TimeoutException($"still stale or unavailable after 5 minutes: {rql}; the last answer: {(last.Length > 300 ? last[..300] : last)}" +
+                    string.Concat(said.Select(l => "\n  " + l)));
+            }
             await Task.Delay(200);
         }
     }
