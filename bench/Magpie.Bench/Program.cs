@@ -662,4 +662,3 @@ sealed record LoadedMagpie(Process Process, HttpClient Http, Uri Writes) : IDisp
         Process.Dispose();
     }
 }
-
