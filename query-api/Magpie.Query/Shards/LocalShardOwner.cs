@@ -45,7 +45,7 @@ public sealed class LocalShardOwner(IIndexDefinitions definitions, ILocalShards 
             workers = Workers();
         }
         if (!definitions.Current.TryGetValue(name, out definition)) throw new QueryProblem(404, $"index '{name}' does not exist");
-        if (!Ready(workers)) throw new QueryProblem(503, $"index '{name}' is not running here yet (starting)");
+        if (!Ready(workers)) throw new QueryProblem(503, $"index '{name}' is not running here yet ({Starting(workers, request.Partitions)})");
 
         var stale = (await Task.WhenAll(workers.Select(w => w.IsStaleAsync(request.Target, request.WaitForNonStale, deadline - DateTime.UtcNow, ct)))).Any(s => s);
         if (!request.HoldSnapshot)
@@ -57,6 +57,19 @@ public sealed class LocalShardOwner(IIndexDefinitions definitions, ILocalShards 
             await leases.ReleaseAsync(id);
             throw;
         }
+    }
+
+    /// <summary>What a shard not ready yet is waiting for: no worker on it here (yet), or its index not open (yet).</summary>
+    private static string Starting(List<ILocalShard> workers, IReadOnlyList<int>? asked)
+    {
+        var missing = asked?.Except(workers.Select(w => w.Shard)).Order().ToList() ?? [];
+        var opening = workers.Where(w => w.Searcher is null).Select(w => w.Shard).Order().ToList();
+        if (missing.Count == 0 && opening.Count == 0) return "starting";
+        return string.Join("; ", new[]
+        {
+            missing.Count > 0 ? $"not started on partitions [{string.Join(", ", missing)}]" : null,
+            opening.Count > 0 ? $"opening on partitions [{string.Join(", ", opening)}]" : null,
+        }.Where(s => s is not null));
     }
 
     /// <summary>One page over <paramref name="shards"/> (each at its held snapshot, or now).</summary>

@@ -368,10 +368,19 @@ public sealed class FaultSuite : IAsyncDisposable
                         || l.Contains("taken over", StringComparison.Ordinal) || l.Contains("warn", StringComparison.Ordinal) || l.Contains("fail", StringComparison.Ordinal))
                     .TakeLast(4).Select(l => $"{p.Key}: {(l.Length > 200 ? l[..200] : l)}"));
                 throw new TimeoutException($"still stale or unavailable after 5 minutes: {rql}; the last answer: {(last.Length > 300 ? last[..300] : last)}" +
-                    string.Concat(said.Select(l => "\n  " + l)));
+                    string.Concat(said.Select(l => "\n  " + l)) + $"\n  every process's output: {KeepOutputs()}");
             }
             await Task.Delay(200);
         }
+    }
+
+    /// <summary>Every process's whole output, written where it outlives the test's temp dirs (a local run can read it after a failure).</summary>
+    private string KeepOutputs()
+    {
+        var dir = Path.Combine(Path.GetTempPath(), "magpie-fault-suite", DateTime.UtcNow.ToString("yyyyMMdd-HHmmss"));
+        Directory.CreateDirectory(dir);
+        foreach (var (name, process) in _processes) File.WriteAllLines(Path.Combine(dir, name + ".log"), process.Output);
+        return dir;
     }
 
     private Dictionary<string, long> RabbitFinals()
