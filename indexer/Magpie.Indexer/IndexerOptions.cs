@@ -19,6 +19,13 @@ public sealed class IndexerOptions
     /// <summary>Changes per index batch: <see cref="DefaultBatchSize"/>.</summary>
     public int BatchSize { get; init; } = DefaultBatchSize;
 
+    /// <summary>
+    /// How long stopping one index worker (a definition changed, a partition lost) may hold up the others. Workers start and stop
+    /// one reconcile at a time, so a worker stuck in a call that never returns (librdkafka#5456) would otherwise keep every index
+    /// of the process from starting on the partitions it gains; past this its stop finishes in the background.
+    /// </summary>
+    public TimeSpan WorkerStopTimeout { get; init; } = TimeSpan.FromSeconds(60);
+
     /// <summary>What the engine may keep for facets (columns of value ordinals, range document sets), over all indexes.</summary>
     public int FacetCacheMegabytes { get; init; } = 256;
 

@@ -209,8 +209,19 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
         lock (_workers)
             if (!_workers.Remove(key, out entry)) return;
         var worker = entry.Item2;
-        await worker.DisposeAsync();
-        worker.Index?.Close();
+        var stopping = Task.Run(async () =>
+        {
+            await worker.DisposeAsync();
+            worker.Index?.Close();
+        });
+        // Past the timeout the stop finishes in the background (IndexerOptions.WorkerStopTimeout); a worker started on the same
+        // shard meanwhile retries until the old one lets go of the index's files.
+        try { await stopping.WaitAsync(options.WorkerStopTimeout); }
+        catch (TimeoutException)
+        {
+            _log.LogError("index {Index}: the worker of shard {Shard}{Side} did not stop within {Seconds} s; it stops in the background while the other indexes go on",
+                key.Name, key.Shard, key.MapSide ? " (map side)" : "", options.WorkerStopTimeout.TotalSeconds);
+        }
     }
 
     private void DeleteFiles(string name)

@@ -21,6 +21,18 @@ public sealed class MappedPublisher : IDisposable
     /// open transaction holds read-committed readers of the topic back, and how long a stop waits for a commit.</summary>
     private const int TransactionTimeoutMs = 20_000;
 
+    /// <summary>
+    /// How long a batch waits for its transaction to end (offsets sent, commit) before the attempt gives up on this publisher.
+    /// librdkafka 2.15.1 can block in <c>send_offsets_to_transaction</c> for good, past its own timeout, when the group
+    /// coordinator went away mid-transaction (confluentinc/librdkafka#5456, #5511): seen here after a broker restart, an indexer's
+    /// map stage waited there for over seven minutes, and every index of that process stopped starting on its partitions.
+    /// </summary>
+    internal static readonly TimeSpan EndTimeout = TimeSpan.FromSeconds(45);
+
+    private readonly ILogger _log;
+    /// <summary>A native call left running (past <see cref="EndTimeout"/>, or by a stop): the producer is not touched again until it returns.</summary>
+    private Task? _stuck;
+
     private readonly IProducer<string, byte[]> _producer;
     private readonly IConsumerGroupMetadata _progressGroup;
     private readonly string _topic;
@@ -32,7 +44,7 @@ public sealed class MappedPublisher : IDisposable
     internal MappedPublisher(string bootstrapServers, string topic, int sourcePartition, int partitions, Func<string, int> partitionOf,
         IConsumerGroupMetadata progressGroup, ILogger log)
     {
-        (_topic, _sourcePartition, _partitions, _partitionOf, _progressGroup) = (topic, sourcePartition, partitions, partitionOf, progressGroup);
+        (_topic, _sourcePartition, _partitions, _partitionOf, _progressGroup, _log) = (topic, sourcePartition, partitions, partitionOf, progressGroup, log);
         var config = KafkaClients.Producer(bootstrapServers, "magpie-indexer-mapped");
         config.TransactionalId = $"magpie-map.{topic}.{sourcePartition}";
         config.TransactionTimeoutMs = TransactionTimeoutMs;
@@ -67,11 +79,23 @@ public sealed class MappedPublisher : IDisposable
             for (var p = 0; p < _partitions; p++)
                 sent.Add(_producer.ProduceAsync(new TopicPartition(_topic, p), new Message<string, byte[]> { Key = $"{MappedTopics.Watermark}/{_sourcePartition}", Value = mark }, ct));
             await Task.WhenAll(sent);
-            await Task.Run(() =>
+            // The native calls can't be cancelled half-way, and librdkafka's own timeouts do not always hold here: a stop, or
+            // EndTimeout, leaves them running and this publisher with them.
+            var ending = Task.Run(() =>
             {
                 _producer.SendOffsetsToTransaction([new TopicPartitionOffset(_topic, _sourcePartition, next)], _progressGroup, TimeSpan.FromSeconds(30));
-                _producer.CommitTransaction();
-            }, CancellationToken.None);   // never left half-way: the commit is bounded by the transaction timeout
+                _producer.CommitTransaction(TimeSpan.FromSeconds(30));
+            }, CancellationToken.None);
+            try { await ending.WaitAsync(EndTimeout, ct); }
+            catch (Exception e) when (e is TimeoutException or OperationCanceledException)
+            {
+                // Left to the broker: the next attempt's publisher fences this one and its open transaction is aborted (or, had it
+                // committed after all, that attempt takes over from the progress it committed). Either way none of it is read twice.
+                (_stuck, _inTransaction) = (ending, false);
+                if (e is TimeoutException)
+                    throw new TimeoutException($"the transaction to {_topic} for source partition {_sourcePartition} did not end within {EndTimeout.TotalSeconds:N0} s (the broker's coordinators unreachable)");
+                throw;
+            }
             _inTransaction = false;
         }
         catch
@@ -92,6 +116,14 @@ public sealed class MappedPublisher : IDisposable
 
     public void Dispose()
     {
+        if (_stuck is { IsCompleted: false } stuck)
+        {
+            // Destroying a client while one of its calls runs is unsafe: it goes when (if ever) that call returns.
+            _log.LogInformation("the transactional producer of {Topic} (source partition {Partition}) is still in a librdkafka call; it is closed when the call returns",
+                _topic, _sourcePartition);
+            stuck.ContinueWith(_ => _producer.Dispose(), TaskScheduler.Default);
+            return;
+        }
         Abort();
         _producer.Dispose();
     }

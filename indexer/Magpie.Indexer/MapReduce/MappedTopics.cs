@@ -60,17 +60,27 @@ public sealed class MappedTopics(string bootstrapServers, string group, int part
 
     /// <summary>
     /// The map stage's publisher for <paramref name="sourcePartition"/>: fences every earlier one (blocks until the broker did,
-    /// up to 30 s), so from here on only what this one commits is added to the topic for that partition.
+    /// up to 30 s), so from here on only what this one commits is added to the topic for that partition. A stop does not wait
+    /// for the broker, nor does the attempt wait past <see cref="MappedPublisher.EndTimeout"/>: a publisher opened after that is closed at once.
     /// </summary>
-    public Task<MappedPublisher> OpenPublisherAsync(string topic, int sourcePartition, CancellationToken ct) => Task.Run(() =>
-        new MappedPublisher(bootstrapServers, topic, sourcePartition, partitions, PartitionOf, _progress.Value.ConsumerGroupMetadata, log), ct);
+    public async Task<MappedPublisher> OpenPublisherAsync(string topic, int sourcePartition, CancellationToken ct)
+    {
+        var opening = Task.Run(() => new MappedPublisher(bootstrapServers, topic, sourcePartition, partitions, PartitionOf, _progress.Value.ConsumerGroupMetadata, log),
+            CancellationToken.None);
+        try { return await opening.WaitAsync(MappedPublisher.EndTimeout, ct); }
+        catch (Exception e) when (e is OperationCanceledException or TimeoutException)
+        {
+            _ = opening.ContinueWith(t => { if (t.IsCompletedSuccessfully) t.Result.Dispose(); }, TaskScheduler.Default);
+            throw;
+        }
+    }
 
     /// <summary>How far any indexer's map stage of <paramref name="sourcePartition"/> has published (its next offset), if one has.</summary>
     public Task<long?> PublishedAsync(string topic, int sourcePartition, CancellationToken ct) => Task.Run(() =>
     {
         var committed = _progress.Value.Committed([new TopicPartition(topic, sourcePartition)], TimeSpan.FromSeconds(30)).Single();
         return committed.Offset.Value >= 0 ? committed.Offset.Value : (long?)null;
-    }, ct);
+    }, CancellationToken.None).WaitAsync(MappedPublisher.EndTimeout, ct);   // a coordinator request, which librdkafka may not time out (see EndTimeout)
 
     /// <summary>
     /// Which reduce keys each document of <paramref name="sourcePartition"/> contributes to, as the reducers hold it: the latest
