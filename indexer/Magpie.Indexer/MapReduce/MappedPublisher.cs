@@ -121,7 +121,11 @@ public sealed class MappedPublisher : IDisposable
             // Destroying a client while one of its calls runs is unsafe: it goes when (if ever) that call returns.
             _log.LogInformation("the transactional producer of {Topic} (source partition {Partition}) is still in a librdkafka call; it is closed when the call returns",
                 _topic, _sourcePartition);
-            stuck.ContinueWith(_ => _producer.Dispose(), TaskScheduler.Default);
+            stuck.ContinueWith(_ =>
+            {
+                _producer.Dispose();
+                _log.LogInformation("the transactional producer of {Topic} (source partition {Partition}) returned and is closed", _topic, _sourcePartition);
+            }, TaskScheduler.Default);
             return;
         }
         Abort();
