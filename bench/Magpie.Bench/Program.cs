@@ -237,6 +237,7 @@ async Task RunIndexAsync()
     await WaitHealthy(port);
     using var http = new HttpClient { BaseAddress = new Uri($"http://127.0.0.1:{port}/"), Timeout = TimeSpan.FromMinutes(5) };
     await IngestBenchmark.HttpBulkAsync(http.BaseAddress, warmup.Select(b => b.Select(w => w with { Id = "warmup/" + w.Id }).ToArray()).ToList(), 8);
+    await IndexBenchmark.WarmUpIndexingAsync(http, [http], warmup.Sum(b => b.Length));
     await IndexBenchmark.DefineAsync(http);
     var bodies = IngestBenchmark.Serialize(posts);
     // CPU of both processes on the shared cores: magpie's, and this client's (HTTP sends and status polls).
@@ -287,6 +288,7 @@ async Task RunIndexAsync()
         using var indexerHttp = new HttpClient { BaseAddress = new Uri($"http://127.0.0.1:{indexerPort}/"), Timeout = TimeSpan.FromMinutes(5) };
         var ingestUri = new Uri($"http://127.0.0.1:{ingestPort}/");
         await IngestBenchmark.HttpBulkAsync(ingestUri, warmup.Select(b => b.Select(w => w with { Id = "warmup/" + w.Id }).ToArray()).ToList(), 8);
+        await IndexBenchmark.WarmUpIndexingAsync(indexerHttp, [indexerHttp], warmup.Sum(b => b.Length));
         await IndexBenchmark.DefineAsync(indexerHttp);
         var kafkaPosts = IngestBenchmark.Serialize(posts.SelectMany(b => b).Take(kafkaDocs).Chunk(512).ToList());
         TimeSpan[] Cpu() { ingest.Refresh(); indexer.Refresh(); return [ingest.TotalProcessorTime, indexer.TotalProcessorTime, Process.GetCurrentProcess().TotalProcessorTime, MachineBusy()]; }
