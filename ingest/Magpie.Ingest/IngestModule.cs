@@ -27,6 +27,7 @@ public static class IngestModule
             MaxJsonDepth = options.MaxJsonDepth,
             CheckpointInterval = options.CheckpointInterval,
             MinFreeDiskBytes = options.MinFreeDiskBytes,
+            LogMemoryBytes = options.LogMemoryBytes,
         }, sp.GetRequiredService<ILoggerFactory>().CreateLogger("Magpie.Documents")).GetAwaiter().GetResult());
         services.AddSingleton<ChangeLogTail>();
         services.AddSingleton<ChangeLogReaders>();

@@ -62,6 +62,12 @@ public sealed class MagpieSettings
     /// <summary>Free disk space the document store keeps in reserve (MB): writes that would leave less answer 507.</summary>
     public int MinFreeDiskMegabytes { get; set; } = 64;
 
+    /// <summary>
+    /// The newest part of the change log kept in memory (MB, rounded down to a power of two): what an index, the relay or a sink
+    /// behind by less than this reads from memory; further behind they read it back from disk (<see cref="Ingest.IngestOptions.LogMemoryBytes"/>).
+    /// </summary>
+    public int LogMemoryMegabytes { get; set; } = 1024;
+
     /// <summary>The index engine's budget for facet columns (all indexes together) (per-segment value ordinals and range document sets), in MB.</summary>
     public int FacetCacheMegabytes { get; set; } = 256;
 

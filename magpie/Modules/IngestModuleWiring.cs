@@ -48,6 +48,7 @@ public sealed class IngestModuleWiring(bool indexerInProcess) : IMagpieModule
         MaxJsonDepth = s.MaxJsonDepth,
         CheckpointInterval = TimeSpan.FromSeconds(Math.Max(1, s.CheckpointIntervalSeconds)),
         MinFreeDiskBytes = Math.Max(0, s.MinFreeDiskMegabytes) * (1L << 20),
+        LogMemoryBytes = Math.Max(16, s.LogMemoryMegabytes) * (1L << 20),
         Compaction = s.Compaction.Enabled
             ? new Ingest.Changes.CompactionOptions(new RevisionRetention(Math.Max(1, s.Compaction.Revisions), s.Compaction.RevisionsSeconds is { } t ? TimeSpan.FromSeconds(t) : null),
                 TimeSpan.FromSeconds(Math.Max(1, s.Compaction.IntervalSeconds)), Math.Max(0, s.Compaction.MinMegabytes) * (1L << 20))

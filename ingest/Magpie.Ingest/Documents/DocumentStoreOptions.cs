@@ -17,8 +17,8 @@ public sealed class DocumentStoreOptions
     /// <summary>FasterKV in-memory log size in bytes; records beyond it spill to disk.</summary>
     public long IndexMemoryBytes { get; init; } = 1L << 28;
 
-    /// <summary>FasterLog in-memory buffer (bytes, power of two, at least 4 pages).</summary>
-    public long LogMemoryBytes { get; init; } = 1L << 28;
+    /// <summary>FasterLog in-memory buffer (bytes, power of two, at least 4 pages); pages are allocated as the log grows into it.</summary>
+    public long LogMemoryBytes { get; init; } = 1L << 30;
 
     /// <summary>
     /// Free disk space the store keeps in reserve: a write that would leave less is refused (507) before it touches the
