@@ -27,6 +27,33 @@ public static class DocumentMetadata
     }
 
     /// <summary>
+    /// A result of a query ordered by <c>score()</c>: the document as written, with <c>@index-score</c> added to its
+    /// <c>@metadata</c> (as RavenDB does), so a client can see why hits are in their order.
+    /// </summary>
+    public static JsonElement WithIndexScore(JsonElement result, float score)
+    {
+        var buffer = new System.Buffers.ArrayBufferWriter<byte>();
+        using (var w = new Utf8JsonWriter(buffer))
+        {
+            w.WriteStartObject();
+            JsonElement? meta = null;
+            foreach (var p in result.EnumerateObject())
+            {
+                if (p.NameEquals("@metadata")) { meta = p.Value; continue; }
+                WriteAsWritten(w, p);
+            }
+            w.WriteStartObject("@metadata");
+            if (meta is { ValueKind: JsonValueKind.Object } m)
+                foreach (var p in m.EnumerateObject())
+                    if (!p.NameEquals("@index-score")) WriteAsWritten(w, p);
+            w.WriteNumber("@index-score", score);
+            w.WriteEndObject();
+            w.WriteEndObject();
+        }
+        return JsonDocument.Parse(buffer.WrittenMemory).RootElement;
+    }
+
+    /// <summary>
     /// The value as its original text: <c>JsonProperty.WriteTo</c> would re-escape strings (<c>+</c> → <c>\u002B</c>, <c>\u00e9</c> →
     /// <c>\u00E9</c>), and a document comes back as it was written.
     /// </summary>

@@ -129,8 +129,17 @@ public sealed class LocalShardOwner(IIndexDefinitions definitions, ILocalShards 
         catch (RqlException e) { throw new QueryProblem(400, e.Message, e.Line, e.Column); }
     }
 
-    /// <summary>The document (as GET /docs returns it), or with select: the projected fields, from stored values or else the document.</summary>
+    /// <summary>
+    /// The document (as GET /docs returns it), or with select: the projected fields, from stored values or else the document;
+    /// ordered by <c>score()</c>, with the hit's score as <c>@metadata.@index-score</c>.
+    /// </summary>
     private async Task<JsonElement?> ResultOf(SearchHit hit, RqlQuery query, CancellationToken ct)
+    {
+        var result = await UnscoredResultOf(hit, query, ct);
+        return result is { ValueKind: JsonValueKind.Object } r && query.OrderBy.Any(o => o.IsScore) ? DocumentMetadata.WithIndexScore(r, hit.Score) : result;
+    }
+
+    private async Task<JsonElement?> UnscoredResultOf(SearchHit hit, RqlQuery query, CancellationToken ct)
     {
         JsonElement? document = null;
         async Task<JsonElement?> Document()

@@ -163,6 +163,16 @@ public sealed class QueryApiTests(ImportedSampleFixture fx) : IClassFixture<Impo
         var searched = await Query("from index 'Posts/ByTags' where search(Title, 'sources') order by score()");
         Assert.True(searched.GetProperty("totalResults").GetInt64() > 0);
         Assert.All(searched.GetProperty("results").EnumerateArray(), d => Assert.Contains("source", d.GetProperty("Title").GetString()!, StringComparison.OrdinalIgnoreCase));
+        // Ordered by score(), each result says its score (@metadata.@index-score, as RavenDB), best first; the rest is the document as GET /docs gives it.
+        var scores = searched.GetProperty("results").EnumerateArray().Select(d => d.GetProperty("@metadata").GetProperty("@index-score").GetSingle()).ToList();
+        Assert.All(scores, s => Assert.True(s > 0));
+        Assert.Equal(scores.OrderDescending(), scores);
+        var best = searched.GetProperty("results")[0];
+        var stored = await (await Http.GetAsync("docs/" + best.GetProperty("@metadata").GetProperty("@id").GetString())).JsonAsync();
+        var unscored = System.Text.Json.Nodes.JsonNode.Parse(best.GetRawText())!;
+        unscored["@metadata"]!.AsObject().Remove("@index-score");
+        Assert.True(System.Text.Json.Nodes.JsonNode.DeepEquals(System.Text.Json.Nodes.JsonNode.Parse(stored.GetRawText()), unscored), unscored.ToJsonString());
+        Assert.False(top.GetProperty("results")[0].TryGetProperty("@metadata", out _));
     }
 
     [Fact]
