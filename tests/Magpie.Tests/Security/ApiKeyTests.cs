@@ -102,7 +102,8 @@ public sealed class ApiKeyTests
 
         // Stored hashed, owner-only; no key in the file, the CLI's list, or the log.
         var file = Path.Combine(dataDir, "keys.json");
-        Assert.Equal(UnixFileMode.UserRead | UnixFileMode.UserWrite, File.GetUnixFileMode(file));
+        if (!OperatingSystem.IsWindows())   // DurableFile sets Unix modes only where there are any
+            Assert.Equal(UnixFileMode.UserRead | UnixFileMode.UserWrite, File.GetUnixFileMode(file));
         var stored = await File.ReadAllTextAsync(file);
         var (_, list) = await MagpieCli.RunAsync(TimeSpan.FromSeconds(60), "keys", "list", "--data-dir", dataDir);
         foreach (var key in keys.Values.Append(secret).Append(late))
