@@ -58,7 +58,8 @@ public sealed record SortField(SortKind Kind, string Field, bool Descending = fa
 public sealed record SearchRequest(SearchQuery Query, IReadOnlyList<SortField> Sort, int PageSize, int Skip = 0, SearchCursor? After = null,
     IReadOnlyList<string>? StoredFields = null, long Snapshot = 0);
 
-/// <summary>One hit: the source document's id, its score (0 unless sorted by score), its stored values (string, long or double), its cursor.</summary>
+/// <summary>One hit: the source document's id, its score (0 unless sorted by score), its stored values (string, long, double, or
+/// <c>byte[]</c>: JSON kept as UTF-8), its cursor.</summary>
 public sealed record SearchHit(string Id, float Score, IReadOnlyDictionary<string, IReadOnlyList<object>> Stored, SearchCursor Cursor);
 
 /// <summary>The exact number of matching entries and one page of them.</summary>

@@ -18,6 +18,13 @@ public sealed record DoubleField(string Name, double Value, bool Stored = false)
 /// <summary>Kept for projections only, not searchable.</summary>
 public sealed record StoredField(string Name, string Value) : IndexField(Name, true);
 
+/// <summary>
+/// Kept for projections only: JSON as UTF-8, stored as the bytes given and read back as a <c>byte[]</c>. A Kafka-mode map index keeps
+/// each document this way; as a string it was decoded to UTF-16 here and encoded back to UTF-8 by the writer, and again both ways
+/// when a query read it.
+/// </summary>
+public sealed record StoredJsonField(string Name, ReadOnlyMemory<byte> Utf8) : IndexField(Name, true);
+
 /// <summary>One engine document; a source document may produce several (a map returning an array).</summary>
 public sealed record IndexEntry(IReadOnlyList<IndexField> Fields);
 

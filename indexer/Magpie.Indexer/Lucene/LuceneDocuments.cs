@@ -107,6 +107,9 @@ internal static class LuceneDocuments
             case Engine.StoredField s:
                 doc.Add(pool.Stored(s.Name, s.Value));
                 break;
+            case StoredJsonField j:
+                doc.Add(pool.Stored(j.Name, j.Utf8));
+                break;
             default: throw new ArgumentException($"unknown field kind {field.GetType().Name}");
         }
     }
@@ -193,6 +196,17 @@ internal static class LuceneDocuments
         {
             var f = Take(9, name, () => new global::Lucene.Net.Documents.StoredField(name, value));
             f.SetStringValue(value);
+            return f;
+        }
+
+        /// <summary>The bytes as they are (no copy: the writer copies them when it takes the document).</summary>
+        public Field Stored(string name, ReadOnlyMemory<byte> value)
+        {
+            var bytes = System.Runtime.InteropServices.MemoryMarshal.TryGetArray(value, out var segment)
+                ? new BytesRef(segment.Array, segment.Offset, segment.Count)
+                : new BytesRef(value.ToArray());
+            var f = Take(10, name, () => new global::Lucene.Net.Documents.StoredField(name, bytes));
+            f.SetBytesValue(bytes);
             return f;
         }
     }

@@ -191,6 +191,7 @@ internal sealed class LuceneIndex : IIndexPersistence
             {
                 NumericFieldType.INT64 => f.GetInt64Value()!.Value,
                 NumericFieldType.DOUBLE => f.GetDoubleValue()!.Value,
+                _ when f.GetBinaryValue() is { } b => b.Offset == 0 && b.Length == b.Bytes.Length ? b.Bytes : b.Bytes.AsSpan(b.Offset, b.Length).ToArray(),
                 _ => f.GetStringValue(),
             };
             if (!values.TryGetValue(f.Name, out var list)) values[f.Name] = list = [];

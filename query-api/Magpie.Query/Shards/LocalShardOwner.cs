@@ -146,7 +146,7 @@ public sealed class LocalShardOwner(IIndexDefinitions definitions, ILocalShards 
         {
             if (document is not null) return document;
             if (hit.Stored.TryGetValue(EntryFields.Source, out var source) && source.Count > 0)
-                return document = JsonDocument.Parse((string)source[0]).RootElement;
+                return document = StoredJson(source[0]);
             return document = documents is null ? null : await documents.GetAsync(hit.Id, ct);
         }
         if (query.Select.Count == 0) return await Document();
@@ -154,11 +154,19 @@ public sealed class LocalShardOwner(IIndexDefinitions definitions, ILocalShards 
         foreach (var p in query.Select)
         {
             if (hit.Stored.TryGetValue(p.Field + EntryFields.Stored, out var stored) && stored.Count > 0)
-                projection[p.Alias] = JsonDocument.Parse((string)stored[0]).RootElement;
+                projection[p.Alias] = StoredJson(stored[0]);
             else if (await Document() is { } d && d.TryGetProperty(p.Field, out var value))
                 projection[p.Alias] = value;
             else projection[p.Alias] = null;
         }
         return JsonSerializer.SerializeToElement(projection);
     }
+
+    /// <summary>A stored JSON value: UTF-8 bytes (documents a Kafka-mode map index keeps) or a string (projections, reduce results).</summary>
+    private static JsonElement StoredJson(object value) => value switch
+    {
+        byte[] utf8 => JsonDocument.Parse(utf8).RootElement,
+        string text => JsonDocument.Parse(text).RootElement,
+        _ => throw new InvalidOperationException($"a stored JSON value of type {value.GetType().Name}"),
+    };
 }

@@ -15,6 +15,31 @@ namespace Magpie.Tests.Indexing;
 public sealed class EntryFieldsTests
 {
     [Fact]
+    public async Task A_document_kept_in_the_index_comes_back_as_the_bytes_it_was_written_with_and_its_metadata()
+    {
+        // What a Kafka-mode map index keeps (no document store beside it): the document's own bytes, stored and read as UTF-8.
+        const string written = """{"Title":"Caf\u00e9 cr\u00e8me","Price":1.50,"Big":12345678901234567890,"At":"2011-10-11T19:42:20.720+02:00","Tags":["a","b"]}""";
+        var definition = new IndexDefinition { Maps = ["map('Posts', p => ({ Title: p.Title }))"] };
+        var stage = new Magpie.Indexer.Indexing.Stages.MapStage(definition, ScriptLimits.Default, new Magpie.Indexer.Indexing.IndexStatus("t"), storeSource: true);
+        var modified = new DateTimeOffset(2026, 11, 25, 12, 0, 0, TimeSpan.Zero);
+        var change = new ChangeEvent("posts/1", "Posts", 7, ChangeOp.Put, modified, JsonDocument.Parse(written).RootElement);
+        var mapped = stage.Map(new ChangeBatch([change], ChangeFeedPosition.Beginning));
+        using var host = new LuceneEngine(NullLogger.Instance);
+        var dir = Directory.CreateTempSubdirectory("magpie-lucene-").FullName;
+        var index = host.Open(dir);
+        await index.WriteAsync([], mapped.Documents);
+        await index.RefreshAsync();
+
+        var hit = (await index.SearchAsync(new SearchRequest(SearchQuery.All, [], 1, StoredFields: [EntryFields.Source]))).Hits.Single();
+        var source = Assert.IsType<byte[]>(hit.Stored[EntryFields.Source].Single());
+        var text = System.Text.Encoding.UTF8.GetString(source);
+        Assert.StartsWith(written[..^1] + ",\"@metadata\":{", text);
+        Assert.EndsWith("\"@id\":\"posts/1\",\"@collection\":\"Posts\",\"@etag\":7,\"@last-modified\":\"2026-11-25T12:00:00+00:00\"}}", text);
+        index.Close();
+        Directory.Delete(dir, recursive: true);
+    }
+
+    [Fact]
     public async Task Strings_numbers_dates_booleans_nulls_and_arrays_are_searchable_the_way_RavenDB_users_expect()
     {
         var definition = new IndexDefinition

@@ -1,4 +1,3 @@
-using System.Text;
 using System.Text.Json;
 using Magpie.Contracts.Changes;
 using Magpie.Contracts.Indexes;
@@ -60,7 +59,7 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, II
         var buffer = new System.Buffers.ArrayBufferWriter<byte>();
         using (var w = new Utf8JsonWriter(buffer))
             Contracts.Documents.DocumentMetadata.WriteWithMetadata(w, change.Document!.Value, change.Id, change.Collection, change.Etag, change.LastModified);
-        var source = new StoredField(EntryFields.Source, Encoding.UTF8.GetString(buffer.WrittenSpan));
+        var source = new StoredJsonField(EntryFields.Source, buffer.WrittenMemory);
         return entries.Select(e => new IndexEntry([.. e.Fields, source])).ToList();
     }
 }
