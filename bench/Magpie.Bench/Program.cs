@@ -228,8 +228,11 @@ async Task RunIndexAsync()
     var warmup = IngestBenchmark.Batches(50_000, 512, seed: 7);
 
     await IndexBenchmark.RawLuceneAsync(Path.Combine(run, "raw-warmup"), warmup);
+    var rawCpu = Process.GetCurrentProcess().TotalProcessorTime;
     var raw = await IndexBenchmark.RawLuceneAsync(Path.Combine(run, "raw"), posts);
-    Console.WriteLine($"raw Lucene: {raw.DocsPerSecond:N0} docs/s ({raw.Elapsed.TotalSeconds:F1} s)");
+    // CPU per post beside docs/s: this machine's speed drifts from run to run, and the pipelines print the same measure.
+    rawCpu = Process.GetCurrentProcess().TotalProcessorTime - rawCpu;
+    Console.WriteLine($"raw Lucene: {raw.DocsPerSecond:N0} docs/s ({raw.Elapsed.TotalSeconds:F1} s); CPU µs/doc {rawCpu.TotalMicroseconds / n:F0}");
 
     // Embedded: one process. Warm-up writes go to another collection (not mapped), then the measured posts.
     var port = 18000 + Random.Shared.Next(1000);
@@ -313,7 +316,7 @@ async Task RunIndexAsync()
     Console.WriteLine(JsonSerializer.Serialize(new
     {
         benchmark = "index", docs = n, kafka_docs = kafkaDocs, cores = Environment.ProcessorCount,
-        raw_docs_per_s = Math.Round(raw.DocsPerSecond), embedded_docs_per_s = Math.Round(embeddedRate), map_us_per_doc = Math.Round(mapMicros, 1),
+        raw_docs_per_s = Math.Round(raw.DocsPerSecond), raw_cpu_us_per_doc = Math.Round(rawCpu.TotalMicroseconds / n), embedded_docs_per_s = Math.Round(embeddedRate), embedded_cpu_us_per_doc = Math.Round(serverCpu.TotalMicroseconds / n), map_us_per_doc = Math.Round(mapMicros, 1),
         kafka_docs_per_s = kafkaRate is { } kr ? Math.Round(kr) : (double?)null,
         ratio_embedded = Math.Round(embeddedRate / raw.DocsPerSecond, 3), ratio_kafka = kafkaRate is { } kk ? Math.Round(kk / raw.DocsPerSecond, 3) : (double?)null,
         freshness_rate_docs_per_s = Math.Round(embeddedRate / 2), freshness_p50_ms = Math.Round(IndexBenchmark.Percentile(fresh, 0.5), 1),
