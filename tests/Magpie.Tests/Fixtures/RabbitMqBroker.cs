@@ -32,10 +32,14 @@ public sealed class RabbitMqBroker(string url, IServiceRuntime runtime) : IAsync
         return new RabbitMqBroker(local.Url, local);
     }
 
-    /// <summary>The port opens before the broker accepts logins: wait for a real AMQP connection.</summary>
-    public static async Task WaitReadyAsync(string url, Func<bool> alive, Func<string> output)
+    /// <summary>
+    /// The port opens before the broker accepts logins: wait for a real AMQP connection. Past <paramref name="within"/>
+    /// (90 s unless told) it throws a <see cref="TimeoutException"/> carrying the broker's last output lines, so a start
+    /// that hangs says where it hung.
+    /// </summary>
+    public static async Task WaitReadyAsync(string url, Func<bool> alive, Func<string> output, TimeSpan? within = null)
     {
-        var deadline = DateTime.UtcNow.AddSeconds(90);
+        var deadline = DateTime.UtcNow + (within ?? TimeSpan.FromSeconds(90));
         while (true)
         {
             if (!alive()) throw new InvalidOperationException($"rabbitmq-server exited:\n{output()}");
@@ -45,6 +49,10 @@ public sealed class RabbitMqBroker(string url, IServiceRuntime runtime) : IAsync
                 return;
             }
             catch (Exception) when (DateTime.UtcNow < deadline) { await Task.Delay(250); }
+            catch (Exception e)
+            {
+                throw new TimeoutException($"RabbitMQ at {new Uri(url).Authority} did not accept a connection within {within ?? TimeSpan.FromSeconds(90)}; its last output:\n{output()}", e);
+            }
         }
     }
 
