@@ -19,7 +19,7 @@ skipped=$(count Skipped)
 # CI keeps only the end of this output: repeat each failure (name, message, the top of its stack) last.
 if [ "$failed" != 0 ]; then
   echo "---- failures ----"
-  awk '/^  Failed /{on=1; n=0} /^  (Passed|Skipped) |^\[xUnit/{on=0} on && n++ < 30' "$out"
+  awk '/^  Failed /{on=1; n=0} /^  (Passed|Skipped) |^\[xUnit/{on=0} on && n++ < 70' "$out"
 fi
 rm -f "$out"
 echo "$passed passed, $failed failed, $skipped skipped"

@@ -90,7 +90,7 @@ public sealed class LocalRabbitMq : IServiceRuntime
             ["RABBITMQ_PID_FILE"] = Path.Combine(_dir, "rabbitmq.pid"),
         });
         var started = _server;
-        await RabbitMqBroker.WaitReadyAsync(Url, () => !started.HasExited, () => string.Join('\n', _output.TakeLast(60)), within);
+        await RabbitMqBroker.WaitReadyAsync(Url, () => !started.HasExited, () => string.Join('\n', _output.TakeLast(40)), within);
     }
 
     private Process Start(string file, string[] args, Dictionary<string, string> env)
