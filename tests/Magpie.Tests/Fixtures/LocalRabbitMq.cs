@@ -109,19 +109,24 @@ public sealed class LocalRabbitMq : IServiceRuntime
     public Task StopAsync()
     {
         if (_server is null || _server.HasExited) return Task.CompletedTask;
-        var pidFile = Path.Combine(_dir, "rabbitmq.pid");
-        if (File.Exists(pidFile) && int.TryParse(File.ReadAllText(pidFile).Trim(), out var beam)) Signals.Send(beam, Signals.SigTerm);
-        else Signals.Send(_server.Id, Signals.SigTerm);
+        Signals.Send(BeamPid() ?? _server.Id, Signals.SigTerm);
         if (!_server.WaitForExit(30_000)) KillServer();
         return Task.CompletedTask;
+    }
+
+    /// <summary>The Erlang VM's pid, from the pid file it writes (the script's own pid is its parent's).</summary>
+    private int? BeamPid()
+    {
+        var pidFile = Path.Combine(_dir, "rabbitmq.pid");
+        try { return int.TryParse(File.ReadAllText(pidFile).Trim(), out var pid) ? pid : null; }
+        catch (IOException) { return null; }
     }
 
     /// <summary>SIGKILL to the Erlang VM (its pid file names it) and to the script that started it.</summary>
     private void KillServer()
     {
         if (_server is null || _server.HasExited) return;
-        var pidFile = Path.Combine(_dir, "rabbitmq.pid");
-        if (File.Exists(pidFile) && int.TryParse(File.ReadAllText(pidFile).Trim(), out var beam)) Signals.Send(beam, Signals.SigKill);
+        if (BeamPid() is { } beam) Signals.Send(beam, Signals.SigKill);
         _server.Kill(entireProcessTree: true);
         _server.WaitForExit();
     }
@@ -129,8 +134,7 @@ public sealed class LocalRabbitMq : IServiceRuntime
     /// <summary>CPU time the broker's Erlang VM has used (benchmarks split costs with it).</summary>
     public TimeSpan? ServerCpu()
     {
-        var pidFile = Path.Combine(_dir, "rabbitmq.pid");
-        if (!File.Exists(pidFile) || !int.TryParse(File.ReadAllText(pidFile).Trim(), out var beam)) return null;
+        if (BeamPid() is not { } beam) return null;
         try { using var p = Process.GetProcessById(beam); return p.TotalProcessorTime; }
         catch (ArgumentException) { return null; }
     }

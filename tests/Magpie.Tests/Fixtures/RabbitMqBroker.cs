@@ -39,7 +39,8 @@ public sealed class RabbitMqBroker(string url, IServiceRuntime runtime) : IAsync
     /// </summary>
     public static async Task WaitReadyAsync(string url, Func<bool> alive, Func<string> output, TimeSpan? within = null)
     {
-        var deadline = DateTime.UtcNow + (within ?? TimeSpan.FromSeconds(90));
+        var limit = within ?? TimeSpan.FromSeconds(90);
+        var deadline = DateTime.UtcNow + limit;
         while (true)
         {
             if (!alive()) throw new InvalidOperationException($"rabbitmq-server exited:\n{output()}");
@@ -51,7 +52,7 @@ public sealed class RabbitMqBroker(string url, IServiceRuntime runtime) : IAsync
             catch (Exception) when (DateTime.UtcNow < deadline) { await Task.Delay(250); }
             catch (Exception e)
             {
-                throw new TimeoutException($"RabbitMQ at {new Uri(url).Authority} did not accept a connection within {within ?? TimeSpan.FromSeconds(90)}; its last output:\n{output()}", e);
+                throw new TimeoutException($"RabbitMQ at {new Uri(url).Authority} did not accept a connection within {limit}; its last output:\n{output()}", e);
             }
         }
     }
