@@ -16,6 +16,11 @@ public sealed class LocalRabbitMq : IServiceRuntime
 
     private LocalRabbitMq(string dir, int port) => (_dir, _port, _epmdPort, _distPort) = (dir, port, FreePort.Next(), FreePort.Next());
 
+    private static string ServerScript => Environment.GetEnvironmentVariable("RABBITMQ_SERVER") is { Length: > 0 } s ? s : "/usr/lib/rabbitmq/bin/rabbitmq-server";
+
+    /// <summary>Where the Erlang VM writes its pid (the script's own pid is its parent's).</summary>
+    private string PidFile => Path.Combine(_dir, "rabbitmq.pid");
+
     public string Url => $"amqp://guest:guest@127.0.0.1:{_port}/";
 
     /// <summary>The AMQPS port, when started with a certificate.</summary>
@@ -24,7 +29,7 @@ public sealed class LocalRabbitMq : IServiceRuntime
     /// <param name="tls">Also an AMQPS listener on <see cref="TlsPort"/> with this certificate (self-signed: it is its own CA).</param>
     public static async Task<LocalRabbitMq> StartAsync(int port, TestCertificate? tls = null)
     {
-        var server = Environment.GetEnvironmentVariable("RABBITMQ_SERVER") is { Length: > 0 } s ? s : "/usr/lib/rabbitmq/bin/rabbitmq-server";
+        var server = ServerScript;
         if (!File.Exists(server))
             throw new InvalidOperationException($"no RabbitMQ for the tests: set RABBITMQ_URL, run a Docker engine, or apt-get install rabbitmq-server (looked for {server})");
         var dir = Directory.CreateTempSubdirectory("magpie-rabbit-").FullName;
@@ -70,9 +75,8 @@ public sealed class LocalRabbitMq : IServiceRuntime
     private async Task StartServerAsync(TimeSpan within)
     {
         _output.Clear();
-        File.Delete(Path.Combine(_dir, "rabbitmq.pid"));   // the VM writes its own; a stale one would name a dead pid
-        var server = Environment.GetEnvironmentVariable("RABBITMQ_SERVER") is { Length: > 0 } s ? s : "/usr/lib/rabbitmq/bin/rabbitmq-server";
-        _server = Start(server, [], new()
+        File.Delete(PidFile);   // the VM writes its own; a stale one would name a dead pid
+        _server = Start(ServerScript, [], new()
         {
             ["HOME"] = _dir,
             ["RABBITMQ_NODENAME"] = $"magpie{_port}@localhost",
@@ -87,7 +91,7 @@ public sealed class LocalRabbitMq : IServiceRuntime
             ["RABBITMQ_LOGS"] = "-",
             ["RABBITMQ_CONFIG_FILE"] = Path.Combine(_dir, "rabbitmq"),
             ["RABBITMQ_ENABLED_PLUGINS_FILE"] = Path.Combine(_dir, "enabled_plugins"),
-            ["RABBITMQ_PID_FILE"] = Path.Combine(_dir, "rabbitmq.pid"),
+            ["RABBITMQ_PID_FILE"] = PidFile,
         });
         var started = _server;
         await RabbitMqBroker.WaitReadyAsync(Url, () => !started.HasExited, () => string.Join('\n', _output.TakeLast(40)), within);
@@ -114,11 +118,10 @@ public sealed class LocalRabbitMq : IServiceRuntime
         return Task.CompletedTask;
     }
 
-    /// <summary>The Erlang VM's pid, from the pid file it writes (the script's own pid is its parent's).</summary>
+    /// <summary>The Erlang VM's pid, once it has written <see cref="PidFile"/>.</summary>
     private int? BeamPid()
     {
-        var pidFile = Path.Combine(_dir, "rabbitmq.pid");
-        try { return int.TryParse(File.ReadAllText(pidFile).Trim(), out var pid) ? pid : null; }
+        try { return int.TryParse(File.ReadAllText(PidFile).Trim(), out var pid) ? pid : null; }
         catch (IOException) { return null; }
     }
 
