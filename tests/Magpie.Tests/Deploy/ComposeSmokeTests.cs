@@ -102,7 +102,11 @@ public sealed class ComposeSmokeTests(ITestOutputHelper output)
             using (var producer = KafkaClients.BuildProducer<byte[]?, byte[]>(KafkaClients.Producer(kafka.BootstrapServers, "smoke-test")))
                 await producer.ProduceAsync(Topics.Documents, new Message<byte[]?, byte[]> { Key = null, Value = "{}"u8.ToArray() });
 
-            // Query over HTTP (query service, fanning out to both indexers) once everything is indexed.
+            // Query over HTTP (query service, fanning out to both indexers) once everything is indexed: the posts and the keyless
+            // message taken off magpie.documents, the relay caught up.
+            await SplitDeployment.InputConsumedAsync(ingest, Posts + 1);
+            var input = (await ingest.Http.GetFromJsonAsync<JsonElement>("stats/pipeline")).GetProperty("input");
+            Assert.Equal(((long)Posts, 1L), (input.GetProperty("applied").GetInt64(), input.GetProperty("deadLettered").GetInt64()));
             await SplitDeployment.RelayCaughtUpAsync(ingest);
             var all = await SplitDeployment.NonStaleAsync(query, "from index 'PostActivity'");
             Assert.Equal(Posts + 1, all.GetProperty("totalResults").GetInt64());
