@@ -104,8 +104,7 @@ public sealed class ComposeSmokeTests(ITestOutputHelper output)
 
             // Query over HTTP (query service, fanning out to both indexers) once everything is indexed: the posts and the keyless
             // message taken off magpie.documents, the relay caught up.
-            await SplitDeployment.InputConsumedAsync(ingest, Posts + 1);
-            var input = (await ingest.Http.GetFromJsonAsync<JsonElement>("stats/pipeline")).GetProperty("input");
+            var input = await SplitDeployment.InputConsumedAsync(ingest, Posts + 1);
             Assert.Equal(((long)Posts, 1L), (input.GetProperty("applied").GetInt64(), input.GetProperty("deadLettered").GetInt64()));
             await SplitDeployment.RelayCaughtUpAsync(ingest);
             var all = await SplitDeployment.NonStaleAsync(query, "from index 'PostActivity'");

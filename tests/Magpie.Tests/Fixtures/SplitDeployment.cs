@@ -29,16 +29,16 @@ public static class SplitDeployment
     /// <summary>
     /// Messages published to magpie.documents are stored when ingest consumes them, and staleness is measured against what
     /// was stored: until ingest has taken all <paramref name="messages"/> (applied or dead-lettered), a non-stale answer can
-    /// still miss some (CI once counted 2,092 of 3,001 posts, not stale).
+    /// still miss some (CI once counted 2,092 of 3,001 posts, not stale). Returns the input consumer's counters.
     /// </summary>
-    public static async Task InputConsumedAsync(MagpieProcess ingest, long messages)
+    public static async Task<JsonElement> InputConsumedAsync(MagpieProcess ingest, long messages)
     {
         var deadline = DateTime.UtcNow + TimeSpan.FromSeconds(60);
         while (true)
         {
             var input = (await ingest.Http.GetFromJsonAsync<JsonElement>("stats/pipeline")).GetProperty("input");
             var taken = input.GetProperty("applied").GetInt64() + input.GetProperty("deadLettered").GetInt64();
-            if (taken >= messages) return;
+            if (taken >= messages) return input;
             Assert.True(DateTime.UtcNow < deadline, $"ingest took {taken} of {messages} messages off magpie.documents in 60 s");
             await Task.Delay(20);
         }
