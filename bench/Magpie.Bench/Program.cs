@@ -223,6 +223,8 @@ async Task RunIndexAsync()
 {
     var n = (int)Arg("--docs", 1_000_000);
     var kafkaDocs = (int)Arg("--kafka-docs", n);
+    var machineAtStart = MachineGauge.Measure();
+    Console.WriteLine(machineAtStart);
     Console.WriteLine($"generating {n:N0} synthetic posts…");
     var posts = IngestBenchmark.Batches(n, 512, seed: 42);
     var warmup = IngestBenchmark.Batches(50_000, 512, seed: 7);
@@ -307,6 +309,8 @@ async Task RunIndexAsync()
         indexer.Kill();
     }
     try { Directory.Delete(run, recursive: true); } catch (IOException) { }
+    var machineAtEnd = MachineGauge.Measure();
+    Console.WriteLine(machineAtEnd);
 
     Console.WriteLine();
     Console.WriteLine($"{"side",-40} {"docs/s",10} {"ratio to raw",13}");
@@ -324,6 +328,7 @@ async Task RunIndexAsync()
         query = latency.ToDictionary(l => l.Key, l => new { p50_ms = Math.Round(IndexBenchmark.Percentile(l.Value, 0.5), 1), p99_ms = Math.Round(IndexBenchmark.Percentile(l.Value, 0.99), 1), qps = Math.Round(l.Value.Count / 15.0) }),
         cursor_depth = depth, page1_p50_ms = Math.Round(IndexBenchmark.Percentile(page1, 0.5), 2), deep_p50_ms = Math.Round(IndexBenchmark.Percentile(deep, 0.5), 2),
         cursor_ratio = Math.Round(depthRatio, 2),
+        machine = new[] { machineAtStart, machineAtEnd },
     }));
 }
 
@@ -333,6 +338,8 @@ async Task RunFreshnessAsync()
     var n = (int)Arg("--docs", 300_000);
     var rate = Arg("--rate", 5_000);
     var probes = (int)Arg("--probes", 300);
+    var machine = MachineGauge.Measure();
+    Console.WriteLine(machine);
     var port = 18000 + Random.Shared.Next(1000);
     using var magpie = StartMagpie(Path.Combine(run, "freshness"), port);
     await WaitHealthy(port);
@@ -352,7 +359,8 @@ async Task RunFreshnessAsync()
         ("lucene ms", batches.Select(b => b.LuceneMs)), ("commit ms", batches.Where(b => b.CommitMs > 0).Select(b => b.CommitMs)),
     })
         if (values.Any()) Console.WriteLine($"{name,-16} {P(values, 0.5),8:F1} {P(values, 0.99),8:F1} {values.Max(),8:F1}");
-    Console.WriteLine(JsonSerializer.Serialize(new { benchmark = "freshness", docs = n, rate, probes, p50_ms = Math.Round(P(samples, 0.5), 1), p99_ms = Math.Round(P(samples, 0.99), 1), max_ms = Math.Round(samples.Max(), 1) }));
+    Console.WriteLine(JsonSerializer.Serialize(new { benchmark = "freshness", docs = n, rate, probes, p50_ms = Math.Round(P(samples, 0.5), 1), p99_ms = Math.Round(P(samples, 0.99), 1), max_ms = Math.Round(samples.Max(), 1),
+        machine }));
 }
 
 void RunReduceTree()
