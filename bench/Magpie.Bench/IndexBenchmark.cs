@@ -152,9 +152,10 @@ public static class IndexBenchmark
     /// <summary>
     /// Freshness at a given write rate: background writers keep <paramref name="docsPerSecond"/> flowing in
     /// bulk batches; every 100 ms one probe document with a unique tag is written, and the time from its
-    /// acknowledgement to the first query that finds it is one sample.
+    /// acknowledgement to the first query that finds it is one sample; <paramref name="probed"/> hears when each was acknowledged.
     /// </summary>
-    public static async Task<List<double>> FreshnessAsync(HttpClient ingest, HttpClient query, double docsPerSecond, int probes)
+    public static async Task<List<double>> FreshnessAsync(HttpClient ingest, HttpClient query, double docsPerSecond, int probes,
+        Action<DateTimeOffset, double>? probed = null)
     {
         using var stop = new CancellationTokenSource();
         var load = Task.Run(async () =>
@@ -178,7 +179,7 @@ public static class IndexBenchmark
             var tag = $"probe-{Guid.NewGuid():N}";
             var body = $$"""{"Title":"probe","Body":"probe","Tags":["{{tag}}"],"Score":0,"CreationDate":"2024-01-01T00:00:00Z"}""";
             (await ingest.PutAsync($"docs/posts/{tag}", new StringContent(body, Encoding.UTF8, "application/json"))).EnsureSuccessStatusCode();
-            var acknowledged = Stopwatch.GetTimestamp();
+            var (acknowledged, acknowledgedAt) = (Stopwatch.GetTimestamp(), DateTimeOffset.UtcNow);
             while (true)
             {
                 var r = await query.PostAsJsonAsync("queries", new { query = $"from index '{Name}' where Tags = '{tag}'", pageSize = 1 });
@@ -186,6 +187,7 @@ public static class IndexBenchmark
                 if (Stopwatch.GetElapsedTime(acknowledged) > TimeSpan.FromSeconds(30)) throw new TimeoutException($"{tag} not visible after 30 s");
             }
             samples.Add(Stopwatch.GetElapsedTime(acknowledged).TotalMilliseconds);
+            probed?.Invoke(acknowledgedAt, samples[^1]);
             await Task.Delay(100);
         }
         stop.Cancel();
@@ -193,10 +195,13 @@ public static class IndexBenchmark
         return samples;
     }
 
-    public sealed record BatchSeen(string At, int Documents, double MapMs, double LuceneMs, double CommitMs);
+    public sealed record BatchSeen(string At, int Documents, double ReadMs, double MapMs, double LuceneMs, double CommitMs);
+
+    public sealed record ProbeSeen(DateTimeOffset Acknowledged, double Ms);
 
     /// <summary><see cref="FreshnessAsync"/>, while the index's recent batch stats are polled (every batch seen once).</summary>
-    public static async Task<(List<double> Samples, List<BatchSeen> Batches)> FreshnessWithBatchesAsync(HttpClient http, double docsPerSecond, int probes)
+    public static async Task<(List<double> Samples, List<BatchSeen> Batches, List<ProbeSeen> Probes)> FreshnessWithBatchesAsync(HttpClient http,
+        double docsPerSecond, int probes)
     {
         var seen = new Dictionary<string, BatchSeen>();
         using var stop = new CancellationTokenSource();
@@ -209,16 +214,17 @@ public static class IndexBenchmark
                 {
                     var at = b.GetProperty("at").GetString()!;
                     // Kept until its commit time is known (a batch's commit is filled in after it is listed).
-                    seen[at] = new BatchSeen(at, b.GetProperty("documents").GetInt32(), b.GetProperty("mapMs").GetDouble(),
+                    seen[at] = new BatchSeen(at, b.GetProperty("documents").GetInt32(), b.GetProperty("readMs").GetDouble(), b.GetProperty("mapMs").GetDouble(),
                         b.GetProperty("luceneMs").GetDouble(), b.GetProperty("commitMs").GetDouble());
                 }
                 await Task.Delay(100);
             }
         });
-        var samples = await FreshnessAsync(http, http, docsPerSecond, probes);
+        var probed = new List<ProbeSeen>();
+        var samples = await FreshnessAsync(http, http, docsPerSecond, probes, (at, ms) => probed.Add(new ProbeSeen(at, ms)));
         stop.Cancel();
         await poll;
-        return (samples, seen.Values.ToList());
+        return (samples, seen.Values.ToList(), probed);
     }
 
     private static IEnumerable<DocumentWrite[]> SyntheticPostsBatches(int seed) =>

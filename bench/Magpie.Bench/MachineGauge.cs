@@ -21,6 +21,13 @@ internal static class MachineGauge
     /// <param name="FaultMicrosPerPage">The first write to a fresh 4 KB page of a new anonymous mapping.</param>
     public sealed record Reading(double LoopNsPerStep, double CacheNsPerRead, double MemoryNsPerRead, double CopyGBPerSecond, double FaultMicrosPerPage)
     {
+        /// <summary>For a benchmark's JSON line.</summary>
+        public object Json => new
+        {
+            loop_ns = Math.Round(LoopNsPerStep, 2), read_4mb_ns = Math.Round(CacheNsPerRead), read_64mb_ns = Math.Round(MemoryNsPerRead),
+            copy_gb_s = Math.Round(CopyGBPerSecond, 1), fault_us = Math.Round(FaultMicrosPerPage, 1),
+        };
+
         public override string ToString() =>
             $"machine: loop {LoopNsPerStep:F2} ns/step, random read in 4 MB {CacheNsPerRead:F0} ns, in 64 MB {MemoryNsPerRead:F0} ns, copy {CopyGBPerSecond:F1} GB/s, first-touch page fault {FaultMicrosPerPage:F1} µs";
     }

@@ -11,7 +11,7 @@ using Magpie.Tests.Fixtures;
 //        dotnet run -c Release --project bench/Magpie.Bench -- raw-index [--docs N]      (the raw side of `index` alone, for profiling)
 //        dotnet run -c Release --project bench/Magpie.Bench -- index-phases [--docs N]   (raw; HTTP + store with no index; then indexing from the store: CPU µs per document of each)
 //        dotnet run -c Release --project bench/Magpie.Bench -- probe-queries [--docs N] [--index-dir D] [--seconds S]  (query kinds on the engine alone)
-//        dotnet run -c Release --project bench/Magpie.Bench -- freshness [--docs N] [--rate R] [--probes P]
+//        dotnet run -c Release --project bench/Magpie.Bench -- freshness [--docs N] [--rate R] [--probes P] [--trace FILE]
 //        dotnet run -c Release --project bench/Magpie.Bench -- reduce-tree [--updates U]
 //        dotnet run -c Release --project bench/Magpie.Bench -- map-reduce [--docs N]
 //        dotnet run -c Release --project bench/Magpie.Bench -- facets [--docs N] [--runs R] [--per-term-runs P]
@@ -328,7 +328,7 @@ async Task RunIndexAsync()
         query = latency.ToDictionary(l => l.Key, l => new { p50_ms = Math.Round(IndexBenchmark.Percentile(l.Value, 0.5), 1), p99_ms = Math.Round(IndexBenchmark.Percentile(l.Value, 0.99), 1), qps = Math.Round(l.Value.Count / 15.0) }),
         cursor_depth = depth, page1_p50_ms = Math.Round(IndexBenchmark.Percentile(page1, 0.5), 2), deep_p50_ms = Math.Round(IndexBenchmark.Percentile(deep, 0.5), 2),
         cursor_ratio = Math.Round(depthRatio, 2),
-        machine = new[] { machineAtStart, machineAtEnd },
+        machine = new[] { machineAtStart.Json, machineAtEnd.Json },
     }));
 }
 
@@ -348,8 +348,12 @@ async Task RunFreshnessAsync()
     await IngestBenchmark.HttpBulkAsync(http.BaseAddress, IngestBenchmark.Batches(n, 512, seed: 42), 8);
     await IndexBenchmark.WaitIndexedAsync([http], n, TimeSpan.FromMinutes(30));
     Console.WriteLine($"{n:N0} posts indexed; writing {rate:N0} docs/s with {probes} probes…");
-    var (samples, batches) = await IndexBenchmark.FreshnessWithBatchesAsync(http, rate, probes);
+    var (samples, batches, probed) = await IndexBenchmark.FreshnessWithBatchesAsync(http, rate, probes);
     StopMagpie(magpie);
+    // --trace FILE: every probe and every batch the worker reported, one JSON line each, to line slow probes up with batches.
+    if (ArgText("--trace") is { } trace)
+        await File.WriteAllLinesAsync(trace, probed.Select(p => JsonSerializer.Serialize(new { probe = p.Acknowledged, p.Ms }))
+            .Concat(batches.Select(b => JsonSerializer.Serialize(new { batch = b.At, b.Documents, b.ReadMs, b.MapMs, b.LuceneMs, b.CommitMs }))));
     double P(IEnumerable<double> v, double q) => IndexBenchmark.Percentile(v.ToList(), q);
     Console.WriteLine($"freshness at {rate:N0} docs/s over {n:N0}: p50 {P(samples, 0.5):F1} ms, p99 {P(samples, 0.99):F1} ms, max {samples.Max():F1} ms");
     Console.WriteLine($"{"batches: " + batches.Count,-16} {"p50",8} {"p99",8} {"max",8}");
@@ -360,7 +364,7 @@ async Task RunFreshnessAsync()
     })
         if (values.Any()) Console.WriteLine($"{name,-16} {P(values, 0.5),8:F1} {P(values, 0.99),8:F1} {values.Max(),8:F1}");
     Console.WriteLine(JsonSerializer.Serialize(new { benchmark = "freshness", docs = n, rate, probes, p50_ms = Math.Round(P(samples, 0.5), 1), p99_ms = Math.Round(P(samples, 0.99), 1), max_ms = Math.Round(samples.Max(), 1),
-        machine }));
+        machine = machine.Json }));
 }
 
 void RunReduceTree()
