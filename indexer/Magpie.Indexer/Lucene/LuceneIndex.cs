@@ -18,6 +18,7 @@ internal sealed class LuceneIndex : IIndexPersistence
 {
     private readonly LuceneEngine _engine;
     private readonly IndexWriter _writer;
+    private readonly global::Lucene.Net.Store.Directory _files;
     private readonly SearcherManager _searchers;
     private readonly ConcurrentDictionary<long, IndexSearcher> _snapshots = new();
     private long _nextSnapshot;
@@ -27,6 +28,7 @@ internal sealed class LuceneIndex : IIndexPersistence
     {
         _engine = engine;
         _writer = writer;
+        _files = writer.Directory;
         _searchers = new SearcherManager(writer, applyAllDeletes: true, new SimilarSearchers(engine.Similarity));
         Opened = State();
     }
@@ -262,7 +264,9 @@ internal sealed class LuceneIndex : IIndexPersistence
         foreach (var id in _snapshots.Keys) ReleaseSnapshot(id);
         _searchers.Dispose();
         // Rollback, not Dispose: 4.8 commits on dispose, and uncommitted writes must never become durable beside an older position.
-        _writer.Rollback();
+        // The writer does not own its directory: closing that unlinks the files it still deletes in the background (IndexDirectory).
+        try { _writer.Rollback(); }
+        finally { _files.Dispose(); }
         _engine.Columns.DropIndex(this);
         _engine.Closed(this);
     }
