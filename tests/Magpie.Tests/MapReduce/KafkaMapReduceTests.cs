@@ -157,9 +157,14 @@ public sealed class KafkaMapReduceTests(ITestOutputHelper output)
 
     private static async Task<List<string>> StreamAsync(MagpieProcess q)
     {
-        var response = await q.Http.PostAsJsonAsync("streams/queries", new { query = All });
-        Assert.True(response.IsSuccessStatusCode, await response.Content.ReadAsStringAsync());
-        return (await response.Content.ReadAsStringAsync()).Split('\n', StringSplitOptions.RemoveEmptyEntries)
+        // The client's 60 s timeout covers the answer's headers; the rows may take longer. Under CI's parallel load on a slow
+        // machine (2026-11-26) the stream's pages took 2.5–13 s each, and the whole stream over 60 s.
+        using var request = new HttpRequestMessage(HttpMethod.Post, "streams/queries") { Content = JsonContent.Create(new { query = All }) };
+        using var response = await q.Http.SendAsync(request, HttpCompletionOption.ResponseHeadersRead);
+        using var rows = new CancellationTokenSource(TimeSpan.FromMinutes(5));
+        var body = await response.Content.ReadAsStringAsync(rows.Token);
+        Assert.True(response.IsSuccessStatusCode, body);
+        return body.Split('\n', StringSplitOptions.RemoveEmptyEntries)
             .Select(l => JsonDocument.Parse(l).RootElement)
             .Select(r => $"{r.GetProperty("User").GetString()}:{r.GetProperty("Count").GetInt64()}:{r.GetProperty("Score").GetInt64()}").ToList();
     }
