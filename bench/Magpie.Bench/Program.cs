@@ -348,7 +348,8 @@ async Task RunFreshnessAsync()
     await IngestBenchmark.HttpBulkAsync(http.BaseAddress, IngestBenchmark.Batches(n, 512, seed: 42), 8);
     await IndexBenchmark.WaitIndexedAsync([http], n, TimeSpan.FromMinutes(30));
     Console.WriteLine($"{n:N0} posts indexed; writing {rate:N0} docs/s with {probes} probes…");
-    var (samples, batches, probed) = await IndexBenchmark.FreshnessWithBatchesAsync(http, rate, probes);
+    var (probed, batches) = await IndexBenchmark.FreshnessWithBatchesAsync(http, rate, probes);
+    var samples = probed.Select(p => p.Ms).ToList();
     StopMagpie(magpie);
     // --trace FILE: every probe and every batch the worker reported, one JSON line each, to line slow probes up with batches.
     if (ArgText("--trace") is { } trace)
