@@ -35,6 +35,13 @@ public interface IChangeFeed
     long? Backlog(ChangeFeedPosition position, long lastEtag) => null;
 
     /// <summary>
+    /// An empty batch at the end of the feed: its position is just past every change committed so far (where a reader that
+    /// wants only what comes next starts), its <see cref="ChangeBatch.SeenEtag"/> the newest etag among them where the feed
+    /// knows it. Null when the feed can't tell.
+    /// </summary>
+    Task<ChangeBatch?> EndAsync(CancellationToken cancellationToken) => Task.FromResult<ChangeBatch?>(null);
+
+    /// <summary>
     /// Registers a reader that resumes from a position it persists (<paramref name="durable"/>: where it would resume after
     /// a crash) until the handle is disposed. The embedded feed reclaims only changes every registered reader has passed;
     /// Kafka keeps its own retention, so there it does nothing.

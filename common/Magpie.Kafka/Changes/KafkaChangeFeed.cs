@@ -27,6 +27,15 @@ public sealed class KafkaChangeFeed(string bootstrapServers, string topic = Topi
         return backlog;
     }
 
+    /// <summary>The end offset of every partition (of the one partition, for a shard's feed), asked of the broker.</summary>
+    public Task<ChangeBatch?> EndAsync(CancellationToken cancellationToken) => Task.Run(() =>
+    {
+        using var consumer = KafkaClients.BuildConsumer<string, byte[]>(KafkaClients.Consumer(bootstrapServers, $"magpie-changefeed-{Guid.NewGuid():N}"));
+        var partitions = partition is { } only ? [new Partition(only)] : PartitionsOf(consumer, topic, cancellationToken);
+        return (ChangeBatch?)new ChangeBatch([], new ChangeFeedPosition(partitions.ToDictionary(p => p.Value.ToString(),
+            p => consumer.QueryWatermarkOffsets(new TopicPartition(topic, p), TimeSpan.FromSeconds(10)).High.Value)));
+    }, cancellationToken);
+
     public async IAsyncEnumerable<ChangeBatch> ReadAsync(ChangeFeedPosition from, int maxBatchSize,
         [EnumeratorCancellation] CancellationToken cancellationToken)
     {

@@ -22,6 +22,10 @@ public sealed class ChangeLogTail(DocumentStore store)
 {
     public long BeginAddress => store.Log.BeginAddress;
 
+    /// <summary>The address just past the last committed entry, and the newest etag committed.</summary>
+    public long CommittedAddress => store.Log.CommittedUntilAddress;
+    public long CommittedEtag => store.CommittedEtag;
+
     /// <summary>The newest etag written (a reader that has passed it is caught up).</summary>
     public long LastEtag => store.LastEtag;
 

@@ -15,6 +15,16 @@ public sealed class EmbeddedChangeFeed(ChangeLogTail tail, ChangeLogReaders read
 
     public bool CanResume(ChangeFeedPosition position) => AddressOf(position) is var a && (a == 0 || a >= tail.BeginAddress);
 
+    /// <summary>
+    /// A write is acknowledged after its commit, so every acknowledged change lies before the committed address. The etag is
+    /// read first: a commit landing in between makes the reader look one change behind, never ahead.
+    /// </summary>
+    public Task<ChangeBatch?> EndAsync(CancellationToken cancellationToken)
+    {
+        var etag = tail.CommittedEtag;
+        return Task.FromResult<ChangeBatch?>(new ChangeBatch([], new ChangeFeedPosition(new Dictionary<string, long> { [PositionKey] = tail.CommittedAddress })) { SeenEtag = etag });
+    }
+
     public async IAsyncEnumerable<ChangeBatch> ReadAsync(ChangeFeedPosition from, int maxBatchSize, [EnumeratorCancellation] CancellationToken cancellationToken)
     {
         var start = from.Next.TryGetValue(PositionKey, out var a) ? a : tail.BeginAddress;

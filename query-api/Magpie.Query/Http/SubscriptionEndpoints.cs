@@ -22,11 +22,11 @@ public static class SubscriptionEndpoints
     public static IEndpointRouteBuilder MapSubscriptionEndpoints(this IEndpointRouteBuilder app)
     {
         var group = app.MapGroup("/subscriptions");
-        group.MapPost("", (SubscriptionDefinition definition, SubscriptionRegistry registry) =>
+        group.MapPost("", async (SubscriptionDefinition definition, SubscriptionRegistry registry, CancellationToken ct) =>
         {
             try
             {
-                var s = registry.Create(definition);
+                var s = await registry.CreateAsync(definition, ct);
                 return Results.Created($"/subscriptions/{s.State.Definition.Name}", Describe(s));
             }
             catch (SubscriptionException e) { return Problem(e.Status, e.Message); }

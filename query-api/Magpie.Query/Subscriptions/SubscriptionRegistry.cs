@@ -45,28 +45,39 @@ public sealed partial class SubscriptionRegistry
     public Subscription? Get(string name) { lock (_lock) return _subscriptions.GetValueOrDefault(name); }
 
     /// <summary>Creates a subscription (400 for a bad name or query, 409 when the name is taken).</summary>
-    public Subscription Create(SubscriptionDefinition definition)
+    public async Task<Subscription> CreateAsync(SubscriptionDefinition definition, CancellationToken ct)
     {
         if (!NamePattern().IsMatch(definition.Name ?? ""))
             throw new SubscriptionException(400, $"'{definition.Name}' is not a valid subscription name: 1-100 letters, digits, '.', '_' or '-'");
         if (definition.LeaseSeconds is < 1 or > 3600) throw new SubscriptionException(400, "leaseSeconds must be between 1 and 3600");
         Matcher(definition.Query);
-        var (afterEtag, afterTime) = definition.StartFrom switch
+        var state = definition.StartFrom switch
         {
-            null => (0L, (DateTimeOffset?)null),
-            { ValueKind: JsonValueKind.String } s when s.GetString() == "beginning" => (0L, null),
-            // Whole milliseconds: changes carry their last-modified time in milliseconds, so a write made later in the same
-            // millisecond as the subscription must not look older than it (it was being skipped).
-            { ValueKind: JsonValueKind.String } s when s.GetString() == "now" => (0L, DateTimeOffset.FromUnixTimeMilliseconds(DateTimeOffset.UtcNow.ToUnixTimeMilliseconds())),
-            { ValueKind: JsonValueKind.Number } n when n.TryGetInt64(out var etag) && etag >= 0 => (etag, null),
+            null => Start(),
+            { ValueKind: JsonValueKind.String } s when s.GetString() == "beginning" => Start(),
+            { ValueKind: JsonValueKind.String } s when s.GetString() == "now" => await NowAsync(ct),
+            { ValueKind: JsonValueKind.Number } n when n.TryGetInt64(out var etag) && etag >= 0 => Start(afterEtag: etag),
             _ => throw new SubscriptionException(400, "startFrom must be \"beginning\", \"now\" or an etag (changes after it are delivered)"),
         };
-        var state = new SubscriptionState(definition, [], afterEtag, afterTime, 0, 0, 0);
         lock (_lock)
         {
             if (_subscriptions.ContainsKey(definition.Name!)) throw new SubscriptionException(409, $"subscription '{definition.Name}' exists");
             Persist(state);
             return _subscriptions[definition.Name!] = Open(state);
+        }
+
+        SubscriptionState Start(ChangeBatch? at = null, long afterEtag = 0, DateTimeOffset? afterTime = null) =>
+            new(definition, new Dictionary<string, long>((at?.After ?? ChangeFeedPosition.Beginning).Next), afterEtag, afterTime, 0, 0, at?.SeenEtag ?? 0);
+
+        // "now" starts at the end of the feed, so the first batch does not wait for a scan of the whole history (it took
+        // longer than a worker's wait under load). The time stays as a filter: in Kafka mode a write acknowledged before the
+        // subscription may reach magpie.changes after it. Whole milliseconds: changes carry their time in milliseconds, so a
+        // write made later in the same millisecond as the subscription must not look older than it.
+        async Task<SubscriptionState> NowAsync(CancellationToken token)
+        {
+            var time = DateTimeOffset.FromUnixTimeMilliseconds(DateTimeOffset.UtcNow.ToUnixTimeMilliseconds());
+            try { return Start(at: await _feed.EndAsync(token), afterTime: time); }
+            catch (Confluent.Kafka.KafkaException e) { throw new SubscriptionException(503, $"can't read where magpie.changes ends: {e.Error.Reason}"); }
         }
     }
 

@@ -1,6 +1,7 @@
 using System.Collections.Concurrent;
 using System.Net;
 using System.Net.Http.Json;
+using System.Text.Json;
 using Magpie.Producers.Subscriptions;
 using Magpie.Tests.Fixtures;
 using Magpie.Tests.Http;
@@ -124,6 +125,11 @@ public sealed class SubscriptionWorkerTests(ITestOutputHelper output)
         await using var query = await MagpieProcess.StartAsync(broker.BootstrapServers, target: "query");
         await ImportAsync(ingest);
         await CreateAsync(query, new { name = "kafka-scored", query = "from Posts where Score >= 3 select Title, Score", startFrom = "beginning" });
+        // "now" starts at the end offsets of magpie.changes (asked of the broker), not at a scan of the import.
+        await CreateAsync(query, new { name = "kafka-now", query = "from Posts", startFrom = "now" });
+        var now = await query.Http.GetFromJsonAsync<JsonElement>("subscriptions/kafka-now");
+        Assert.NotEmpty(now.GetProperty("position").EnumerateObject());
+        Assert.All(now.GetProperty("position").EnumerateObject(), p => Assert.True(p.Value.GetInt64() >= 0, p.ToString()));
         var expected = ScoredPosts(3).Append("posts/kafka-late").Order(StringComparer.Ordinal).ToList();
 
         var worker = new SubscriptionWorker(query.Http, new SubscriptionWorkerOptions("kafka-scored") { MaxDocsPerBatch = 25, RetryDelay = TimeSpan.FromMilliseconds(200) });
@@ -151,6 +157,10 @@ public sealed class SubscriptionWorkerTests(ITestOutputHelper output)
         Assert.True(crashed);
         Assert.Equal(expected, received.Distinct().Order(StringComparer.Ordinal));
         output.WriteLine($"{received.Count} deliveries of {expected.Count} documents");
+
+        // The one post written after "kafka-now" was created, and nothing of the import.
+        var first = await query.Http.GetFromJsonAsync<JsonElement>("subscriptions/kafka-now/next?worker=w&maxDocs=100&waitMs=20000");
+        Assert.Equal(["posts/kafka-late"], first.GetProperty("items").EnumerateArray().Select(i => i.GetProperty("id").GetString()));
     }
 
     private static async Task ImportAsync(MagpieProcess magpie)
