@@ -152,10 +152,13 @@ public static class IndexBenchmark
     /// <summary>
     /// Freshness at a given write rate: background writers keep <paramref name="docsPerSecond"/> flowing in
     /// bulk batches; every 100 ms one probe document with a unique tag is written, and the time from its
-    /// acknowledgement to the first query that finds it is one sample; <paramref name="probed"/> hears when each was acknowledged.
+    /// acknowledgement to the first query that finds it is one sample; <paramref name="probed"/> hears each probe: when it was
+    /// acknowledged, its sample, how long its write took to be acknowledged and how many queries looked for it. The queries
+    /// follow each other at once unless <paramref name="pollInterval"/> is set (on 2 cores, back-to-back queries take CPU the
+    /// refresh they wait for needs).
     /// </summary>
     public static async Task<List<double>> FreshnessAsync(HttpClient ingest, HttpClient query, double docsPerSecond, int probes,
-        Action<DateTimeOffset, double>? probed = null)
+        Action<ProbeSeen>? probed = null, TimeSpan pollInterval = default)
     {
         using var stop = new CancellationTokenSource();
         var load = Task.Run(async () =>
@@ -178,16 +181,20 @@ public static class IndexBenchmark
         {
             var tag = $"probe-{Guid.NewGuid():N}";
             var body = $$"""{"Title":"probe","Body":"probe","Tags":["{{tag}}"],"Score":0,"CreationDate":"2024-01-01T00:00:00Z"}""";
+            var sent = Stopwatch.GetTimestamp();
             (await ingest.PutAsync($"docs/posts/{tag}", new StringContent(body, Encoding.UTF8, "application/json"))).EnsureSuccessStatusCode();
             var (acknowledged, acknowledgedAt) = (Stopwatch.GetTimestamp(), DateTimeOffset.UtcNow);
+            var queries = 0;
             while (true)
             {
+                queries++;
                 var r = await query.PostAsJsonAsync("queries", new { query = $"from index '{Name}' where Tags = '{tag}'", pageSize = 1 });
                 if ((await r.Content.ReadFromJsonAsync<JsonElement>()).GetProperty("totalResults").GetInt64() == 1) break;
                 if (Stopwatch.GetElapsedTime(acknowledged) > TimeSpan.FromSeconds(30)) throw new TimeoutException($"{tag} not visible after 30 s");
+                if (pollInterval > TimeSpan.Zero) await Task.Delay(pollInterval);
             }
             samples.Add(Stopwatch.GetElapsedTime(acknowledged).TotalMilliseconds);
-            probed?.Invoke(acknowledgedAt, samples[^1]);
+            probed?.Invoke(new ProbeSeen(acknowledgedAt, samples[^1], Stopwatch.GetElapsedTime(sent, acknowledged).TotalMilliseconds, queries));
             await Task.Delay(100);
         }
         stop.Cancel();
@@ -197,11 +204,11 @@ public static class IndexBenchmark
 
     public sealed record BatchSeen(string At, int Documents, double ReadMs, double MapMs, double LuceneMs, double CommitMs);
 
-    public sealed record ProbeSeen(DateTimeOffset Acknowledged, double Ms);
+    public sealed record ProbeSeen(DateTimeOffset Acknowledged, double Ms, double WriteMs, int Queries);
 
     /// <summary><see cref="FreshnessAsync"/>, while the index's recent batch stats are polled (every batch seen once).</summary>
     public static async Task<(List<ProbeSeen> Probes, List<BatchSeen> Batches)> FreshnessWithBatchesAsync(HttpClient http,
-        double docsPerSecond, int probes)
+        double docsPerSecond, int probes, TimeSpan pollInterval = default)
     {
         var seen = new Dictionary<string, BatchSeen>();
         using var stop = new CancellationTokenSource();
@@ -221,7 +228,7 @@ public static class IndexBenchmark
             }
         });
         var probed = new List<ProbeSeen>();
-        await FreshnessAsync(http, http, docsPerSecond, probes, (at, ms) => probed.Add(new ProbeSeen(at, ms)));
+        await FreshnessAsync(http, http, docsPerSecond, probes, probed.Add, pollInterval);
         stop.Cancel();
         await poll;
         return (probed, seen.Values.ToList());
