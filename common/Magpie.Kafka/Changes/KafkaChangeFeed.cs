@@ -27,11 +27,15 @@ public sealed class KafkaChangeFeed(string bootstrapServers, string topic = Topi
         return backlog;
     }
 
-    /// <summary>The end offset of every partition (of the one partition, for a shard's feed), asked of the broker.</summary>
+    /// <summary>
+    /// The end offset of every partition (of the one partition, for a shard's feed), asked of the broker. A topic that does not
+    /// exist yet holds no change: its end is the beginning, and partitions it gets later are read from their start.
+    /// </summary>
     public Task<ChangeBatch?> EndAsync(CancellationToken cancellationToken) => Task.Run(() =>
     {
         using var consumer = KafkaClients.BuildConsumer<string, byte[]>(KafkaClients.Consumer(bootstrapServers, $"magpie-changefeed-{Guid.NewGuid():N}"));
-        var partitions = partition is { } only ? [new Partition(only)] : PartitionsOf(consumer, topic, cancellationToken);
+        var partitions = partition is { } only ? [new Partition(only)] : PartitionsOf(consumer, topic, cancellationToken, wait: TimeSpan.Zero);
+        if (partitions is null) return new ChangeBatch([], ChangeFeedPosition.Beginning);
         return (ChangeBatch?)new ChangeBatch([], new ChangeFeedPosition(partitions.ToDictionary(p => p.Value.ToString(),
             p => consumer.QueryWatermarkOffsets(new TopicPartition(topic, p), TimeSpan.FromSeconds(10)).High.Value)));
     }, cancellationToken);
@@ -108,18 +112,27 @@ public sealed class KafkaChangeFeed(string bootstrapServers, string topic = Topi
         finally { output.TryComplete(failure); }
     }
 
-    private static List<Partition> PartitionsOf(IConsumer<string, byte[]> consumer, string topic, CancellationToken ct)
+    private static List<Partition> PartitionsOf(IConsumer<string, byte[]> consumer, string topic, CancellationToken ct) =>
+        PartitionsOf(consumer, topic, ct, wait: TimeSpan.FromSeconds(30)) ?? throw new InvalidOperationException($"topic {topic} does not exist");
+
+    /// <summary>
+    /// The topic's partitions, waited for up to <paramref name="wait"/> (the ingest target creates the topic, and may start
+    /// later): null if the broker still does not know the topic then; a <see cref="KafkaException"/> for any other error.
+    /// </summary>
+    private static List<Partition>? PartitionsOf(IConsumer<string, byte[]> consumer, string topic, CancellationToken ct, TimeSpan wait)
     {
         using var admin = new DependentAdminClientBuilder(consumer.Handle).Build();
-        var deadline = DateTime.UtcNow.AddSeconds(30);
+        var deadline = DateTime.UtcNow + wait;
         while (true)
         {
             var meta = admin.GetMetadata(topic, TimeSpan.FromSeconds(5));
             var t = meta.Topics.FirstOrDefault(x => x.Topic == topic);
             if (t is { Error.Code: ErrorCode.NoError, Partitions.Count: > 0 })
                 return t.Partitions.Select(p => new Partition(p.PartitionId)).ToList();
-            if (DateTime.UtcNow > deadline) throw new InvalidOperationException($"topic {topic} has no partitions: {t?.Error}");
+            if (DateTime.UtcNow >= deadline)
+                return t is null || t.Error.Code is ErrorCode.UnknownTopicOrPart or ErrorCode.NoError ? null : throw new KafkaException(t.Error);
             ct.WaitHandle.WaitOne(250);
+            ct.ThrowIfCancellationRequested();
         }
     }
 }
