@@ -63,8 +63,16 @@ internal sealed class LuceneIndex : IIndexPersistence
 
     private void Update(IndexedDocument d)
     {
-        var term = new Term(LuceneDocuments.Id, d.Id);
         var fields = LuceneDocuments.Fields();
+        if (d.New)
+        {
+            // Nothing to replace: no delete term, so no lookup of the id in every segment when the deletes are applied (a fifth of
+            // each refresh's time while new documents streamed in, by a profile of the freshness benchmark).
+            if (d.Entries.Count == 1) _writer.AddDocument(LuceneDocuments.Build(fields, d.Id, d.Entries[0]));
+            else if (d.Entries.Count > 1) _writer.AddDocuments(d.Entries.Select(e => LuceneDocuments.Build(fields, d.Id, e)).ToList());
+            return;
+        }
+        var term = new Term(LuceneDocuments.Id, d.Id);
         if (d.Entries.Count == 1) _writer.UpdateDocument(term, LuceneDocuments.Build(fields, d.Id, d.Entries[0]));
         else _writer.UpdateDocuments(term, d.Entries.Select(e => LuceneDocuments.Build(fields, d.Id, e)).ToList());
     }

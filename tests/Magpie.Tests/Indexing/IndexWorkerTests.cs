@@ -89,6 +89,43 @@ public sealed class IndexWorkerTests : IAsyncLifetime
     }
 
     [Fact]
+    public async Task First_versions_replayed_into_a_commit_that_ran_ahead_of_its_position_replace_their_entries_and_never_duplicate()
+    {
+        const string name = "Posts/AddedOnce";
+        var first = Worker(ByTags, name);
+        first.Start();
+        Assert.True(await first.WaitForEtagAsync(_lastEtag, TimeSpan.FromSeconds(60)), JsonSerializer.Serialize(first.Status.Snapshot()));
+        await first.DisposeAsync();
+        var index = first.Index!;
+        Assert.Equal(_posts.Count, (await index.StateAsync()).Entries);
+
+        // A commit runs beside the next batch's writes, so it can hold entries of changes past the position it records; after a
+        // crash those changes come again. Here the whole index is committed with the position of an empty one: every post, a
+        // first version, is replayed into an index that already holds it.
+        var data = new Dictionary<string, string>((await index.StateAsync()).CommitData) { [IndexWorker.PositionKey] = "{}", [IndexWorker.EtagKey] = "0" };
+        await index.CommitAsync(data);
+        await using var resumed = Worker(ByTags, name);
+        resumed.Start();
+        Assert.True(await resumed.WaitForEtagAsync(_lastEtag, TimeSpan.FromSeconds(60)), JsonSerializer.Serialize(resumed.Status.Snapshot()));
+        Assert.Equal(_posts.Count, await Count(resumed, SearchQuery.All));
+        Assert.Equal(_posts.Count(p => p.Tags.Contains("discussion")), await Count(resumed, new TermQuery("Tags", "discussion")));
+
+        // Written after the resume: added, then replaced by its update, removed by its delete, added again when it comes back.
+        async Task<long> Write(WriteCommand command)
+        {
+            var etag = (await _store.WriteAsync([command], atomic: true))[0].Etag!.Value;
+            Assert.True(await resumed.WaitForEtagAsync(etag, TimeSpan.FromSeconds(30)));
+            return await Count(resumed, new TermQuery("Tags", "fresh"));
+        }
+        Assert.Equal(1, await Write(WriteCommand.Put("posts/fresh", """{"Tags":["fresh"],"Score":1}"""u8.ToArray())));
+        Assert.Equal(1, await Write(WriteCommand.Put("posts/fresh", """{"Tags":["fresh"],"Score":2}"""u8.ToArray())));
+        Assert.Equal(1, await Count(resumed, new DoubleRangeQuery("Score@num", 2, 2)) - _posts.Count(p => p.Score == 2));
+        Assert.Equal(0, await Write(WriteCommand.Delete("posts/fresh")));
+        Assert.Equal(1, await Write(WriteCommand.Put("posts/fresh", """{"Tags":["fresh"],"Score":3}"""u8.ToArray())));
+        Assert.Equal(_posts.Count + 1, await Count(resumed, SearchQuery.All));
+    }
+
+    [Fact]
     public async Task A_backlog_worked_off_in_small_batches_with_refreshes_beside_the_writes_ends_complete_and_not_stale()
     {
         // Batches of 20: the backlog refreshes (once a second, beside the next batch's writes) while later batches are written.
