@@ -24,6 +24,25 @@ public static class TopicAdmin
         },
     ];
 
+    /// <summary>
+    /// Whether the cluster answers for <paramref name="topic"/> within <paramref name="timeout"/>: its metadata comes back with
+    /// a leader for every partition. Tells "Kafka is away" (wait) from "Kafka is there and a client still gets nowhere".
+    /// </summary>
+    public static async Task<bool> AnswersForAsync(string bootstrapServers, string topic, TimeSpan timeout)
+    {
+        KafkaNative.EnsureLoaded();
+        return await Task.Run(() =>
+        {
+            using var admin = new AdminClientBuilder(KafkaClients.Admin(bootstrapServers)).Build();
+            try
+            {
+                var meta = admin.GetMetadata(topic, timeout).Topics.SingleOrDefault(t => t.Topic == topic);
+                return meta is { Error.IsError: false, Partitions.Count: > 0 } && meta.Partitions.All(p => p.Leader >= 0 && !p.Error.IsError);
+            }
+            catch (KafkaException) { return false; }
+        });
+    }
+
     public static async Task EnsureAsync(string bootstrapServers, IEnumerable<TopicSpecification> topics, CancellationToken ct = default)
     {
         KafkaNative.EnsureLoaded();

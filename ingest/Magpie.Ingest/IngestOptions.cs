@@ -27,6 +27,12 @@ public sealed record IngestOptions
     /// <summary>Most changes published between two persisted relay positions.</summary>
     public int RelayBatchSize { get; init; } = 5_000;
 
+    /// <summary>
+    /// How long a relay batch may go without a single delivery report, while Kafka answers for <c>magpie.changes</c>, before
+    /// the relay gives up on its producer and resends from the last confirmed position with a new one.
+    /// </summary>
+    public TimeSpan RelayStallTimeout { get; init; } = TimeSpan.FromSeconds(30);
+
     public int MaxDocumentBytes { get; init; } = 16 * 1024 * 1024;
     public int MaxJsonDepth { get; init; } = 64;
     public TimeSpan CheckpointInterval { get; init; } = TimeSpan.FromSeconds(60);

@@ -53,6 +53,9 @@ public sealed class MagpieSettings
     public int RequestQueueLimit { get; set; } = 256;
     public int CheckpointIntervalSeconds { get; set; } = 60;
 
+    /// <summary>Kafka mode: seconds a relay batch may get no delivery report while Kafka answers before the relay rebuilds its producer.</summary>
+    public int RelayStallSeconds { get; set; } = 30;
+
     /// <summary>The change log's compaction (<c>Magpie:Compaction:*</c>): how many versions of each document it keeps, and how often it runs.</summary>
     public CompactionSettings Compaction { get; set; } = new();
 

@@ -47,6 +47,7 @@ public sealed class IngestModuleWiring(bool indexerInProcess) : IMagpieModule
         MaxDocumentBytes = (int)Math.Min(s.MaxRequestBodyBytes, int.MaxValue / 4),
         MaxJsonDepth = s.MaxJsonDepth,
         CheckpointInterval = TimeSpan.FromSeconds(Math.Max(1, s.CheckpointIntervalSeconds)),
+        RelayStallTimeout = TimeSpan.FromSeconds(Math.Max(1, s.RelayStallSeconds)),
         MinFreeDiskBytes = Math.Max(0, s.MinFreeDiskMegabytes) * (1L << 20),
         LogMemoryBytes = Math.Max(16, s.LogMemoryMegabytes) * (1L << 20),
         Compaction = s.Compaction.Enabled

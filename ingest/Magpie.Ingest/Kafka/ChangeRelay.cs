@@ -15,12 +15,15 @@ namespace Magpie.Ingest.Kafka;
 /// The outbox relay: tails the committed change log and publishes each change to <c>magpie.changes</c>
 /// (key = document id). The position advances only after Kafka confirmed every message before it, so a
 /// crash or an outage re-sends (at-least-once) and never skips. Writes never wait for this: while Kafka
-/// is down the producer holds the messages (no delivery timeout) and the log keeps growing.
+/// is down the producer holds the messages (no delivery timeout) and the log keeps growing. A producer that gets no delivery
+/// report for <see cref="IngestOptions.RelayStallTimeout"/> while Kafka answers is given up and replaced (see
+/// <see cref="AwaitDeliveredAsync"/>).
 /// </summary>
 public sealed class ChangeRelay(ChangeLogTail tail, ChangeLogReaders readers, IngestOptions options, ILogger<ChangeRelay> logger) : BackgroundService
 {
     private readonly RelayPosition _position = new(Path.Combine(options.DataDir, "relay"));
     private long _published;
+    private long _producerRebuilds;
     /// <summary>The saved position's address, kept here so compaction asks without reading the file.</summary>
     private long _durableAddress;
     private long _confirmedEtag = -1;
@@ -48,6 +51,7 @@ public sealed class ChangeRelay(ChangeLogTail tail, ChangeLogReaders readers, In
         published = Interlocked.Read(ref _published),
         confirmedEtag = ConfirmedEtag(),
         lagEtags = Lag(),
+        producerRebuilds = Interlocked.Read(ref _producerRebuilds),
     };
 
     /// <summary>Changes written but not yet confirmed by Kafka (0 = caught up).</summary>
@@ -68,6 +72,7 @@ public sealed class ChangeRelay(ChangeLogTail tail, ChangeLogReaders readers, In
         var backoff = TimeSpan.FromSeconds(1);
         while (!stoppingToken.IsCancellationRequested)
         {
+            var published = Interlocked.Read(ref _published);
             try
             {
                 await RunAsync(stoppingToken);
@@ -75,6 +80,7 @@ public sealed class ChangeRelay(ChangeLogTail tail, ChangeLogReaders readers, In
             catch (OperationCanceledException) when (stoppingToken.IsCancellationRequested) { }
             catch (Exception e)
             {
+                if (Interlocked.Read(ref _published) != published) backoff = TimeSpan.FromSeconds(1);   // it got somewhere before failing
                 logger.LogWarning("change relay stopped ({Error}); resuming from the last confirmed position in {Delay}", e.Message, backoff);
                 await Task.Delay(backoff, stoppingToken).ContinueWith(_ => { });
                 backoff = TimeSpan.FromTicks(Math.Min(backoff.Ticks * 2, TimeSpan.FromSeconds(30).Ticks));
@@ -90,7 +96,13 @@ public sealed class ChangeRelay(ChangeLogTail tail, ChangeLogReaders readers, In
         // A delivery report is only counted (error, partition, offset): by default the client copies each message's key, value,
         // headers and timestamp back into it, a second copy of every change the relay sends.
         config.DeliveryReportFields = "none";
-        using var producer = KafkaClients.BuildProducer<string, byte[]>(config, logger);
+        var producer = KafkaClients.BuildProducer<string, byte[]>(config, logger);
+        try { await PublishAsync(producer, servers, ct); }
+        finally { Retire(producer); }
+    }
+
+    private async Task PublishAsync(IProducer<string, byte[]> producer, string servers, CancellationToken ct)
+    {
         var from = _position.Load()?.Address ?? tail.BeginAddress;
         logger.LogInformation("change relay publishing to {Topic} from log address {Address}", Topics.Changes, from);
         var buffer = new ArrayBufferWriter<byte>(4096);
@@ -121,8 +133,7 @@ public sealed class ChangeRelay(ChangeLogTail tail, ChangeLogReaders readers, In
                 };
                 producer.Produce(Topics.Changes, message, delivered.Report);
             }
-            // Awaited, not flushed: a blocking Flush would pin a thread-pool thread for as long as Kafka is away.
-            await delivered.Completion.WaitAsync(ct);
+            await AwaitDeliveredAsync(delivered, servers, ct);
             foreach (var (partition, end) in delivered.Ends) _confirmedEnds.AddOrUpdate(partition, end, (_, known) => Math.Max(known, end));
             var lastEtag = batch[^1].Decode().Etag;
             _position.Save(read.NextAddress, lastEtag);
@@ -132,10 +143,61 @@ public sealed class ChangeRelay(ChangeLogTail tail, ChangeLogReaders readers, In
         }
     }
 
+    /// <summary>
+    /// Waits (awaited, not flushed: a blocking Flush would pin a thread-pool thread for as long as Kafka is away) until Kafka
+    /// acknowledged the whole batch. While Kafka is away that may take any time. But a batch that gets no report at all for
+    /// <see cref="IngestOptions.RelayStallTimeout"/> while Kafka answers for the topic has a producer that is not getting
+    /// anywhere: a CI run saw the relay publish nothing for two minutes after a broker restart, and librdkafka has open reports
+    /// of clients that stay stuck after one (#5456). The batch then fails, and the relay resends from its last confirmed
+    /// position with a new producer: at-least-once already allows the resent copies, and each producer keeps etag order per
+    /// partition, so every change's first arrival stays in order.
+    /// </summary>
+    private async Task AwaitDeliveredAsync(BatchDelivery delivered, string servers, CancellationToken ct)
+    {
+        var stall = options.RelayStallTimeout;
+        var check = TimeSpan.FromTicks(Math.Clamp(stall.Ticks / 4, TimeSpan.FromMilliseconds(100).Ticks, TimeSpan.FromSeconds(5).Ticks));
+        var (reported, since, away) = (delivered.Reported, DateTime.UtcNow, false);
+        while (true)
+        {
+            try
+            {
+                await delivered.Completion.WaitAsync(check, ct);
+                return;
+            }
+            catch (TimeoutException) { }
+            if (delivered.Reported != reported) (reported, since) = (delivered.Reported, DateTime.UtcNow);
+            if (DateTime.UtcNow - since < stall) continue;
+            if (!await TopicAdmin.AnswersForAsync(servers, Topics.Changes, TimeSpan.FromSeconds(5)))
+            {
+                if (!away) logger.LogInformation("change relay: Kafka does not answer for {Topic}; {Pending} changes wait in the producer", Topics.Changes, delivered.Pending);
+                (since, away) = (DateTime.UtcNow, true);
+                continue;
+            }
+            Interlocked.Increment(ref _producerRebuilds);
+            throw new TimeoutException($"no delivery report for {stall.TotalSeconds:N0} s while Kafka answers for {Topics.Changes} ({delivered.Pending} of the batch's changes unconfirmed); the producer is replaced");
+        }
+    }
+
+    /// <summary>
+    /// Closes a producer off the relay's path: one given up on may still hold messages, and destroying a librdkafka client
+    /// can wait on its brokers. Its late deliveries are harmless (at-least-once); its messages are resent by the next one.
+    /// </summary>
+    private void Retire(IProducer<string, byte[]> producer) => _ = Task.Run(() =>
+    {
+        try { producer.Dispose(); }
+        catch (Exception e) { logger.LogWarning("change relay: closing a producer failed ({Error})", e.Message); }
+    });
+
     /// <summary>Completes when Kafka has acknowledged every message of a batch; fails on the first delivery error. Tracks where each partition ends.</summary>
     private sealed class BatchDelivery(int count)
     {
         private int _pending = count;
+        private int _reported;
+
+        /// <summary>Delivery reports received so far, successes and errors.</summary>
+        public int Reported => Volatile.Read(ref _reported);
+
+        public int Pending => Volatile.Read(ref _pending);
         private readonly TaskCompletionSource _done = new(TaskCreationOptions.RunContinuationsAsynchronously);
         private readonly Dictionary<int, long> _ends = [];
 
@@ -146,6 +208,7 @@ public sealed class ChangeRelay(ChangeLogTail tail, ChangeLogReaders readers, In
 
         public void Report(DeliveryReport<string, byte[]> report)
         {
+            Interlocked.Increment(ref _reported);
             if (report.Error.IsError) { _done.TrySetException(new KafkaException(report.Error)); return; }
             lock (_ends) _ends[report.Partition.Value] = Math.Max(_ends.GetValueOrDefault(report.Partition.Value), report.Offset.Value + 1);
             if (Interlocked.Decrement(ref _pending) == 0) _done.TrySetResult();

@@ -17,8 +17,10 @@ public sealed class LocalKafka : IServiceRuntime
         Environment.GetEnvironmentVariable("KAFKA_HOME") is { Length: > 0 } home ? home : Path.Combine(RepoPaths.Shared, "kafka");
 
     /// <param name="scram">A user the broker requires on its client listener (SASL_PLAINTEXT, SCRAM-SHA-256), made at format time.</param>
-    public static async Task<LocalKafka> StartAsync(int port, (string User, string Password)? scram = null)
+    /// <param name="advertisedPort">The port the broker tells clients to connect to (a <see cref="TcpProxy"/> in front of it); default its own.</param>
+    public static async Task<LocalKafka> StartAsync(int port, (string User, string Password)? scram = null, int? advertisedPort = null)
     {
+        if (scram is not null && advertisedPort is not null) throw new ArgumentException("a SCRAM broker advertises its own port");
         var libs = Path.Combine(KafkaHome, "libs");
         if (!Directory.Exists(libs))
             throw new InvalidOperationException($"no Kafka for the tests: set KAFKA_BOOTSTRAP_SERVERS, run a Docker engine, or point KAFKA_HOME at a Kafka distribution (looked in {libs})");
@@ -38,7 +40,7 @@ public sealed class LocalKafka : IServiceRuntime
             listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="{u.User}" password="{u.Password}";
             """ : $"""
             listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controllerPort}
-            advertised.listeners=PLAINTEXT://127.0.0.1:{port}
+            advertised.listeners=PLAINTEXT://127.0.0.1:{advertisedPort ?? port}
             listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
             """)}
             controller.listener.names=CONTROLLER

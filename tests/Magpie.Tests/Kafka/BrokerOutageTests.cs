@@ -44,7 +44,15 @@ public sealed class BrokerOutageTests
         await writer;   // surfaces any failed write first
 
         Assert.True(ackedWhileDown > 10, $"only {ackedWhileDown} batches were acknowledged while Kafka was down");
-        var changes = await ChangeFeedReader.ReadUntilAsync(broker.BootstrapServers, prefix + "/", etags.ToHashSet(), TimeSpan.FromSeconds(120));
+        List<Magpie.Contracts.Changes.ChangeEvent> changes;
+        try { changes = await ChangeFeedReader.ReadUntilAsync(broker.BootstrapServers, prefix + "/", etags.ToHashSet(), TimeSpan.FromSeconds(120)); }
+        catch (Xunit.Sdk.XunitException e)
+        {
+            // Whether the relay or the reader is behind, and what the relay said, decide where to look.
+            var relay = await magpie.Http.GetStringAsync("stats/pipeline");
+            var said = magpie.Output.Where(l => l.Contains("relay", StringComparison.OrdinalIgnoreCase) || l.Contains("librdkafka")).TakeLast(60);
+            throw new Xunit.Sdk.XunitException($"{e.Message}\n/stats/pipeline: {relay}\nmagpie said:\n{string.Join('\n', said)}");
+        }
         ChangeFeedReader.AssertEtagOrderPerKey(changes);
 
         // The relay reports itself caught up once Kafka confirmed everything.
