@@ -56,6 +56,7 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, II
     /// </summary>
     private HashSet<string>? AddedIn(ChangeBatch batch)
     {
+        if (_newAbove == long.MaxValue) return null;   // a feed that never says Created (Kafka's), or nothing is trusted yet
         HashSet<string>? added = null, seen = null;
         foreach (var change in batch.Changes)
         {
