@@ -138,7 +138,7 @@ public sealed class LuceneEngine(ILogger log, long facetCacheBytes = 256L << 20)
     /// </summary>
     private static ConcurrentMergeScheduler MergeScheduler()
     {
-        var scheduler = new ConcurrentMergeScheduler();
+        var scheduler = new BackgroundMergeScheduler();
         scheduler.SetMaxMergesAndThreads(6, 1);
         return scheduler;
     }

@@ -1,0 +1,42 @@
+using System.Runtime.InteropServices;
+using Lucene.Net.Index;
+
+namespace Magpie.Indexer.Lucene;
+
+/// <summary>
+/// Lucene's concurrent merge scheduler with its merge threads at a lower CPU priority (Linux nice +10), so a merge takes what
+/// the writes and refreshes leave over rather than half of it. After a load, merging its segments held one of two cores for
+/// ~20 s, and the writes made then waited up to 0.4–0.6 s to become searchable where later ones waited 0.23 s (p99,
+/// docs/BENCHMARKS.md). Merges still get a share when the cores are busy, and Lucene stalls the writer when too many wait
+/// (<see cref="ConcurrentMergeScheduler.MaxMergeCount"/>), so they cannot fall behind for good. .NET's thread priorities do
+/// nothing on Linux, hence the system call; elsewhere this is the plain scheduler.
+/// </summary>
+internal sealed class BackgroundMergeScheduler : ConcurrentMergeScheduler
+{
+    internal const int MergeNice = 10;
+
+    [ThreadStatic] private static bool _lowered;
+
+    protected override void DoMerge(MergePolicy.OneMerge merge)
+    {
+        if (!_lowered)
+        {
+            _lowered = true;
+            if (OperatingSystem.IsLinux()) Lower();
+        }
+        base.DoMerge(merge);
+    }
+
+    /// <summary>
+    /// Lowers the calling thread's priority by <see cref="MergeNice"/> steps (capped at 19). Only this thread's: on Linux the
+    /// nice value is per thread, and <c>nice</c> changes the caller's.
+    /// </summary>
+    internal static void Lower()
+    {
+        try { _ = nice(MergeNice); }
+        catch (Exception e) when (e is DllNotFoundException or EntryPointNotFoundException) { }
+    }
+
+    [DllImport("libc", SetLastError = true)]
+    private static extern int nice(int increment);
+}
