@@ -8,7 +8,8 @@ namespace Magpie.Indexer.Lucene;
 /// the writes and refreshes leave over rather than half of it. After a load, merging its segments held one of two cores for
 /// ~20 s, and the writes made then waited up to 0.4–0.6 s to become searchable where later ones waited 0.23 s (p99,
 /// docs/BENCHMARKS.md). Merges still get a share when the cores are busy, and Lucene stalls the writer when too many wait
-/// (<see cref="ConcurrentMergeScheduler.MaxMergeCount"/>), so they cannot fall behind for good. .NET's thread priorities do
+/// (<see cref="ConcurrentMergeScheduler.MaxMergeCount"/>), so they cannot fall behind for good. They still share memory and cache
+/// with the refresh: with merges off, the first 20 s after a load were fresher again (p99 727 → 163 ms). .NET's thread priorities do
 /// nothing on Linux, hence the system call; elsewhere this is the plain scheduler.
 /// </summary>
 internal sealed class BackgroundMergeScheduler : ConcurrentMergeScheduler
