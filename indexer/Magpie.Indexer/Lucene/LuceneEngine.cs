@@ -119,6 +119,8 @@ public sealed class LuceneEngine(ILogger log, long facetCacheBytes = 256L << 20)
                 MergePolicy = new TieredMergePolicy { NoCFSRatio = 0 },
                 MergeScheduler = MergeScheduler(),
             };
+            // Lucene's account of flushes, merges and commits, for operators who turn the engine's log to Trace.
+            if (log.IsEnabled(LogLevel.Trace)) config.SetInfoStream(new LoggedInfoStream(log, Path.GetFileName(directory)));
             var warmer = new ColumnWarmer(Columns);
             config.MergedSegmentWarmer = warmer;
             return warmer.Owner = new LuceneIndex(this, new IndexWriter(files, config));

@@ -258,13 +258,39 @@ public sealed class LuceneIndexTests(PostsIndexFixture fx) : IClassFixture<Posts
         Directory.Delete(dir, recursive: true);
     }
 
-    private sealed class LinesLogger : Microsoft.Extensions.Logging.ILogger
+    [Theory]
+    [InlineData(Microsoft.Extensions.Logging.LogLevel.Trace, true)]
+    [InlineData(Microsoft.Extensions.Logging.LogLevel.Debug, false)]
+    public async Task Lucenes_own_account_of_a_refresh_is_in_the_engine_log_at_trace_level_only(Microsoft.Extensions.Logging.LogLevel level, bool logged)
+    {
+        var dir = Directory.CreateTempSubdirectory("magpie-infostream-").FullName;
+        var log = new LinesLogger(level);
+        using (var engine = new LuceneEngine(log))
+        {
+            var index = engine.Open(dir);
+            await index.WriteAsync([], [new IndexedDocument("posts/1", [new IndexEntry([new KeywordField("Tags", "dotnet")])])]);
+            await index.RefreshAsync();
+            index.Close();
+        }
+        if (logged)
+        {
+            // The refresh's flush, named by the index folder and Lucene's component.
+            Assert.Contains(log.Lines, l => l == $"lucene {Path.GetFileName(dir)} IW: flush at getReader");
+            Assert.Contains(log.Lines, l => l.StartsWith($"lucene {Path.GetFileName(dir)} DWPT: flush postings as segment "));
+        }
+        else Assert.Empty(log.Lines);
+        Directory.Delete(dir, recursive: true);
+    }
+
+    private sealed class LinesLogger(Microsoft.Extensions.Logging.LogLevel minimum = Microsoft.Extensions.Logging.LogLevel.Information) : Microsoft.Extensions.Logging.ILogger
     {
         public List<string> Lines { get; } = [];
         public IDisposable? BeginScope<TState>(TState state) where TState : notnull => null;
-        public bool IsEnabled(Microsoft.Extensions.Logging.LogLevel level) => true;
-        public void Log<TState>(Microsoft.Extensions.Logging.LogLevel level, Microsoft.Extensions.Logging.EventId id, TState state, Exception? e, Func<TState, Exception?, string> format) =>
-            Lines.Add(format(state, e));
+        public bool IsEnabled(Microsoft.Extensions.Logging.LogLevel level) => level >= minimum;
+        public void Log<TState>(Microsoft.Extensions.Logging.LogLevel level, Microsoft.Extensions.Logging.EventId id, TState state, Exception? e, Func<TState, Exception?, string> format)
+        {
+            if (IsEnabled(level)) lock (Lines) Lines.Add(format(state, e));
+        }
     }
 
     [Fact]
