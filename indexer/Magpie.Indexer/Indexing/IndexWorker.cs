@@ -263,8 +263,8 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
                 // Behind only when the feed filled the batch: the next batch already mapped says little by itself, since the map
                 // stage runs a batch ahead of the writes whenever writes arrive in bursts (a bulk request), caught up or not. And
                 // only when its changes are older than a backlog refresh already: a hiccup of a few hundred milliseconds (a large
-                // merge after a load) also fills batches, and taking it for a backlog made its writes wait a whole second to be
-                // searchable (freshness p99 1.1–1.7 s, 2026-11-27).
+                // merge after a load) also fills batches, and taken for a backlog its writes wait up to a whole second to be
+                // searchable (p99 1.1–1.7 s in a build that refreshed in line and so fell behind more often, 2026-11-27).
                 var behind = more && batch.Source.Changes.Count >= batchSize && Late(batch.Source);
                 writing = Task.Run(() => WriteAsync(index, applied, moreWaiting: more, behind, mapped.Reader, attempt.Token), attempt.Token);
             }
