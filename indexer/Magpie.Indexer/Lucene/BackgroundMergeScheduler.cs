@@ -40,7 +40,7 @@ internal sealed class BackgroundMergeScheduler : ConcurrentMergeScheduler
     /// Lowers the calling thread's priority by <see cref="MergeNice"/> steps (capped at 19). Only this thread's: on Linux the
     /// nice value is per thread, and <c>nice</c> changes the caller's.
     /// </summary>
-    internal static void Lower()
+    private static void Lower()
     {
         try { _ = nice(MergeNice); }
         catch (Exception e) when (e is DllNotFoundException or EntryPointNotFoundException) { }
