@@ -91,7 +91,13 @@ public sealed class MagpieProcess : IAsyncDisposable
         var deadline = DateTime.UtcNow.AddSeconds(60);
         while (true)
         {
-            if (_process.HasExited) throw new InvalidOperationException($"magpie exited with {_process.ExitCode}:\n{string.Join('\n', _output)}");
+            if (_process.HasExited)
+            {
+                // HasExited can be true before the output readers have delivered the last lines (the one-line reason a start
+                // failed is written last); WaitForExit() without a timeout waits for them.
+                _process.WaitForExit();
+                throw new InvalidOperationException($"magpie exited with {_process.ExitCode}:\n{string.Join('\n', _output)}");
+            }
             try
             {
                 using var health = await Http.GetAsync("health");
