@@ -7,7 +7,7 @@ using Magpie.Tests.Fixtures;
 
 // Usage: dotnet run -c Release --project bench/Magpie.Bench -- [--docs N] [--clients C] [--batch B] [--dir D]
 //        dotnet run -c Release --project bench/Magpie.Bench -- etl [--docs N] [--rabbitmq-url amqp://…]
-//        dotnet run -c Release --project bench/Magpie.Bench -- index [--docs N] [--kafka-docs M]
+//        dotnet run -c Release --project bench/Magpie.Bench -- index [--docs N] [--kafka-docs M] [--embedded-docs 0 to skip the embedded side]
 //        dotnet run -c Release --project bench/Magpie.Bench -- raw-index [--docs N]      (the raw side of `index` alone, for profiling)
 //        dotnet run -c Release --project bench/Magpie.Bench -- index-phases [--docs N]   (raw; HTTP + store with no index; then indexing from the store: CPU µs per document of each)
 //        dotnet run -c Release --project bench/Magpie.Bench -- probe-queries [--docs N] [--index-dir D] [--seconds S]  (query kinds on the engine alone)
@@ -236,48 +236,8 @@ async Task RunIndexAsync()
     rawCpu = Process.GetCurrentProcess().TotalProcessorTime - rawCpu;
     Console.WriteLine($"raw Lucene: {raw.DocsPerSecond:N0} docs/s ({raw.Elapsed.TotalSeconds:F1} s); CPU µs/doc {rawCpu.TotalMicroseconds / n:F0}");
 
-    // Embedded: one process. Warm-up writes go to another collection (not mapped), then the measured posts.
-    var port = 18000 + Random.Shared.Next(1000);
-    using var embedded = StartMagpie(Path.Combine(run, "embedded"), port);
-    await WaitHealthy(port);
-    using var http = new HttpClient { BaseAddress = new Uri($"http://127.0.0.1:{port}/"), Timeout = TimeSpan.FromMinutes(5) };
-    await IngestBenchmark.HttpBulkAsync(http.BaseAddress, warmup.Select(b => b.Select(w => w with { Id = "warmup/" + w.Id }).ToArray()).ToList(), 8);
-    await IndexBenchmark.WarmUpIndexingAsync(http, [http], warmup.Sum(b => b.Length));
-    await IndexBenchmark.DefineAsync(http);
-    var bodies = IngestBenchmark.Serialize(posts);
-    // CPU of both processes on the shared cores: magpie's, and this client's (HTTP sends and status polls).
-    embedded.Refresh();
-    var (serverCpu, clientCpu) = (embedded.TotalProcessorTime, Process.GetCurrentProcess().TotalProcessorTime);
-    var watch = Stopwatch.StartNew();
-    await IngestBenchmark.HttpBulkAsync(http.BaseAddress, bodies, 8);
-    await IndexBenchmark.WaitIndexedAsync([http], n, TimeSpan.FromMinutes(30));
-    var embeddedRate = n / watch.Elapsed.TotalSeconds;
-    embedded.Refresh();
-    (serverCpu, clientCpu) = (embedded.TotalProcessorTime - serverCpu, Process.GetCurrentProcess().TotalProcessorTime - clientCpu);
-    var mapMicros = await IndexBenchmark.MapMicrosPerDocumentAsync(http);
-    Console.WriteLine($"embedded pipeline: {embeddedRate:N0} docs/s ({watch.Elapsed.TotalSeconds:F1} s); JS map {mapMicros:F1} µs per document (last 20 batches); " +
-        $"CPU µs/doc: magpie {serverCpu.TotalMicroseconds / n:F0}, this client {clientCpu.TotalMicroseconds / n:F0}");
-
-    var fresh = await IndexBenchmark.FreshnessAsync(http, http, embeddedRate / 2, probes: 200);
-    Console.WriteLine($"freshness at {embeddedRate / 2:N0} docs/s: p50 {IndexBenchmark.Percentile(fresh, 0.5):F1} ms, p99 {IndexBenchmark.Percentile(fresh, 0.99):F1} ms");
-
-    var latency = new Dictionary<string, List<double>>();
-    foreach (var (kind, rql) in new[]
-    {
-        ("term", $"from index '{IndexBenchmark.Name}' where Tags = 'docker'"),
-        ("range", $"from index '{IndexBenchmark.Name}' where Score between 10 and 50"),
-        ("full-text", $"from index '{IndexBenchmark.Name}' where search(Body, 'cache deploy')"),
-    })
-    {
-        latency[kind] = await IndexBenchmark.LatencyAsync(http, rql, 16, TimeSpan.FromSeconds(15));
-        Console.WriteLine($"{kind,-10} top-25, 16 clients: {latency[kind].Count / 15.0:N0} q/s, p50 {IndexBenchmark.Percentile(latency[kind], 0.5):F1} ms, p99 {IndexBenchmark.Percentile(latency[kind], 0.99):F1} ms");
-    }
-    var depth = Math.Min(1_000_000, n - 25);
-    var (page1, deep) = await IndexBenchmark.CursorDepthAsync(http, $"from index '{IndexBenchmark.Name}' order by Score desc", depth, 50);
-    var depthRatio = IndexBenchmark.Percentile(deep, 0.5) / IndexBenchmark.Percentile(page1, 0.5);
-    Console.WriteLine($"order by Score desc, 25 per page: page 1 p50 {IndexBenchmark.Percentile(page1, 0.5):F1} ms, cursor page at depth {depth:N0} p50 {IndexBenchmark.Percentile(deep, 0.5):F1} ms (ratio {depthRatio:F2})");
-    embedded.Kill();
-    embedded.WaitForExit();
+    // Embedded: one process (--embedded-docs 0 skips it, with its freshness, query and cursor figures).
+    var embedded = Arg("--embedded-docs", n) > 0 ? await EmbeddedAsync() : null;
 
     // Kafka mode: an ingest process relaying to a broker, an indexer process consuming magpie.changes.
     double? kafkaRate = null;
@@ -298,7 +258,7 @@ async Task RunIndexAsync()
         var kafkaPosts = IngestBenchmark.Serialize(posts.SelectMany(b => b).Take(kafkaDocs).Chunk(512).ToList());
         TimeSpan[] Cpu() { ingest.Refresh(); indexer.Refresh(); return [ingest.TotalProcessorTime, indexer.TotalProcessorTime, Process.GetCurrentProcess().TotalProcessorTime, MachineBusy()]; }
         var cpuBefore = Cpu();
-        watch.Restart();
+        var watch = Stopwatch.StartNew();
         await IngestBenchmark.HttpBulkAsync(ingestUri, kafkaPosts, 8);
         await IndexBenchmark.WaitIndexedAsync([indexerHttp], kafkaDocs, TimeSpan.FromMinutes(30));
         kafkaRate = kafkaDocs / watch.Elapsed.TotalSeconds;
@@ -315,21 +275,76 @@ async Task RunIndexAsync()
     Console.WriteLine();
     Console.WriteLine($"{"side",-40} {"docs/s",10} {"ratio to raw",13}");
     Console.WriteLine($"{"raw Lucene IndexWriter (same fields)",-40} {raw.DocsPerSecond,10:N0} {1.0,13:F2}");
-    Console.WriteLine($"{"embedded pipeline (HTTP → index)",-40} {embeddedRate,10:N0} {embeddedRate / raw.DocsPerSecond,13:F2}");
+    if (embedded is { } e) Console.WriteLine($"{"embedded pipeline (HTTP → index)",-40} {e.Rate,10:N0} {e.Rate / raw.DocsPerSecond,13:F2}");
     if (kafkaRate is { } k) Console.WriteLine($"{"kafka pipeline (ingest → Kafka → indexer)",-40} {k,10:N0} {k / raw.DocsPerSecond,13:F2}");
     Console.WriteLine(JsonSerializer.Serialize(new
     {
         benchmark = "index", docs = n, kafka_docs = kafkaDocs, cores = Environment.ProcessorCount,
-        raw_docs_per_s = Math.Round(raw.DocsPerSecond), raw_cpu_us_per_doc = Math.Round(rawCpu.TotalMicroseconds / n), embedded_docs_per_s = Math.Round(embeddedRate), embedded_cpu_us_per_doc = Math.Round(serverCpu.TotalMicroseconds / n), map_us_per_doc = Math.Round(mapMicros, 1),
+        raw_docs_per_s = Math.Round(raw.DocsPerSecond), raw_cpu_us_per_doc = Math.Round(rawCpu.TotalMicroseconds / n),
+        embedded_docs_per_s = embedded is null ? (double?)null : Math.Round(embedded.Rate),
+        embedded_cpu_us_per_doc = embedded is null ? (double?)null : Math.Round(embedded.ServerCpu.TotalMicroseconds / n),
+        map_us_per_doc = embedded is null ? (double?)null : Math.Round(embedded.MapMicros, 1),
         kafka_docs_per_s = kafkaRate is { } kr ? Math.Round(kr) : (double?)null,
-        ratio_embedded = Math.Round(embeddedRate / raw.DocsPerSecond, 3), ratio_kafka = kafkaRate is { } kk ? Math.Round(kk / raw.DocsPerSecond, 3) : (double?)null,
-        freshness_rate_docs_per_s = Math.Round(embeddedRate / 2), freshness_p50_ms = Math.Round(IndexBenchmark.Percentile(fresh, 0.5), 1),
-        freshness_p99_ms = Math.Round(IndexBenchmark.Percentile(fresh, 0.99), 1),
-        query = latency.ToDictionary(l => l.Key, l => new { p50_ms = Math.Round(IndexBenchmark.Percentile(l.Value, 0.5), 1), p99_ms = Math.Round(IndexBenchmark.Percentile(l.Value, 0.99), 1), qps = Math.Round(l.Value.Count / 15.0) }),
-        cursor_depth = depth, page1_p50_ms = Math.Round(IndexBenchmark.Percentile(page1, 0.5), 2), deep_p50_ms = Math.Round(IndexBenchmark.Percentile(deep, 0.5), 2),
-        cursor_ratio = Math.Round(depthRatio, 2),
+        ratio_embedded = embedded is null ? (double?)null : Math.Round(embedded.Rate / raw.DocsPerSecond, 3),
+        ratio_kafka = kafkaRate is { } kk ? Math.Round(kk / raw.DocsPerSecond, 3) : (double?)null,
+        freshness_rate_docs_per_s = embedded is null ? (double?)null : Math.Round(embedded.Rate / 2),
+        freshness_p50_ms = embedded is null ? (double?)null : Math.Round(IndexBenchmark.Percentile(embedded.Fresh, 0.5), 1),
+        freshness_p99_ms = embedded is null ? (double?)null : Math.Round(IndexBenchmark.Percentile(embedded.Fresh, 0.99), 1),
+        query = embedded?.Latency.ToDictionary(l => l.Key, l => new { p50_ms = Math.Round(IndexBenchmark.Percentile(l.Value, 0.5), 1), p99_ms = Math.Round(IndexBenchmark.Percentile(l.Value, 0.99), 1), qps = Math.Round(l.Value.Count / 15.0) }),
+        cursor_depth = embedded?.Depth,
+        page1_p50_ms = embedded is null ? (double?)null : Math.Round(IndexBenchmark.Percentile(embedded.Page1, 0.5), 2),
+        deep_p50_ms = embedded is null ? (double?)null : Math.Round(IndexBenchmark.Percentile(embedded.Deep, 0.5), 2),
+        cursor_ratio = embedded is null ? (double?)null : Math.Round(IndexBenchmark.Percentile(embedded.Deep, 0.5) / IndexBenchmark.Percentile(embedded.Page1, 0.5), 2),
         machine = new[] { machineAtStart.Json, machineAtEnd.Json },
     }));
+
+    async Task<EmbeddedRun> EmbeddedAsync()
+    {
+        // Warm-up writes go to another collection (not mapped), then the measured posts.
+        var port = 18000 + Random.Shared.Next(1000);
+        using var embedded = StartMagpie(Path.Combine(run, "embedded"), port);
+        await WaitHealthy(port);
+        using var http = new HttpClient { BaseAddress = new Uri($"http://127.0.0.1:{port}/"), Timeout = TimeSpan.FromMinutes(5) };
+        await IngestBenchmark.HttpBulkAsync(http.BaseAddress, warmup.Select(b => b.Select(w => w with { Id = "warmup/" + w.Id }).ToArray()).ToList(), 8);
+        await IndexBenchmark.WarmUpIndexingAsync(http, [http], warmup.Sum(b => b.Length));
+        await IndexBenchmark.DefineAsync(http);
+        var bodies = IngestBenchmark.Serialize(posts);
+        // CPU of both processes on the shared cores: magpie's, and this client's (HTTP sends and status polls).
+        embedded.Refresh();
+        var (serverCpu, clientCpu) = (embedded.TotalProcessorTime, Process.GetCurrentProcess().TotalProcessorTime);
+        var watch = Stopwatch.StartNew();
+        await IngestBenchmark.HttpBulkAsync(http.BaseAddress, bodies, 8);
+        await IndexBenchmark.WaitIndexedAsync([http], n, TimeSpan.FromMinutes(30));
+        var embeddedRate = n / watch.Elapsed.TotalSeconds;
+        embedded.Refresh();
+        (serverCpu, clientCpu) = (embedded.TotalProcessorTime - serverCpu, Process.GetCurrentProcess().TotalProcessorTime - clientCpu);
+        var mapMicros = await IndexBenchmark.MapMicrosPerDocumentAsync(http);
+        Console.WriteLine($"embedded pipeline: {embeddedRate:N0} docs/s ({watch.Elapsed.TotalSeconds:F1} s); JS map {mapMicros:F1} µs per document (last 20 batches); " +
+            $"CPU µs/doc: magpie {serverCpu.TotalMicroseconds / n:F0}, this client {clientCpu.TotalMicroseconds / n:F0}");
+
+        var fresh = await IndexBenchmark.FreshnessAsync(http, http, embeddedRate / 2, probes: 200);
+        Console.WriteLine($"freshness at {embeddedRate / 2:N0} docs/s: p50 {IndexBenchmark.Percentile(fresh, 0.5):F1} ms, p99 {IndexBenchmark.Percentile(fresh, 0.99):F1} ms");
+
+        var latency = new Dictionary<string, List<double>>();
+        foreach (var (kind, rql) in new[]
+        {
+            ("term", $"from index '{IndexBenchmark.Name}' where Tags = 'docker'"),
+            ("range", $"from index '{IndexBenchmark.Name}' where Score between 10 and 50"),
+            ("full-text", $"from index '{IndexBenchmark.Name}' where search(Body, 'cache deploy')"),
+        })
+        {
+            latency[kind] = await IndexBenchmark.LatencyAsync(http, rql, 16, TimeSpan.FromSeconds(15));
+            Console.WriteLine($"{kind,-10} top-25, 16 clients: {latency[kind].Count / 15.0:N0} q/s, p50 {IndexBenchmark.Percentile(latency[kind], 0.5):F1} ms, p99 {IndexBenchmark.Percentile(latency[kind], 0.99):F1} ms");
+        }
+        var depth = Math.Min(1_000_000, n - 25);
+        var (page1, deep) = await IndexBenchmark.CursorDepthAsync(http, $"from index '{IndexBenchmark.Name}' order by Score desc", depth, 50);
+        var depthRatio = IndexBenchmark.Percentile(deep, 0.5) / IndexBenchmark.Percentile(page1, 0.5);
+        Console.WriteLine($"order by Score desc, 25 per page: page 1 p50 {IndexBenchmark.Percentile(page1, 0.5):F1} ms, cursor page at depth {depth:N0} p50 {IndexBenchmark.Percentile(deep, 0.5):F1} ms (ratio {depthRatio:F2})");
+        embedded.Kill();
+        embedded.WaitForExit();
+        return new EmbeddedRun(embeddedRate, serverCpu, mapMicros, fresh, latency, depth, page1, deep);
+    }
+
 }
 
 // Freshness alone, with what the index worker did meanwhile (its recent batch stats, polled): for profiling the tail.
@@ -679,6 +694,10 @@ static TimeSpan MachineBusy()
 }
 
 /// <summary>A benchmark's magpie process and its client; disposing lets go of both (the process is stopped by StopMagpie).</summary>
+/// <summary>The embedded side of `index`: its rate, its process's CPU, and the freshness, query and cursor latencies measured on it.</summary>
+sealed record EmbeddedRun(double Rate, TimeSpan ServerCpu, double MapMicros, List<double> Fresh, Dictionary<string, List<double>> Latency,
+    int Depth, List<double> Page1, List<double> Deep);
+
 sealed record LoadedMagpie(Process Process, HttpClient Http, Uri Writes) : IDisposable
 {
     public void Dispose()
