@@ -119,7 +119,12 @@ public sealed class MagpieProcess : IAsyncDisposable
 
     public async Task StopAsync()
     {
-        if (_process is null || _process.HasExited) return;
+        if (_process is null) return;
+        if (_process.HasExited)
+        {
+            _process.WaitForExit();   // its last lines delivered to Output
+            return;
+        }
         Signals.Send(_process.Id, Signals.SigTerm);
         using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(30));
         try { await _process.WaitForExitAsync(cts.Token); }
