@@ -281,22 +281,25 @@ async Task RunIndexAsync()
     {
         benchmark = "index", docs = n, kafka_docs = kafkaDocs, cores = Environment.ProcessorCount,
         raw_docs_per_s = Math.Round(raw.DocsPerSecond), raw_cpu_us_per_doc = Math.Round(rawCpu.TotalMicroseconds / n),
-        embedded_docs_per_s = embedded is null ? (double?)null : Math.Round(embedded.Rate),
-        embedded_cpu_us_per_doc = embedded is null ? (double?)null : Math.Round(embedded.ServerCpu.TotalMicroseconds / n),
-        map_us_per_doc = embedded is null ? (double?)null : Math.Round(embedded.MapMicros, 1),
+        embedded_docs_per_s = Embedded(r => r.Rate, 0),
+        embedded_cpu_us_per_doc = Embedded(r => r.ServerCpu.TotalMicroseconds / n, 0),
+        map_us_per_doc = Embedded(r => r.MapMicros, 1),
         kafka_docs_per_s = kafkaRate is { } kr ? Math.Round(kr) : (double?)null,
-        ratio_embedded = embedded is null ? (double?)null : Math.Round(embedded.Rate / raw.DocsPerSecond, 3),
+        ratio_embedded = Embedded(r => r.Rate / raw.DocsPerSecond, 3),
         ratio_kafka = kafkaRate is { } kk ? Math.Round(kk / raw.DocsPerSecond, 3) : (double?)null,
-        freshness_rate_docs_per_s = embedded is null ? (double?)null : Math.Round(embedded.Rate / 2),
-        freshness_p50_ms = embedded is null ? (double?)null : Math.Round(IndexBenchmark.Percentile(embedded.Fresh, 0.5), 1),
-        freshness_p99_ms = embedded is null ? (double?)null : Math.Round(IndexBenchmark.Percentile(embedded.Fresh, 0.99), 1),
+        freshness_rate_docs_per_s = Embedded(r => r.Rate / 2, 0),
+        freshness_p50_ms = Embedded(r => IndexBenchmark.Percentile(r.Fresh, 0.5), 1),
+        freshness_p99_ms = Embedded(r => IndexBenchmark.Percentile(r.Fresh, 0.99), 1),
         query = embedded?.Latency.ToDictionary(l => l.Key, l => new { p50_ms = Math.Round(IndexBenchmark.Percentile(l.Value, 0.5), 1), p99_ms = Math.Round(IndexBenchmark.Percentile(l.Value, 0.99), 1), qps = Math.Round(l.Value.Count / 15.0) }),
         cursor_depth = embedded?.Depth,
-        page1_p50_ms = embedded is null ? (double?)null : Math.Round(IndexBenchmark.Percentile(embedded.Page1, 0.5), 2),
-        deep_p50_ms = embedded is null ? (double?)null : Math.Round(IndexBenchmark.Percentile(embedded.Deep, 0.5), 2),
-        cursor_ratio = embedded is null ? (double?)null : Math.Round(IndexBenchmark.Percentile(embedded.Deep, 0.5) / IndexBenchmark.Percentile(embedded.Page1, 0.5), 2),
+        page1_p50_ms = Embedded(r => IndexBenchmark.Percentile(r.Page1, 0.5), 2),
+        deep_p50_ms = Embedded(r => IndexBenchmark.Percentile(r.Deep, 0.5), 2),
+        cursor_ratio = Embedded(r => IndexBenchmark.Percentile(r.Deep, 0.5) / IndexBenchmark.Percentile(r.Page1, 0.5), 2),
         machine = new[] { machineAtStart.Json, machineAtEnd.Json },
     }));
+
+    // A figure of the embedded side, rounded, or null when it was skipped.
+    double? Embedded(Func<EmbeddedRun, double> figure, int digits) => embedded is null ? null : Math.Round(figure(embedded), digits);
 
     async Task<EmbeddedRun> EmbeddedAsync()
     {
