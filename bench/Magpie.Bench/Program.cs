@@ -305,7 +305,7 @@ async Task RunIndexAsync()
     {
         // Warm-up writes go to another collection (not mapped), then the measured posts.
         var port = 18000 + Random.Shared.Next(1000);
-        using var embedded = StartMagpie(Path.Combine(run, "embedded"), port);
+        using var magpie = StartMagpie(Path.Combine(run, "embedded"), port);
         await WaitHealthy(port);
         using var http = new HttpClient { BaseAddress = new Uri($"http://127.0.0.1:{port}/"), Timeout = TimeSpan.FromMinutes(5) };
         await IngestBenchmark.HttpBulkAsync(http.BaseAddress, warmup.Select(b => b.Select(w => w with { Id = "warmup/" + w.Id }).ToArray()).ToList(), 8);
@@ -313,14 +313,14 @@ async Task RunIndexAsync()
         await IndexBenchmark.DefineAsync(http);
         var bodies = IngestBenchmark.Serialize(posts);
         // CPU of both processes on the shared cores: magpie's, and this client's (HTTP sends and status polls).
-        embedded.Refresh();
-        var (serverCpu, clientCpu) = (embedded.TotalProcessorTime, Process.GetCurrentProcess().TotalProcessorTime);
+        magpie.Refresh();
+        var (serverCpu, clientCpu) = (magpie.TotalProcessorTime, Process.GetCurrentProcess().TotalProcessorTime);
         var watch = Stopwatch.StartNew();
         await IngestBenchmark.HttpBulkAsync(http.BaseAddress, bodies, 8);
         await IndexBenchmark.WaitIndexedAsync([http], n, TimeSpan.FromMinutes(30));
         var embeddedRate = n / watch.Elapsed.TotalSeconds;
-        embedded.Refresh();
-        (serverCpu, clientCpu) = (embedded.TotalProcessorTime - serverCpu, Process.GetCurrentProcess().TotalProcessorTime - clientCpu);
+        magpie.Refresh();
+        (serverCpu, clientCpu) = (magpie.TotalProcessorTime - serverCpu, Process.GetCurrentProcess().TotalProcessorTime - clientCpu);
         var mapMicros = await IndexBenchmark.MapMicrosPerDocumentAsync(http);
         Console.WriteLine($"embedded pipeline: {embeddedRate:N0} docs/s ({watch.Elapsed.TotalSeconds:F1} s); JS map {mapMicros:F1} µs per document (last 20 batches); " +
             $"CPU µs/doc: magpie {serverCpu.TotalMicroseconds / n:F0}, this client {clientCpu.TotalMicroseconds / n:F0}");
@@ -343,11 +343,10 @@ async Task RunIndexAsync()
         var (page1, deep) = await IndexBenchmark.CursorDepthAsync(http, $"from index '{IndexBenchmark.Name}' order by Score desc", depth, 50);
         var depthRatio = IndexBenchmark.Percentile(deep, 0.5) / IndexBenchmark.Percentile(page1, 0.5);
         Console.WriteLine($"order by Score desc, 25 per page: page 1 p50 {IndexBenchmark.Percentile(page1, 0.5):F1} ms, cursor page at depth {depth:N0} p50 {IndexBenchmark.Percentile(deep, 0.5):F1} ms (ratio {depthRatio:F2})");
-        embedded.Kill();
-        embedded.WaitForExit();
+        magpie.Kill();
+        magpie.WaitForExit();
         return new EmbeddedRun(embeddedRate, serverCpu, mapMicros, fresh, latency, depth, page1, deep);
     }
-
 }
 
 // Freshness alone, with what the index worker did meanwhile (its recent batch stats, polled): for profiling the tail.
@@ -696,11 +695,11 @@ static TimeSpan MachineBusy()
     return TimeSpan.FromSeconds(busy / 100.0);   // USER_HZ
 }
 
-/// <summary>A benchmark's magpie process and its client; disposing lets go of both (the process is stopped by StopMagpie).</summary>
 /// <summary>The embedded side of `index`: its rate, its process's CPU, and the freshness, query and cursor latencies measured on it.</summary>
 sealed record EmbeddedRun(double Rate, TimeSpan ServerCpu, double MapMicros, List<double> Fresh, Dictionary<string, List<double>> Latency,
     int Depth, List<double> Page1, List<double> Deep);
 
+/// <summary>A benchmark's magpie process and its client; disposing lets go of both (the process is stopped by StopMagpie).</summary>
 sealed record LoadedMagpie(Process Process, HttpClient Http, Uri Writes) : IDisposable
 {
     public void Dispose()
