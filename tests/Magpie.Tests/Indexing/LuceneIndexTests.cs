@@ -231,6 +231,40 @@ public sealed class LuceneIndexTests(PostsIndexFixture fx) : IClassFixture<Posts
     }
 
     [Fact]
+    public async Task An_id_the_index_held_before_it_reopened_is_replaced_and_an_id_it_never_held_is_added_without_a_delete()
+    {
+        // Nothing tells the engine which ids are new (a Kafka feed can't): it knows them from its own filter, filled at open.
+        var dir = Directory.CreateTempSubdirectory("magpie-lucene-known-").FullName;
+        using var engine = new LuceneEngine(NullLogger.Instance);
+        var index = engine.Open(dir);
+        foreach (var chunk in Posts.Chunk(500)) await index.WriteAsync([], chunk.Select(p => p.ToIndexed()).ToList());
+        await index.CommitAsync(new Dictionary<string, string> { ["position"] = "1" });
+        Assert.False(((LuceneIndex)index).HasDeletions, "first versions leave no delete term");
+        index.Close();
+
+        var reopened = engine.Open(dir);
+        try
+        {
+            var fresh = Enumerable.Range(1, 100).Select(i => new IndexedDocument($"fresh/{i}", [new IndexEntry([new KeywordField("Type", "fresh")])])).ToList();
+            await reopened.WriteAsync([], fresh);
+            Assert.False(((LuceneIndex)reopened).HasDeletions, "ids the index never held leave no delete term");
+
+            // Every post again, each with one new tag: replaced, not duplicated.
+            await reopened.WriteAsync([], Posts.Select(p => p with { Tags = [.. p.Tags, "again"] }).Select(p => p.ToIndexed()).ToList());
+            Assert.True(((LuceneIndex)reopened).HasDeletions);
+            await reopened.RefreshAsync();
+            Assert.Equal(Posts.Count + fresh.Count, (await reopened.StateAsync()).Entries);
+            var again = await reopened.SearchAsync(new SearchRequest(new TermQuery("Tags", "again"), [], PageSize: 1));
+            Assert.Equal(Posts.Count, again.TotalHits);
+        }
+        finally
+        {
+            reopened.Close();
+            Directory.Delete(dir, recursive: true);
+        }
+    }
+
+    [Fact]
     public async Task A_folder_the_Java_host_wrote_with_Lucene_8_is_recognised_emptied_and_written_anew()
     {
         // Real Lucene 8.7 files (three entries and a commit with Magpie's position), as the retired Java host left them.
