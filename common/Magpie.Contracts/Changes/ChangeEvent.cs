@@ -14,12 +14,4 @@ public sealed record ChangeEvent(
     long Etag,
     ChangeOp Op,
     DateTimeOffset LastModified,
-    JsonElement? Document)
-{
-    /// <summary>
-    /// A put of an id with no stored version before it (never written, or deleted since): a reader that applied every earlier
-    /// change in order holds nothing of the id and may add it without looking for an older copy. Only feeds that deliver each
-    /// change once set it (the embedded log); Kafka's at-least-once relay may deliver a change twice, so its feed leaves it false.
-    /// </summary>
-    public bool Created { get; init; }
-}
+    JsonElement? Document);

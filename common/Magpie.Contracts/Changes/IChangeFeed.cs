@@ -42,13 +42,6 @@ public interface IChangeFeed
     Task<ChangeBatch?> EndAsync(CancellationToken cancellationToken) => Task.FromResult<ChangeBatch?>(null);
 
     /// <summary>
-    /// An etag at or above every change any read of this feed may have delivered so far, or null where the feed sets no
-    /// <see cref="ChangeEvent.Created"/>. A reader whose writes can run ahead of its persisted position (an index commit holding
-    /// writes past it) trusts <see cref="ChangeEvent.Created"/> only above this bound, taken when it resumes.
-    /// </summary>
-    long? DeliveredEtagBound => null;
-
-    /// <summary>
     /// Registers a reader that resumes from a position it persists (<paramref name="durable"/>: where it would resume after
     /// a crash) until the handle is disposed. The embedded feed reclaims only changes every registered reader has passed;
     /// Kafka keeps its own retention, so there it does nothing.

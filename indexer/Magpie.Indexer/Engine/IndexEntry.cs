@@ -28,15 +28,8 @@ public sealed record StoredJsonField(string Name, ReadOnlyMemory<byte> Utf8) : I
 /// <summary>One engine document; a source document may produce several (a map returning an array).</summary>
 public sealed record IndexEntry(IReadOnlyList<IndexField> Fields);
 
-/// <summary>A source document's entries: writing it replaces whatever entries the id had.</summary>
-public sealed record IndexedDocument(string Id, IReadOnlyList<IndexEntry> Entries)
-{
-    /// <summary>
-    /// The index holds no entry of this id (the stage knows it never wrote one): the engine adds the entries without looking
-    /// for old ones to replace, which in Lucene is a lookup of the id in every segment at the next refresh.
-    /// </summary>
-    public bool New { get; init; }
-}
+/// <summary>A source document's entries: writing it replaces whatever entries the id had (an engine may skip the lookup of old ones for an id it never held).</summary>
+public sealed record IndexedDocument(string Id, IReadOnlyList<IndexEntry> Entries);
 
 /// <summary>
 /// An index's own state kept beside its results (one map result of a map/reduce index: reduce key, source document,

@@ -297,12 +297,8 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
             await index.DeleteAllAsync(ct);
             await index.CommitAsync(Commit(ChangeFeedPosition.Beginning, 0), ct);
             Status.Resumed(0, 0);
-            stage.NewDocumentsAbove(0);   // empty, and read in order from the beginning: every id's first version is new to it
             return ChangeFeedPosition.Beginning;
         }
-        // A commit runs beside writes, so the index may hold entries of changes past its position; but only of changes the feed
-        // had delivered before now. A first version above this bound can't be in it.
-        stage.NewDocumentsAbove(feed.DeliveredEtagBound ?? long.MaxValue);
         await stage.LoadAsync(index, ct);
         if (stage.FedByAllPartitions && data.TryGetValue(SourceKey, out var source))
             _sourcePosition = new ChangeFeedPosition(JsonSerializer.Deserialize<Dictionary<string, long>>(source)!);

@@ -4,14 +4,14 @@ using System.Runtime.InteropServices;
 namespace Magpie.Indexer.Lucene;
 
 /// <summary>
-/// Every id an index may hold, as a Bloom filter that grows: <see cref="MayContain"/> false means the index has never held the id,
-/// so its entries are added without a delete term. A delete term costs a lookup of the id in every segment when Lucene applies
+/// Every id an index may hold, as a Bloom filter that grows: when <see cref="Add"/> says an id is new, the index has never held
+/// it, so its entries are added without a delete term. A delete term costs a lookup of the id in every segment when Lucene applies
 /// deletes (8.8 % of the Kafka indexer's CPU by a perf profile, where every post was new). Lucene's own answer, the Bloom postings
 /// format, is in Lucene.Net.Codecs, which the NuGet mirror does not serve; this one also spares the delete term itself.
 /// </summary>
 /// <remarks>
 /// Never wrong the harmful way: ids are only added, never removed (a deleted id stays "maybe"), and an index fills it from every
-/// id it holds when it opens. A false positive (about 1 % per layer) only costs the update it would have cost anyway. Layers double
+/// id it holds when it opens, in the background (no id is new until that is done). A false positive (about 1 % per layer) only costs the update it would have cost anyway. Layers double
 /// in size as ids arrive, so nothing has to be known in advance; each id sets <see cref="Hashes"/> bits of one layer.
 /// Bounded: past <see cref="MaxBytes"/> (about 100 million ids) it answers "maybe" for every id, and the index updates as it did
 /// without it. Safe for concurrent writers of different ids (bits are set atomically); one id is written by one thread at a time.
@@ -25,12 +25,15 @@ internal sealed class KnownIds
     private readonly long _maxBytes;
     private readonly Lock _grow = new();
     private volatile Layer[] _layers;
-    private volatile bool _full;
+    private volatile bool _full, _filling;
     private long _inNewest;
 
-    public KnownIds(long expected = 0, long maxBytes = MaxBytes)
+    /// <param name="expected">Ids about to be added (an index's at open): the first layer holds twice as many.</param>
+    /// <param name="filling">True while an index's existing ids are still being added: until <see cref="Filled"/>, no id is new.</param>
+    public KnownIds(long expected = 0, bool filling = false, long maxBytes = MaxBytes)
     {
         _maxBytes = maxBytes;
+        _filling = filling;
         _layers = [new Layer(Math.Clamp(expected * 2, FirstCapacity, Math.Max(FirstCapacity, maxBytes * 8 / BitsPerId / 2)))];
     }
 
@@ -40,24 +43,37 @@ internal sealed class KnownIds
     /// <summary>True once the filter outgrew its bound (<see cref="MaxBytes"/>): from then on every id may be known.</summary>
     public bool Full => _full;
 
-    public bool MayContain(string id)
+    /// <summary>Every id the index held when the filter was made has been added: from now on <see cref="Add"/> can say "new".</summary>
+    public void Filled() => _filling = false;
+
+    /// <summary>False when the index certainly holds nothing of <paramref name="id"/>: there is nothing to delete.</summary>
+    public bool MayHold(string id)
     {
-        if (_full) return true;
+        if (_full || _filling) return true;
         var (h1, h2) = HashOf(id);
         foreach (var layer in _layers) if (layer.Has(h1, h2)) return true;
         return false;
     }
 
-    public void Add(string id)
+    /// <summary>Records <paramref name="id"/>; true when it was certainly not known before (a false "false" only costs an update).</summary>
+    public bool Add(string id)
     {
+        if (_full) return false;
         var (h1, h2) = HashOf(id);
         var layers = _layers;
+        foreach (var layer in layers) if (layer.Has(h1, h2)) return false;
         var newest = layers[^1];
         newest.Set(h1, h2);
-        if (Interlocked.Increment(ref _inNewest) <= newest.Capacity) return;
+        if (Interlocked.Increment(ref _inNewest) > newest.Capacity) Grow(layers);
+        return !_filling;
+    }
+
+    private void Grow(Layer[] layers)
+    {
         lock (_grow)
         {
             if (_layers != layers || _full) return;
+            var newest = layers[^1];
             if (Bytes + newest.Bits.LongLength * sizeof(long) * 2 > _maxBytes) { _full = true; return; }
             _layers = [.. layers, new Layer(newest.Capacity * 2)];
             Interlocked.Exchange(ref _inNewest, 0);
@@ -82,7 +98,7 @@ internal sealed class KnownIds
         {
             for (var i = 0u; i < Hashes; i++)
             {
-                var bit = (long)((ulong)(h1 + i * h2) * (ulong)BitCount >> 32);
+                var bit = Bit(h1 + i * h2);
                 if ((Volatile.Read(ref Bits[bit >> 6]) & (1L << (int)(bit & 63))) == 0) return false;
             }
             return true;
@@ -92,9 +108,12 @@ internal sealed class KnownIds
         {
             for (var i = 0u; i < Hashes; i++)
             {
-                var bit = (long)((ulong)(h1 + i * h2) * (ulong)BitCount >> 32);
+                var bit = Bit(h1 + i * h2);
                 Interlocked.Or(ref Bits[bit >> 6], 1L << (int)(bit & 63));
             }
         }
+
+        /// <summary>A 32-bit hash scaled onto the layer's bits (a multiply and a shift, no division).</summary>
+        private long Bit(uint hash) => (long)((ulong)hash * (ulong)BitCount >> 32);
     }
 }

@@ -32,19 +32,43 @@ internal sealed class LuceneIndex : IIndexPersistence
         _files = writer.Directory;
         _searchers = new SearcherManager(writer, applyAllDeletes: true, new SimilarSearchers(engine.Similarity));
         Opened = State();
-        _known = WithSearcher(0, s => KnownIdsOf(s.IndexReader));
+        _known = KnownIdsFilledInBackground();
     }
 
-    /// <summary>Every id the index holds as it opens (deleted ones not yet merged away too: "maybe" is always safe).</summary>
-    private static KnownIds KnownIdsOf(IndexReader reader)
+    /// <summary>
+    /// A filter of the ids the index holds, filled from a searcher on a pool thread: opening an index of millions of ids does not
+    /// wait for it. Until it is filled every write is an update; a failure (the index closed meanwhile) leaves it that way.
+    /// </summary>
+    private KnownIds KnownIdsFilledInBackground()
     {
-        var leaves = reader.Leaves.Select(l => l.AtomicReader.GetTerms(LuceneDocuments.Id)).OfType<Terms>().ToList();
-        var known = new KnownIds(leaves.Sum(t => Math.Max(0, t.Count)));
-        foreach (var terms in leaves)
+        var searcher = _searchers.Acquire();
+        var leaves = searcher.IndexReader.Leaves.Select(l => l.AtomicReader.GetTerms(LuceneDocuments.Id)).OfType<Terms>().ToList();
+        var known = new KnownIds(leaves.Sum(t => Math.Max(0, t.Count)), filling: leaves.Count > 0);
+        if (leaves.Count == 0)
         {
-            var e = terms.GetEnumerator();
-            while (e.MoveNext()) known.Add(e.Term.Utf8ToString());
+            _searchers.Release(searcher);
+            return known;
         }
+        Filling = Task.Run(() =>
+        {
+            try
+            {
+                foreach (var terms in leaves)
+                {
+                    var e = terms.GetEnumerator();
+                    while (!_closed && e.MoveNext()) known.Add(e.Term.Utf8ToString());
+                }
+                if (!_closed) known.Filled();
+            }
+            catch (Exception ex)   // the fill only saves work: whatever stops it leaves every id "maybe held", which is always right
+            {
+                if (!_closed) _engine.Log.LogWarning(ex, "the filter of known ids could not be filled; every write stays an update");
+            }
+            finally
+            {
+                try { _searchers.Release(searcher); } catch (ObjectDisposedException) { }
+            }
+        });
         return known;
     }
 
@@ -54,13 +78,16 @@ internal sealed class LuceneIndex : IIndexPersistence
         public override IndexSearcher NewSearcher(IndexReader reader) => new(reader) { Similarity = similarity };
     }
 
+    /// <summary>The background fill of the known ids (<see cref="KnownIdsFilledInBackground"/>); done for an index opened empty.</summary>
+    internal Task Filling { get; private set; } = Task.CompletedTask;
+
     public IndexState Opened { get; }
 
     public Task WriteAsync(IReadOnlyCollection<string> deletes, IReadOnlyList<IndexedDocument> documents, CancellationToken ct = default)
     {
         Guard(() =>
         {
-            if (deletes.Count > 0) _writer.DeleteDocuments([.. deletes.Select(id => new Term(LuceneDocuments.Id, id))]);
+            if (deletes.Count > 0) _writer.DeleteDocuments([.. deletes.Where(_known.MayHold).Select(id => new Term(LuceneDocuments.Id, id))]);
             // Lucene indexes on as many threads as call it (a segment in the making per thread): a large batch is split by id, so
             // updates of one id keep their order, and written from every core.
             var threads = documents.Count >= 512 ? Math.Min(Environment.ProcessorCount, 4) : 1;
@@ -79,12 +106,15 @@ internal sealed class LuceneIndex : IIndexPersistence
     private void Update(IndexedDocument d)
     {
         var fields = LuceneDocuments.Fields();
-        if (d.New || !_known.MayContain(d.Id))
+        if (d.Entries.Count == 0)
+        {
+            if (_known.MayHold(d.Id)) _writer.DeleteDocuments(new Term(LuceneDocuments.Id, d.Id));
+            return;
+        }
+        if (_known.Add(d.Id))
         {
             // Nothing to replace: no delete term, so no lookup of the id in every segment when the deletes are applied (a fifth of
             // each refresh's time while new documents streamed in, by a profile of the freshness benchmark).
-            if (d.Entries.Count == 0) return;
-            _known.Add(d.Id);
             if (d.Entries.Count == 1) _writer.AddDocument(LuceneDocuments.Build(fields, d.Id, d.Entries[0]));
             else if (d.Entries.Count > 1) _writer.AddDocuments(d.Entries.Select(e => LuceneDocuments.Build(fields, d.Id, e)).ToList());
             return;

@@ -36,9 +36,6 @@ public sealed class EmbeddedChangeFeed(ChangeLogTail tail, ChangeLogReaders read
         }
     }
 
-    /// <summary>The last etag enqueued: a reader sees an entry only once it is committed, and every committed entry was enqueued first.</summary>
-    public long? DeliveredEtagBound => tail.LastEtag;
-
     /// <summary>Etags grow by one per write, so the distance to the newest etag is the number of changes still to come.</summary>
     public long? Backlog(ChangeFeedPosition position, long lastEtag) => Math.Max(0, tail.LastEtag - lastEtag);
 
@@ -54,6 +51,6 @@ public sealed class EmbeddedChangeFeed(ChangeLogTail tail, ChangeLogReaders read
                 ? JsonDocument.Parse(entry.Bytes.AsMemory(offset, r.Document.Length)).RootElement
                 : JsonDocument.Parse(r.Document.ToArray()).RootElement;
         }
-        return new ChangeEvent(r.Id, r.Collection, r.Etag, r.Op, r.LastModified, document) { Created = r.Created };
+        return new ChangeEvent(r.Id, r.Collection, r.Etag, r.Op, r.LastModified, document);
     }
 }

@@ -49,16 +49,9 @@ public readonly ref struct ChangeRecord
     public long Previous { get; }
     public long CopyOf { get; }
 
-    /// <summary>
-    /// A put written when the id had no stored version (its first, or its first since a delete), and not a copy compaction made.
-    /// Version 1 entries don't say (they have no <see cref="Previous"/>): never.
-    /// </summary>
-    public bool Created { get; }
-
-    private ChangeRecord(ChangeOp op, long etag, DateTimeOffset lastModified, long previous, long copyOf, bool chained, string id, string collection, ReadOnlySpan<byte> document)
+    private ChangeRecord(ChangeOp op, long etag, DateTimeOffset lastModified, long previous, long copyOf, string id, string collection, ReadOnlySpan<byte> document)
     {
         Op = op; Etag = etag; LastModified = lastModified; Previous = previous; CopyOf = copyOf; Id = id; Collection = collection; Document = document;
-        Created = chained && op == ChangeOp.Put && previous == 0 && copyOf == 0;
     }
 
     public static ChangeRecord Decode(ReadOnlySpan<byte> entry)
@@ -76,7 +69,7 @@ public readonly ref struct ChangeRecord
         var rest = entry[header..];
         var id = ReadString(ref rest);
         var collection = ReadString(ref rest);
-        return new ChangeRecord(op, etag, modified, previous, copyOf, chained: version == FormatVersion, id, collection, rest);
+        return new ChangeRecord(op, etag, modified, previous, copyOf, id, collection, rest);
     }
 
     public static void Encode(IBufferWriter<byte> output, ChangeOp op, long etag, DateTimeOffset lastModified, string id, string collection, ReadOnlySpan<byte> document,

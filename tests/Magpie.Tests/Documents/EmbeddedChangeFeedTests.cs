@@ -42,25 +42,6 @@ public sealed class EmbeddedChangeFeedTests : IAsyncLifetime
         Assert.Equal(4, next[0].Etag);
     }
 
-    [Fact]
-    public async Task A_put_is_marked_created_only_when_the_id_had_no_stored_version()
-    {
-        var feed = new EmbeddedChangeFeed(new ChangeLogTail(_store), new ChangeLogReaders());
-        await _store.WriteAsync([WriteCommand.Put("users/1", "{}"u8.ToArray())], atomic: true);                        // 1 first version
-        await _store.WriteAsync([WriteCommand.Put("users/1", """{"v":2}"""u8.ToArray())], atomic: true);               // 2 an update
-        await _store.WriteAsync([WriteCommand.Delete("users/1")], atomic: true);                                        // 3 a delete
-        await _store.WriteAsync([WriteCommand.Put("users/1", """{"v":3}"""u8.ToArray())], atomic: true);               // 4 back after the delete
-        // One batch: a put and a second put of the same id (the second replaces the first), then a delete and a put again.
-        await _store.WriteAsync([WriteCommand.Put("users/2", "{}"u8.ToArray()), WriteCommand.Put("users/2", """{"v":2}"""u8.ToArray()),
-            WriteCommand.Delete("users/2"), WriteCommand.Put("users/2", """{"v":3}"""u8.ToArray())], atomic: true);  // 5, 6, 7, 8
-
-        using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(30));
-        var (changes, _) = await Take(feed, ChangeFeedPosition.Beginning, 8, cts.Token);
-
-        Assert.Equal([true, false, false, true, true, false, false, true], changes.Select(c => c.Created));
-        Assert.Equal(8L, feed.DeliveredEtagBound);   // the last etag written: no read can have been handed a newer one
-    }
-
     private static async Task<(List<ChangeEvent>, ChangeFeedPosition)> Take(IChangeFeed feed, ChangeFeedPosition from, int count, CancellationToken ct)
     {
         var changes = new List<ChangeEvent>();

@@ -41,12 +41,6 @@ public interface IIndexStage
     /// </summary>
     Task<ChangeFeedPosition?> CatchUpAsync(IIndexPersistence index, ChangeFeedPosition position, CancellationToken ct) => Task.FromResult<ChangeFeedPosition?>(null);
 
-    /// <summary>
-    /// Said by the worker once the index is opened: the index holds nothing of an id whose first version
-    /// (<see cref="ChangeEvent.Created"/>) has an etag above <paramref name="etag"/>, so such documents can be added, not replaced.
-    /// </summary>
-    void NewDocumentsAbove(long etag) { }
-
     MappedBatch Map(ChangeBatch batch);
 
     /// <summary>Turns the batch's mapped changes into Lucene writes (reduce) or hands them on (Kafka map side); plain maps pass it through.</summary>

@@ -20,16 +20,11 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, II
 
     public bool WholeBatchCommits => false;
 
-    private long _newAbove = long.MaxValue;
-
-    public void NewDocumentsAbove(long etag) => _newAbove = etag;
-
     public MappedBatch Map(ChangeBatch batch)
     {
         var deletes = new List<string>();
         var documents = new List<IndexedDocument>();
         var entries = 0;
-        var added = AddedIn(batch);
         foreach (var change in LatestOf(batch, _maps))
         {
             if (change.Op == ChangeOp.Delete) { deletes.Add(change.Id); continue; }
@@ -39,7 +34,7 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, II
                 var mapped = _maps.Run(change).Select(e => EntryMapping.From(e, definition)).ToList();
                 if (storeSource) mapped = WithSource(mapped, change);
                 entries += mapped.Count;
-                documents.Add(new IndexedDocument(change.Id, mapped) { New = added?.Contains(change.Id) == true });
+                documents.Add(new IndexedDocument(change.Id, mapped));
             }
             catch (Exception e) when (e is ScriptRunException or EntryRefusedException)
             {
@@ -48,22 +43,6 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, II
             }
         }
         return new MappedBatch(batch, deletes, documents, entries);
-    }
-
-    /// <summary>
-    /// Ids the index holds nothing of before this batch: their first change in it is a first version above the bound the worker
-    /// gave. Later changes of such an id in the batch don't matter: only the last is written, and it replaces nothing.
-    /// </summary>
-    private HashSet<string>? AddedIn(ChangeBatch batch)
-    {
-        if (_newAbove == long.MaxValue) return null;   // a feed that never says Created (Kafka's), or nothing is trusted yet
-        HashSet<string>? added = null, seen = null;
-        foreach (var change in batch.Changes)
-        {
-            if (!(seen ??= new(StringComparer.Ordinal)).Add(change.Id)) continue;
-            if (change.Created && change.Etag > _newAbove) (added ??= new(StringComparer.Ordinal)).Add(change.Id);
-        }
-        return added;
     }
 
     /// <summary>The last change of each document of the maps' collections in the batch: earlier ones are superseded.</summary>
