@@ -46,8 +46,14 @@ public interface IIndexPersistence : IShardSearcher
     void Close();
 }
 
-/// <summary>Commit user data (how far the index consumed its source), the live entry count, the facet cache's figures.</summary>
-public sealed record IndexState(IReadOnlyDictionary<string, string> CommitData, long Entries, FacetCacheStats FacetCache);
+/// <summary>Commit user data (how far the index consumed its source), the live entry count, the facet cache's and the id filter's figures.</summary>
+public sealed record IndexState(IReadOnlyDictionary<string, string> CommitData, long Entries, FacetCacheStats FacetCache, KnownIdsStats KnownIds);
+
+/// <summary>
+/// The index's filter of the ids it holds (what lets a new id be added without a lookup): its memory, whether it is still being
+/// filled from the index (every write an update meanwhile), and whether it outgrew its bound (every write an update from then on).
+/// </summary>
+public sealed record KnownIdsStats(long Bytes, bool Filling, bool Full);
 
 /// <summary>The engine's facet column cache: this index's share, and the engine's total against its budget.</summary>
 public sealed record FacetCacheStats(long IndexBytes, long IndexEntries, long TotalBytes, long BudgetBytes, long TotalEntries, long Hits, long Misses, long Evictions);

@@ -105,9 +105,15 @@ public static class IndexEndpoints
         var shards = workers.Select(w => w.Status.Snapshot()).ToList();
         // The engine's facet columns: this index's share (over its shards here) and the engine's total within its budget.
         var caches = new List<FacetCacheStats>();
+        var filters = new List<KnownIdsStats>();
         foreach (var index in workers.Select(w => w.Index).OfType<IIndexPersistence>())
         {
-            try { caches.Add((await index.StateAsync(ct)).FacetCache); }
+            try
+            {
+                var state = await index.StateAsync(ct);
+                caches.Add(state.FacetCache);
+                filters.Add(state.KnownIds);
+            }
             catch (IndexEngineException) { }   // closing under us: left out of the figures
         }
         var mapSide = registry.MapSide(name).Select(w => w.Status.Snapshot()).ToList();
@@ -133,6 +139,13 @@ public static class IndexEndpoints
                 hits = caches[0].Hits,
                 misses = caches[0].Misses,
                 evictions = caches[0].Evictions,
+            },
+            // The filter of known ids over this process's shards: shards still filling it, or past its bound, write updates only.
+            knownIds = filters.Count == 0 ? null : new
+            {
+                bytes = filters.Sum(f => f.Bytes),
+                shardsFilling = filters.Count(f => f.Filling),
+                shardsFull = filters.Count(f => f.Full),
             },
         };
     }

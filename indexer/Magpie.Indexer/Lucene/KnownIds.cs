@@ -40,6 +40,9 @@ internal sealed class KnownIds
     /// <summary>The filter's memory, in bytes.</summary>
     public long Bytes => _layers.Sum(l => l.Bits.LongLength * sizeof(long));
 
+    /// <summary>True until <see cref="Filled"/>: no id is new meanwhile.</summary>
+    public bool Filling => _filling;
+
     /// <summary>True once the filter outgrew its bound (<see cref="MaxBytes"/>): from then on every id may be known.</summary>
     public bool Full => _full;
 

@@ -31,8 +31,8 @@ internal sealed class LuceneIndex : IIndexPersistence
         _writer = writer;
         _files = writer.Directory;
         _searchers = new SearcherManager(writer, applyAllDeletes: true, new SimilarSearchers(engine.Similarity));
-        Opened = State();
         _known = KnownIdsFilledInBackground();
+        Opened = State();
     }
 
     /// <summary>
@@ -160,7 +160,7 @@ internal sealed class LuceneIndex : IIndexPersistence
     {
         var data = new SortedDictionary<string, string>(_writer.CommitData ?? new Dictionary<string, string>(), StringComparer.Ordinal);
         var entries = WithSearcher(0, s => s.IndexReader.NumDocs - CountState(s));
-        return new IndexState(data, entries, _engine.Columns.Stats(this));
+        return new IndexState(data, entries, _engine.Columns.Stats(this), new KnownIdsStats(_known.Bytes, _known.Filling, _known.Full));
     }
 
     /// <summary>Live state entries: never counted as entries.</summary>

@@ -246,6 +246,7 @@ public sealed class LuceneIndexTests(PostsIndexFixture fx) : IClassFixture<Posts
         try
         {
             await ((LuceneIndex)reopened).Filling;   // the index's ids are read into its filter in the background
+            Assert.Equal(new KnownIdsStats(reopened.Opened.KnownIds.Bytes, Filling: false, Full: false), (await reopened.StateAsync()).KnownIds);
             var fresh = Enumerable.Range(1, 100).Select(i => new IndexedDocument($"fresh/{i}", [new IndexEntry([new KeywordField("Type", "fresh")])])).ToList();
             await reopened.WriteAsync([], fresh);
             Assert.False(((LuceneIndex)reopened).HasDeletions, "ids the index never held leave no delete term");

@@ -260,6 +260,9 @@ public sealed class QueryApiTests(ImportedSampleFixture fx) : IClassFixture<Impo
         var stats = await Http.GetFromJsonAsync<JsonElement>("indexes/Posts/ByTags/stats");
         Assert.True(stats.GetProperty("batches").GetInt64() > 0);
         Assert.True(stats.GetProperty("recentBatches")[0].TryGetProperty("commitMs", out _));
+        var known = stats.GetProperty("knownIds");   // the index's filter of the ids it holds: filled, within its bound
+        Assert.InRange(known.GetProperty("bytes").GetInt64(), 1, 128L << 20);
+        Assert.Equal(0, known.GetProperty("shardsFull").GetInt32());
     }
 
     [Fact]
