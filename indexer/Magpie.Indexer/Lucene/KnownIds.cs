@@ -61,6 +61,8 @@ internal sealed class KnownIds
     /// <summary>Records <paramref name="id"/>; true when it was certainly not known before (a false "false" only costs an update).</summary>
     public bool Add(string id)
     {
+        // Read before the layers are: a fill that ends after this read had not yet added all of the index's ids when they were.
+        var filling = _filling;
         if (_full) return false;
         var (h1, h2) = HashOf(id);
         var layers = _layers;
@@ -68,7 +70,7 @@ internal sealed class KnownIds
         var newest = layers[^1];
         newest.Set(h1, h2);
         if (Interlocked.Increment(ref _inNewest) > newest.Capacity) Grow(layers);
-        return !_filling;
+        return !filling;
     }
 
     private void Grow(Layer[] layers)
