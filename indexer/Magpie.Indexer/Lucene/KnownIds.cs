@@ -11,10 +11,11 @@ namespace Magpie.Indexer.Lucene;
 /// </summary>
 /// <remarks>
 /// Never wrong the harmful way: ids are only added, never removed (a deleted id stays "maybe"), and an index fills it from every
-/// id it holds when it opens, in the background (no id is new until that is done). A false positive (about 1 % per layer) only costs the update it would have cost anyway. Layers double
-/// in size as ids arrive, so nothing has to be known in advance; each id sets <see cref="Hashes"/> bits of one layer.
-/// Bounded: past <see cref="MaxBytes"/> (about 100 million ids) it answers "maybe" for every id, and the index updates as it did
-/// without it. Safe for concurrent writers of different ids (bits are set atomically); one id is written by one thread at a time.
+/// id it holds when it opens, in the background (no id is new until that is done). A false positive (about 1 % per layer) only
+/// costs the update it would have cost anyway. Layers double in size as ids arrive, so nothing has to be known in advance; each
+/// id sets <see cref="Hashes"/> bits of one layer. Bounded: past <see cref="MaxBytes"/> (about 100 million ids) it answers "maybe"
+/// for every id, and the index updates as it did without it. Safe for concurrent writers of different ids (bits are set
+/// atomically); one id is written by one thread at a time.
 /// </remarks>
 internal sealed class KnownIds
 {

@@ -49,7 +49,7 @@ internal sealed class LuceneIndex : IIndexPersistence
             _searchers.Release(searcher);
             return known;
         }
-        Filling = Task.Run(() =>
+        KnownIdsFill = Task.Run(() =>
         {
             try
             {
@@ -79,7 +79,7 @@ internal sealed class LuceneIndex : IIndexPersistence
     }
 
     /// <summary>The background fill of the known ids (<see cref="KnownIdsFilledInBackground"/>); done for an index opened empty.</summary>
-    internal Task Filling { get; private set; } = Task.CompletedTask;
+    internal Task KnownIdsFill { get; private set; } = Task.CompletedTask;
 
     public IndexState Opened { get; }
 
@@ -124,7 +124,7 @@ internal sealed class LuceneIndex : IIndexPersistence
         else _writer.UpdateDocuments(term, d.Entries.Select(e => LuceneDocuments.Build(fields, d.Id, e)).ToList());
     }
 
-    /// <summary>Deletes buffered or applied since the last merge: what an add of a new id must not leave (for tests).</summary>
+    /// <summary>Deletions in the index or buffered for it: what adding an id the index never held must not leave (for tests).</summary>
     internal bool HasDeletions => _writer.HasDeletions();
 
     public Task CommitAsync(IReadOnlyDictionary<string, string> commitData, CancellationToken ct = default)

@@ -245,7 +245,7 @@ public sealed class LuceneIndexTests(PostsIndexFixture fx) : IClassFixture<Posts
         var reopened = engine.Open(dir);
         try
         {
-            await ((LuceneIndex)reopened).Filling;   // the index's ids are read into its filter in the background
+            await ((LuceneIndex)reopened).KnownIdsFill;   // the index's ids are read into its filter in the background
             Assert.Equal(new KnownIdsStats(reopened.Opened.KnownIds.Bytes, Filling: false, Full: false), (await reopened.StateAsync()).KnownIds);
             var fresh = Enumerable.Range(1, 100).Select(i => new IndexedDocument($"fresh/{i}", [new IndexEntry([new KeywordField("Type", "fresh")])])).ToList();
             await reopened.WriteAsync([], fresh);
