@@ -46,7 +46,9 @@ public interface IIndexPersistence : IShardSearcher
     void Close();
 }
 
-/// <summary>Commit user data (how far the index consumed its source), the live entry count, the facet cache's and the id filter's figures.</summary>
+/// <summary>
+/// Commit user data (how far the index consumed its source), the live entry count, the facet cache's and the id filter's figures.
+/// </summary>
 public sealed record IndexState(IReadOnlyDictionary<string, string> CommitData, long Entries, FacetCacheStats FacetCache, KnownIdsStats KnownIds);
 
 /// <summary>

@@ -28,7 +28,10 @@ public sealed record StoredJsonField(string Name, ReadOnlyMemory<byte> Utf8) : I
 /// <summary>One engine document; a source document may produce several (a map returning an array).</summary>
 public sealed record IndexEntry(IReadOnlyList<IndexField> Fields);
 
-/// <summary>A source document's entries: writing it replaces whatever entries the id had (an engine may skip the lookup of old ones for an id it never held).</summary>
+/// <summary>
+/// A source document's entries: writing it replaces whatever entries the id had (an engine may skip looking for old ones where
+/// it knows it never held the id).
+/// </summary>
 public sealed record IndexedDocument(string Id, IReadOnlyList<IndexEntry> Entries);
 
 /// <summary>
