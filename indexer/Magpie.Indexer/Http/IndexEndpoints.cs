@@ -103,7 +103,7 @@ public static class IndexEndpoints
     {
         var workers = registry.Workers(name);
         var shards = workers.Select(w => w.Status.Snapshot()).ToList();
-        // The engine's facet columns: this index's share (over its shards here) and the engine's total within its budget.
+        // Per shard here: the engine's facet columns (this index's share, the engine's total within its budget) and the id filter.
         var caches = new List<FacetCacheStats>();
         var filters = new List<KnownIdsStats>();
         foreach (var index in workers.Select(w => w.Index).OfType<IIndexPersistence>())

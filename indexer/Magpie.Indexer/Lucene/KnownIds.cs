@@ -62,7 +62,7 @@ internal sealed class KnownIds
     /// <summary>Records <paramref name="id"/>; true when it was certainly not known before (a false "false" only costs an update).</summary>
     public bool Add(string id)
     {
-        // Read before the layers are: a fill that ends after this read had not yet added all of the index's ids when they were.
+        // Read before the layers: if the fill was still running then, an id missing from them may be one it had not reached yet.
         var filling = _filling;
         if (_full) return false;
         var (h1, h2) = HashOf(id);
