@@ -29,6 +29,12 @@ public sealed class IndexerOptions
     /// <summary>What the engine may keep for facets (columns of value ordinals, range document sets), over all indexes.</summary>
     public int FacetCacheMegabytes { get; init; } = 256;
 
+    /// <summary>
+    /// What the engine's filters of known ids may take, over all indexes and shards (<c>Lucene/KnownIds</c>: 1.25–2.5 bytes per
+    /// id); an index whose filter does not fit writes every entry as an update, as it would without one.
+    /// </summary>
+    public int KnownIdsMegabytes { get; init; } = 512;
+
     /// <summary>Kafka bootstrap servers when the indexer runs as its own process (Kafka mode); null = embedded.</summary>
     public string? Kafka { get; init; }
 

@@ -74,6 +74,9 @@ public sealed class MagpieSettings
     /// <summary>The index engine's budget for facet columns (all indexes together) (per-segment value ordinals and range document sets), in MB.</summary>
     public int FacetCacheMegabytes { get; set; } = 256;
 
+    /// <summary>The index engine's budget for its filters of the ids each index holds (all indexes and shards together), in MB.</summary>
+    public int KnownIdsMegabytes { get; set; } = 512;
+
     /// <summary>The PostgreSQL wire endpoint of the query target (<c>Magpie:Pg:*</c>, <c>MAGPIE__PG__PORT</c>, <c>--pg-port</c>).</summary>
     public PgSettings Pg { get; set; } = new();
 

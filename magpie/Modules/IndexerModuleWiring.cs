@@ -46,6 +46,7 @@ public sealed class IndexerModuleWiring(bool ingestInProcess) : IMagpieModule
         KafkaPartitions = s.KafkaPartitions,
         KafkaReplicationFactor = s.KafkaReplicationFactor,
         FacetCacheMegabytes = s.FacetCacheMegabytes,
+        KnownIdsMegabytes = s.KnownIdsMegabytes,
     };
 }
 

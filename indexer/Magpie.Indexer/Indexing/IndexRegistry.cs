@@ -33,7 +33,8 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
     /// </summary>
     private readonly record struct WorkerKey(string Name, int Shard, bool MapSide = false);
     private readonly ILogger _log = logs.CreateLogger("Magpie.Indexes");
-    private readonly IIndexEngine _engine = new LuceneEngine(logs.CreateLogger("Magpie.Indexes.Engine"), (long)options.FacetCacheMegabytes << 20);
+    private readonly IIndexEngine _engine = new LuceneEngine(logs.CreateLogger("Magpie.Indexes.Engine"), (long)options.FacetCacheMegabytes << 20,
+        (long)options.KnownIdsMegabytes << 20);
     private bool _disposed;
 
     public async Task StartAsync(CancellationToken cancellationToken)

@@ -17,7 +17,7 @@ namespace Magpie.Indexer.Lucene;
 /// Lucene.Net 4.8, in-process: one <see cref="IndexWriter"/> on an <see cref="NIOFSDirectory"/> and one
 /// <see cref="SearcherManager"/> per index (<see cref="LuceneIndex"/>), and the facet column cache all indexes share.
 /// </summary>
-public sealed class LuceneEngine(ILogger log, long facetCacheBytes = 256L << 20) : IIndexEngine
+public sealed class LuceneEngine(ILogger log, long facetCacheBytes = 256L << 20, long knownIdsBytes = 512L << 20) : IIndexEngine
 {
     /// <summary>Where an index logs what Lucene said when it refused something, for operators (clients get Magpie's words).</summary>
     internal ILogger Log => log;
@@ -38,6 +38,9 @@ public sealed class LuceneEngine(ILogger log, long facetCacheBytes = 256L << 20)
     internal Similarity Similarity { get; } = new BM25Similarity();
 
     internal FacetColumns Columns { get; } = new(facetCacheBytes);
+
+    /// <summary>The memory every index's filter of known ids (<see cref="KnownIds"/>) may take together.</summary>
+    internal KnownIdsBudget KnownIdsBudget { get; } = new(knownIdsBytes);
 
     private readonly Dictionary<string, LuceneIndex> _open = [];
 

@@ -43,7 +43,7 @@ internal sealed class LuceneIndex : IIndexPersistence
     {
         var searcher = _searchers.Acquire();
         var leaves = searcher.IndexReader.Leaves.Select(l => l.AtomicReader.GetTerms(LuceneDocuments.Id)).OfType<Terms>().ToList();
-        var known = new KnownIds(leaves.Sum(t => Math.Max(0, t.Count)), filling: leaves.Count > 0);
+        var known = new KnownIds(leaves.Sum(t => Math.Max(0, t.Count)), filling: leaves.Count > 0, budget: _engine.KnownIdsBudget);
         if (leaves.Count == 0)
         {
             _searchers.Release(searcher);
@@ -148,7 +148,8 @@ internal sealed class LuceneIndex : IIndexPersistence
         Guard(() =>
         {
             _writer.DeleteAll();
-            _known = new KnownIds();
+            _known.Release();
+            _known = new KnownIds(budget: _engine.KnownIdsBudget);
             _searchers.MaybeRefreshBlocking();
         });
         return Task.CompletedTask;
@@ -327,6 +328,7 @@ internal sealed class LuceneIndex : IIndexPersistence
         try { _writer.Rollback(); }
         finally { _files.Dispose(); }
         _engine.Columns.DropIndex(this);
+        _known.Release();
         _engine.Closed(this);
     }
 }

@@ -1,4 +1,7 @@
+using Magpie.Contracts.Search;
+using Magpie.Indexer.Engine;
 using Magpie.Indexer.Lucene;
+using Microsoft.Extensions.Logging.Abstractions;
 
 namespace Magpie.Tests.Indexing;
 
@@ -51,8 +54,65 @@ public sealed class KnownIdsTests
         var known = new KnownIds(maxBytes: 1 << 20);
         for (var i = 0; i < 2_000_000 && !known.Full; i++) known.Add($"posts/{i}");
         Assert.True(known.Full);
-        Assert.InRange(known.Bytes, 1, 1 << 20);
+        Assert.Equal(0, known.Bytes);   // its layers are dropped: they could no longer answer "new"
         Assert.All(Enumerable.Range(0, 1000), i => Assert.True(known.MayHold($"never/{i}")));
         Assert.All(Enumerable.Range(0, 1000), i => Assert.False(known.Add($"never/{i}")));
+    }
+
+    [Fact]
+    public void Filters_share_one_budget_one_that_does_not_fit_says_maybe_and_a_released_one_gives_its_memory_back()
+    {
+        var budget = new KnownIdsBudget(200 << 10);   // two first layers (80 KiB each), not three
+        var (a, b, c) = (new KnownIds(budget: budget), new KnownIds(budget: budget), new KnownIds(budget: budget));
+        Assert.Equal((false, false, true), (a.Full, b.Full, c.Full));
+        Assert.Equal(a.Bytes + b.Bytes, budget.Used);
+        Assert.True(c.MayHold("posts/1"));
+        Assert.False(c.Add("posts/1"));
+
+        // a's second layer (160 KiB) does not fit beside b's: it drops its own layers and gives their memory back.
+        var added = Enumerable.Range(0, 70_000).Select(i => $"a/{i}").ToList();
+        foreach (var id in added) a.Add(id);
+        Assert.True(a.Full);
+        Assert.All(added, id => Assert.True(a.MayHold(id), id));
+        Assert.Equal(b.Bytes, budget.Used);
+
+        b.Release();
+        Assert.Equal(0, budget.Used);
+        Assert.True(b.MayHold("never/1"));
+        var d = new KnownIds(budget: budget);
+        Assert.True(d.Add("posts/1"));
+        Assert.False(d.MayHold("posts/2"));
+    }
+
+    [Fact]
+    public async Task An_index_whose_filter_does_not_fit_the_engines_budget_writes_updates_and_a_closed_index_gives_its_filter_back()
+    {
+        var dirs = new[] { Directory.CreateTempSubdirectory("magpie-known-a-").FullName, Directory.CreateTempSubdirectory("magpie-known-b-").FullName };
+        using var engine = new LuceneEngine(NullLogger.Instance, knownIdsBytes: 100 << 10);   // one index's first layer
+        var (first, second) = (engine.Open(dirs[0]), engine.Open(dirs[1]));
+        try
+        {
+            Assert.False((await first.StateAsync()).KnownIds.Full);
+            var stats = (await second.StateAsync()).KnownIds;
+            Assert.Equal((true, 0L), (stats.Full, stats.Bytes));
+
+            // Without a filter every write is an update: a document written twice is one entry, with its second version.
+            IndexedDocument Post(string tag) => new("posts/1", [new IndexEntry([new KeywordField("Tags", tag)])]);
+            await second.WriteAsync([], [Post("first")]);
+            await second.WriteAsync([], [Post("second")]);
+            await second.RefreshAsync();
+            Assert.Equal(1, (await second.StateAsync()).Entries);
+            Assert.Equal(1, (await second.SearchAsync(new SearchRequest(new TermQuery("Tags", "second"), [], 10))).TotalHits);
+
+            Assert.Equal((await first.StateAsync()).KnownIds.Bytes, engine.KnownIdsBudget.Used);
+            first.Close();
+            Assert.Equal(0, engine.KnownIdsBudget.Used);
+        }
+        finally
+        {
+            first.Close();
+            second.Close();
+            foreach (var dir in dirs) Directory.Delete(dir, recursive: true);
+        }
     }
 }
