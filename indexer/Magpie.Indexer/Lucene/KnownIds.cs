@@ -167,8 +167,6 @@ internal sealed class KnownIdsBudget(long bytes)
 
     private long _used;
 
-    public long Limit => bytes;
-
     public long Used => Volatile.Read(ref _used);
 
     public bool TryTake(long n)

@@ -321,6 +321,7 @@ internal sealed class LuceneIndex : IIndexPersistence
     {
         if (_closed) return;
         _closed = true;
+        _known.Release();   // first: a failed rollback below must not keep the filter's share of the engine's budget
         foreach (var id in _snapshots.Keys) ReleaseSnapshot(id);
         _searchers.Dispose();
         // Rollback, not Dispose: 4.8 commits on dispose, and uncommitted writes must never become durable beside an older position.
@@ -328,7 +329,6 @@ internal sealed class LuceneIndex : IIndexPersistence
         try { _writer.Rollback(); }
         finally { _files.Dispose(); }
         _engine.Columns.DropIndex(this);
-        _known.Release();
         _engine.Closed(this);
     }
 }
