@@ -45,6 +45,14 @@ internal sealed class FacetColumns(long budget)
     public Column Numbers(LuceneIndex owner, AtomicReader leaf, string field) =>
         (Column)Get(owner, leaf, "n:" + field, () => Build(leaf, field, numbers: true), v => ((Column)v).Bytes);
 
+    /// <summary>
+    /// Each ordinal's value of a string field in the segment, decoded once in one sequential pass. Folding a segment's facet counts
+    /// looks each counted ordinal up by value; through <c>LookupOrd</c> that was a buffered disk read and a string per value per
+    /// segment per query (a fifth of a match-all facet query's time over 25 segments, more as segments pile up after a load).
+    /// </summary>
+    public string[] Texts(LuceneIndex owner, AtomicReader leaf, string field) =>
+        (string[])Get(owner, leaf, "v:" + field, () => TextsOf(ValuesOf(leaf, field)), v => TextBytes((string[])v));
+
     /// <summary>Every <see cref="TermSample.Every"/>th term of a field's values in the segment, for finding a term's ordinal without a binary search on disk.</summary>
     public TermSample Terms(LuceneIndex owner, AtomicReader leaf, string field, SortedSetDocValues values) =>
         (TermSample)Get(owner, leaf, "t:" + field, () => TermSample.Of(values), v => ((TermSample)v).Bytes);
@@ -134,7 +142,7 @@ internal sealed class FacetColumns(long budget)
     public void Warm(LuceneIndex owner, AtomicReader merged)
     {
         string[] kinds;
-        lock (_cache) kinds = [.. _recent.Where(e => e.Owner == owner && e.Key.What[0] is 's' or 'n' or 't').Select(e => e.Key.What).Distinct()];
+        lock (_cache) kinds = [.. _recent.Where(e => e.Owner == owner && e.Key.What[0] is 's' or 'n' or 't' or 'v').Select(e => e.Key.What).Distinct()];
         foreach (var what in kinds)
         {
             var field = what[2..];
@@ -143,6 +151,7 @@ internal sealed class FacetColumns(long budget)
                 case 's': Strings(owner, merged, field); break;
                 case 'n': Numbers(owner, merged, field); break;
                 case 't' when ValuesOf(merged, field) is { } values: Terms(owner, merged, field, values); break;
+                case 'v': Texts(owner, merged, field); break;
             }
         }
     }
@@ -203,6 +212,23 @@ internal sealed class FacetColumns(long budget)
             decoded[ord] = LuceneDocuments.FromSortableBytes(scratch);
         }
         return column with { Numbers = decoded };
+    }
+
+    private static string[] TextsOf(SortedSetDocValues? values)
+    {
+        if (values is null) return [];
+        var texts = new string[values.ValueCount];
+        var terms = values.GetTermsEnum();
+        for (var ord = 0; ord < texts.Length && terms.MoveNext(); ord++) texts[ord] = terms.Term.Utf8ToString();
+        return texts;
+    }
+
+    /// <summary>The array and its strings (object header, length, UTF-16 characters) as the runtime lays them out on 64 bits.</summary>
+    private static long TextBytes(string[] texts)
+    {
+        long bytes = 64 + 8L * texts.Length;
+        foreach (var t in texts) bytes += 22 + 2L * t.Length;
+        return bytes;
     }
 
     /// <summary>A field with at most one value per document in this segment (and no values at all): one ordinal per document.</summary>

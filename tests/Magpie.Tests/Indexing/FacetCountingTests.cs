@@ -64,6 +64,7 @@ public sealed class FacetCountingTests : IAsyncLifetime
             new TermFacetSpec(["Tags@cs"], [], []),
             new RangeFacetSpec([new DoubleRangeQuery("Value@num", 0, 4.5), new DoubleRangeQuery("Value@num", 5, double.PositiveInfinity)], ["Value@num"]),
             new TermFacetSpec(["Unique@cs"], [], []),
+            new RangeFacetSpec([new DoubleRangeQuery("Value@num", 0, 4.5), new DoubleRangeQuery("Value@num", 3, 7)], []),   // counts only
         ];
         await AssertCountsAsync(index, SearchQuery.All, specs, live);
         await AssertCountsAsync(index, new TermQuery("Kind@cs", "k3"), specs, live.Where(e => e.Kind == "k3").ToList());
@@ -103,5 +104,9 @@ public sealed class FacetCountingTests : IAsyncLifetime
 
         Assert.Equal(model.Count, counts.Facets[3].Count);
         Assert.All(counts.Facets[3], b => Assert.Equal(1, b.Count));
+
+        // Overlapping ranges without aggregates: an entry in both counts in both.
+        Assert.Equal([(0, (long)low.Count), (1, (long)model.Count(e => e.Value is >= 3 and <= 7))],
+            counts.Facets[4].Select(b => (b.Range, b.Count)));
     }
 }
