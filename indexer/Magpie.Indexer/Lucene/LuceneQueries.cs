@@ -35,11 +35,24 @@ internal static class LuceneQueries
     private static BooleanQuery Bool(BoolQuery b, Analyzer analyzer, bool scored)
     {
         var q = new BooleanQuery();
-        foreach (var m in b.Must) q.Add(Build(m, analyzer, scored), Occur.MUST);
+        var must = 0;
+        foreach (var m in b.Must)
+        {
+            // "a and not x", unscored: x excluded here, not a nested "everything but x" intersected with a. That nesting walked
+            // every document of the index beside a's matches (a third of a SQL aggregate whose WHERE matched all 1M posts).
+            // Scored queries keep the nesting: its match-all clause adds to every score, and dropping it could reorder hits.
+            if (!scored && m is BoolQuery { Must.Count: 0, Should.Count: 0 } negation)
+            {
+                foreach (var n in negation.MustNot) q.Add(Build(n, analyzer, scored), Occur.MUST_NOT);
+                continue;
+            }
+            q.Add(Build(m, analyzer, scored), Occur.MUST);
+            must++;
+        }
         foreach (var s in b.Should) q.Add(Build(s, analyzer, scored), Occur.SHOULD);
         foreach (var n in b.MustNot) q.Add(Build(n, analyzer, scored), Occur.MUST_NOT);
-        if (b.Must.Count == 0 && b.Should.Count == 0) q.Add(new MatchAllDocsQuery(), Occur.MUST);
-        if (b.Must.Count > 0 && b.Should.Count > 0) q.MinimumNumberShouldMatch = 1;
+        if (must == 0 && b.Should.Count == 0) q.Add(new MatchAllDocsQuery(), Occur.MUST);
+        if (must > 0 && b.Should.Count > 0) q.MinimumNumberShouldMatch = 1;
         return q;
     }
 

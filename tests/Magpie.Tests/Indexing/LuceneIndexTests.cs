@@ -94,6 +94,12 @@ public sealed class LuceneIndexTests(PostsIndexFixture fx) : IClassFixture<Posts
         Assert.Equal(Expected(Posts.Where(p => p.Tags.Contains("bug") || p.Score >= 20)),
             await Ids(BoolQuery.Or(new TermQuery("Tags", "bug"), new LongRangeQuery("Score", 20, long.MaxValue))));
         Assert.Equal(Expected(Posts.Where(p => p.Type != "1")), await Ids(BoolQuery.Not(new TermQuery("Type", "1"))));
+        // "a and not x" (unscored, the negation joins its parent), a negation alone under "and", and beside alternatives.
+        Assert.Equal(Expected(Posts.Where(p => p.Type == "1" && !p.Tags.Contains("discussion"))),
+            await Ids(BoolQuery.And(new TermQuery("Type", "1"), BoolQuery.Not(new TermQuery("Tags", "discussion")))));
+        Assert.Equal(Expected(Posts.Where(p => !p.Tags.Contains("discussion"))), await Ids(BoolQuery.And(BoolQuery.Not(new TermQuery("Tags", "discussion")))));
+        Assert.Equal(Expected(Posts.Where(p => !(p.Score < 0) && (p.Tags.Contains("bug") || p.Type == "1"))),
+            await Ids(new BoolQuery([BoolQuery.Not(new LongRangeQuery("Score", long.MinValue, -1))], [new TermQuery("Tags", "bug"), new TermQuery("Type", "1")], [])));
         Assert.True(Posts.Count(p => p.Tags.Contains("discussion")) > 10, "the sample should exercise these queries");
     }
 

@@ -21,7 +21,7 @@ public sealed class SqlToRql(Func<string, string> field, Func<string, PgType> ty
         SqlBinary { Op: "and" or "or" } b =>
             $"({Condition(b.Left, negated)} {((b.Op == "and") ^ negated ? "and" : "or")} {Condition(b.Right, negated)})",
         SqlNot n => Condition(n.Inner, !negated),
-        SqlBinary { Op: "=" or "<>" or "<" or "<=" or ">" or ">=" } b => Known(Compare(b, out var column), column, negated),
+        SqlBinary { Op: "=" or "<>" or "<" or "<=" or ">" or ">=" } b => Known(Compare(b, out var column), column, negated, matchesValues: b.Op != "<>"),
         SqlBetween b => Known(CaseSensitive($"{Field(b.Value)} between {Literal(b.Low, ColumnOf(b.Value))} and {Literal(b.High, ColumnOf(b.Value))}", ColumnOf(b.Value)),
             ColumnOf(b.Value), negated ^ b.Negated),
         SqlIn i => Known(CaseSensitive(In(i), ColumnOf(i.Value)), ColumnOf(i.Value), negated ^ i.Negated),
@@ -29,11 +29,20 @@ public sealed class SqlToRql(Func<string, string> field, Func<string, PgType> ty
         _ => throw Unsupported(e),
     };
 
-    /// <summary>The condition true (or, negated, false — never unknown): the column must hold a value either way.</summary>
-    private string Known(string condition, string column, bool negated) =>
-        negated ? $"(not ({condition}) and {HasValue(column)})" : $"({condition} and {HasValue(column)})";
+    /// <summary>
+    /// The condition true (or, negated, false — never unknown): the column must hold a value either way. A condition that
+    /// <paramref name="matchesValues"/> (=, &lt;, BETWEEN, IN: only entries holding a matching value, never a missing field) needs
+    /// only the null left out (an entry may hold a null beside a value); asking that the field exists as well made a query over
+    /// every entry intersect two more postings lists (a third of a time-grouped aggregate over 1M posts).
+    /// </summary>
+    private string Known(string condition, string column, bool negated, bool matchesValues = true) =>
+        negated ? $"(not ({condition}) and {HasValue(column)})"
+        : matchesValues ? $"({condition} and {NotNull(column)})"
+        : $"({condition} and {HasValue(column)})";
 
-    private static string HasValue(string column) => $"(exists({Quote(column)}) and not ({Quote(column)} = null))";
+    private static string NotNull(string column) => $"not ({Quote(column)} = null)";
+
+    private static string HasValue(string column) => $"(exists({Quote(column)}) and {NotNull(column)})";
 
     private string Compare(SqlBinary b, out string column)
     {
