@@ -353,6 +353,9 @@ async Task RunIndexAsync()
         magpie.Refresh();
         (serverCpu, clientCpu) = (magpie.TotalProcessorTime - serverCpu, Process.GetCurrentProcess().TotalProcessorTime - clientCpu);
         var mapMicros = await IndexBenchmark.MapMicrosPerDocumentAsync(http);
+        // How often the worker refreshed during the load, and what those refreshes (Lucene's flushes) took: smaller segments cost more.
+        var stats = await http.GetFromJsonAsync<JsonElement>($"indexes/{IndexBenchmark.Name}/stats");
+        Console.WriteLine($"  embedded index: {stats.GetProperty("refreshes").GetInt64():N0} refreshes, {stats.GetProperty("refreshMs").GetDouble() / 1000:F1} s in them");
         Console.WriteLine($"embedded pipeline: {embeddedRate:N0} docs/s ({watch.Elapsed.TotalSeconds:F1} s); JS map {mapMicros:F1} µs per document (last 20 batches); " +
             $"CPU µs/doc: magpie {serverCpu.TotalMicroseconds / n:F0}, this client {clientCpu.TotalMicroseconds / n:F0}");
 

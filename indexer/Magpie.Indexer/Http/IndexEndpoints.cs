@@ -124,6 +124,8 @@ public static class IndexEndpoints
             batches = shards.Sum(s => s.Batches),
             documentsIndexed = shards.Sum(s => s.DocumentsIndexed),
             entries = shards.Sum(s => s.Entries),
+            refreshes = shards.Sum(s => s.Refreshes),
+            refreshMs = Math.Round(shards.Sum(s => s.RefreshMs), 1),
             errorCount = all.Sum(s => s.ErrorCount),
             recentBatches = shards.SelectMany(s => s.RecentBatches).OrderByDescending(b => b.At).Take(20).Reverse().ToList(),
             // Kafka map/reduce: the map side's batches (map, then publish to the mapped topic as reduceMs).

@@ -8,8 +8,10 @@ public sealed record IndexBatchStats(DateTimeOffset At, int Changes, int Documen
 
 public sealed record IndexError(DateTimeOffset At, string DocumentId, string Message);
 
+/// <remarks><c>Refreshes</c> and <c>RefreshMs</c>: how many times the worker made its writes searchable, and the time those refreshes
+/// took (Lucene's flush of each new segment), since it started: what a load's segment sizes and flush cost come from.</remarks>
 public sealed record IndexStatusSnapshot(long IndexedEtag, long Entries, long Batches, long DocumentsIndexed, long ErrorCount,
-    IReadOnlyList<IndexError> Errors, IReadOnlyList<IndexBatchStats> RecentBatches, string? Failure);
+    IReadOnlyList<IndexError> Errors, IReadOnlyList<IndexBatchStats> RecentBatches, string? Failure, long Refreshes = 0, double RefreshMs = 0);
 
 /// <summary>Live progress of one index, written by its worker, read by status and stats requests.</summary>
 public sealed class IndexStatus(string index) : Stages.IIndexErrors
@@ -18,7 +20,8 @@ public sealed class IndexStatus(string index) : Stages.IIndexErrors
     private readonly Lock _lock = new();
     private readonly List<IndexError> _errors = [];
     private readonly List<IndexBatchStats> _batches = [];
-    private long _indexedEtag, _entries, _batchCount, _documents, _errorCount, _attempts;
+    private long _indexedEtag, _entries, _batchCount, _documents, _errorCount, _attempts, _refreshes;
+    private double _refreshMs;
     private string? _failure;
 
     /// <summary>
@@ -47,8 +50,11 @@ public sealed class IndexStatus(string index) : Stages.IIndexErrors
 
     public void Resumed(long etag, long entries) { lock (_lock) { _indexedEtag = etag; _entries = entries; } }
 
-    /// <summary>A refresh made everything up to <paramref name="etag"/> searchable; the index now holds <paramref name="entries"/>.</summary>
-    public void Refreshed(long etag, long entries) { lock (_lock) { _indexedEtag = Math.Max(_indexedEtag, etag); _entries = entries; } }
+    /// <summary>A refresh (of <paramref name="ms"/>) made everything up to <paramref name="etag"/> searchable; the index now holds <paramref name="entries"/>.</summary>
+    public void Refreshed(long etag, long entries, double ms)
+    {
+        lock (_lock) { _indexedEtag = Math.Max(_indexedEtag, etag); _entries = entries; _refreshes++; _refreshMs += ms; }
+    }
 
     /// <summary>Records a written batch (searchable with the next refresh, <see cref="Refreshed"/>); returns its number, for <see cref="Committed"/>.</summary>
     public long Batch(IndexBatchStats stats)
@@ -93,7 +99,7 @@ public sealed class IndexStatus(string index) : Stages.IIndexErrors
 
     public IndexStatusSnapshot Snapshot()
     {
-        lock (_lock) return new(_indexedEtag, _entries, _batchCount, _documents, _errorCount, [.. _errors], [.. _batches], _failure);
+        lock (_lock) return new(_indexedEtag, _entries, _batchCount, _documents, _errorCount, [.. _errors], [.. _batches], _failure, _refreshes, _refreshMs);
     }
 
     private static void Keep<T>(List<T> recent, T item)

@@ -348,12 +348,8 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
             // refresh queued, where in line one thread flushed while the other core waited (the embedded process idled 15–20 % of a
             // backlog). Stages that carry source watermarks or need whole batches in a commit refresh in line.
             if (moreWaiting && source is null && !_wholeBatchCommits)
-                _refreshing = Task.Run(async () => { await index.RefreshAsync(ct); await SearchableAsync(index, after, null, lastEtag, ct); }, ct);
-            else
-            {
-                await index.RefreshAsync(ct);
-                await SearchableAsync(index, after, source, lastEtag, ct);
-            }
+                _refreshing = Task.Run(() => RefreshAsync(index, after, null, lastEtag, ct), ct);
+            else await RefreshAsync(index, after, source, lastEtag, ct);
         }
         var searchable = Stopwatch.GetElapsedTime(started) - waited;
         var number = Status.Batch(new IndexBatchStats(DateTimeOffset.UtcNow, batch.Source.Changes.Count, batch.Documents.Count + batch.Deletes.Count, batch.Entries,
@@ -368,16 +364,20 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
     }
 
     /// <summary>
-    /// A refresh finished: searches see up to <paramref name="after"/> (and the source watermarks), the status says so (etag and
-    /// entries), and only then do waiters for etags up to <paramref name="etag"/> go on: what they read next is current.
+    /// Refreshes the index: searches see up to <paramref name="after"/> (and the source watermarks), the status says so (etag,
+    /// entries, and the refresh counted with its time), and only then do waiters for etags up to <paramref name="etag"/> go on:
+    /// what they read next is current.
     /// </summary>
-    private async Task SearchableAsync(IIndexPersistence index, ChangeFeedPosition after, ChangeFeedPosition? source, long etag, CancellationToken ct)
+    private async Task RefreshAsync(IIndexPersistence index, ChangeFeedPosition after, ChangeFeedPosition? source, long etag, CancellationToken ct)
     {
+        var started = Stopwatch.GetTimestamp();
+        await index.RefreshAsync(ct);
+        var ms = Ms(Stopwatch.GetElapsedTime(started));
         var state = await index.StateAsync(ct);
         // Position, source watermarks and etag say what searches see: they move only with a refresh.
         _position = after;
         if (source is not null) _sourcePosition = source;
-        Status.Refreshed(etag, state.Entries);
+        Status.Refreshed(etag, state.Entries, ms);
         ReleaseWaiters(etag);
     }
 

@@ -260,6 +260,9 @@ public sealed class QueryApiTests(ImportedSampleFixture fx) : IClassFixture<Impo
         var stats = await Http.GetFromJsonAsync<JsonElement>("indexes/Posts/ByTags/stats");
         Assert.True(stats.GetProperty("batches").GetInt64() > 0);
         Assert.True(stats.GetProperty("recentBatches")[0].TryGetProperty("commitMs", out _));
+        // Every write above became searchable through a refresh, counted with its time.
+        Assert.True(stats.GetProperty("refreshes").GetInt64() > 0);
+        Assert.True(stats.GetProperty("refreshMs").GetDouble() > 0);
         var known = stats.GetProperty("knownIds");   // the index's filter of the ids it holds: filled, within its bound
         Assert.InRange(known.GetProperty("bytes").GetInt64(), 1, 128L << 20);
         Assert.Equal(0, known.GetProperty("shardsFull").GetInt32());
