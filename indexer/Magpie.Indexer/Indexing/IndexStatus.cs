@@ -11,7 +11,7 @@ public sealed record IndexError(DateTimeOffset At, string DocumentId, string Mes
 /// <remarks><c>Refreshes</c> and <c>RefreshMs</c>: how many times the worker made its writes searchable, and the time those refreshes
 /// took (Lucene's flush of each new segment), since it started: what a load's segment sizes and flush cost come from.</remarks>
 public sealed record IndexStatusSnapshot(long IndexedEtag, long Entries, long Batches, long DocumentsIndexed, long ErrorCount,
-    IReadOnlyList<IndexError> Errors, IReadOnlyList<IndexBatchStats> RecentBatches, string? Failure, long Refreshes = 0, double RefreshMs = 0);
+    IReadOnlyList<IndexError> Errors, IReadOnlyList<IndexBatchStats> RecentBatches, string? Failure, long Refreshes, double RefreshMs);
 
 /// <summary>Live progress of one index, written by its worker, read by status and stats requests.</summary>
 public sealed class IndexStatus(string index) : Stages.IIndexErrors
