@@ -67,7 +67,8 @@ public static class BulkCommandParser
             case "PUT":
                 if (!item.TryGetProperty("document", out var d)) { reason = "PUT needs a 'document'"; return null; }
                 if (d.ValueKind != JsonValueKind.Object) { reason = $"'document' must be a JSON object, not {d.ValueKind.ToString().ToLowerInvariant()}"; return null; }
-                return WriteCommand.Put(id, JsonMarshal.GetRawUtf8Value(d).ToArray(), etag);
+                // Read whole by the parse above, within maxDepth (+2 counted the array and the command): the store checks only its text.
+                return WriteCommand.Put(id, JsonMarshal.GetRawUtf8Value(d).ToArray(), etag, parsedDepth: maxDepth);
             case "PATCH":
                 if (!item.TryGetProperty("patch", out var p)) { reason = "PATCH needs a 'patch' (a JSON Patch array)"; return null; }
                 var patch = DocumentPatcher.Parse(JsonMarshal.GetRawUtf8Value(p), out var patchError, maxDepth);

@@ -246,7 +246,9 @@ public sealed partial class DocumentStore : IAsyncDisposable
         var what = cmd.Method == WriteMethod.Patch ? "the patched document" : "the document";
         if (document.Length > _options.MaxDocumentBytes)
             return $"{what} would be {document.Length} bytes, over the limit of {_options.MaxDocumentBytes}";
-        return DocumentJson.ValidateObject(document, _options.MaxJsonDepth) is { } reason ? $"{what} is refused: {reason}" : null;
+        var parsed = cmd.ParsedDepth is { } depth && depth <= _options.MaxJsonDepth && ReferenceEquals(document, cmd.Document);
+        var reason = parsed ? DocumentJson.ValidateParsedObject(document, _options.MaxJsonDepth) : DocumentJson.ValidateObject(document, _options.MaxJsonDepth);
+        return reason is not null ? $"{what} is refused: {reason}" : null;
     }
 
     private static WriteOutcome Failed(WriteCommand cmd, WriteErrorKind kind, string message) =>

@@ -7,6 +7,8 @@ public enum WriteMethod { Put, Patch, Delete }
 /// <summary>
 /// One write, already validated for shape (id rules, document is a JSON object, patch parsed).
 /// <paramref name="Collection"/> overrides the collection derived from the document or id.
+/// <paramref name="ParsedDepth"/>: a parser already read <paramref name="Document"/> whole as a well-formed JSON object nesting at
+/// most this deep (a bulk body, an input-topic message), so the store checks only its text instead of reading it again.
 /// </summary>
 public sealed record WriteCommand(
     WriteMethod Method,
@@ -14,10 +16,11 @@ public sealed record WriteCommand(
     byte[]? Document = null,
     JsonPatchDocument? Patch = null,
     long? IfMatch = null,
-    string? Collection = null)
+    string? Collection = null,
+    int? ParsedDepth = null)
 {
-    public static WriteCommand Put(string id, byte[] document, long? ifMatch = null, string? collection = null) =>
-        new(WriteMethod.Put, id, document, null, ifMatch, collection);
+    public static WriteCommand Put(string id, byte[] document, long? ifMatch = null, string? collection = null, int? parsedDepth = null) =>
+        new(WriteMethod.Put, id, document, null, ifMatch, collection, parsedDepth);
 
     public static WriteCommand Delete(string id, long? ifMatch = null) => new(WriteMethod.Delete, id, IfMatch: ifMatch);
 

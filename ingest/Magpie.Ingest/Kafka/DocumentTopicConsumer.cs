@@ -170,7 +170,7 @@ public static class InputMessage
             case "put":
                 if (message.Value is not { Length: > 0 } doc) { reason = "a put needs a JSON document as the message value"; return null; }
                 if (DocumentJson.ValidateObject(doc, maxDepth) is { } jsonError) { reason = jsonError; return null; }
-                return WriteCommand.Put(id, doc, ifMatch, string.IsNullOrEmpty(collection) ? null : collection);
+                return WriteCommand.Put(id, doc, ifMatch, string.IsNullOrEmpty(collection) ? null : collection, parsedDepth: maxDepth);
             case "patch":
                 if (message.Value is not { Length: > 0 } patchJson) { reason = "a patch needs a JSON Patch array as the message value"; return null; }
                 var patch = DocumentPatcher.Parse(patchJson, out var patchError, maxDepth);
