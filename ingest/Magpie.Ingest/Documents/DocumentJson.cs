@@ -50,6 +50,8 @@ public static class DocumentJson
         while (at >= 0)
         {
             var next = at + 2;
+            // Bounds a well-formed document always meets; one that does not gets the full check, which says what is wrong.
+            if (next > json.Length || json[at + 1] == (byte)'u' && at + 6 > json.Length) return true;
             if (json[at + 1] == (byte)'u')
             {
                 var unit = HexUnit(json.Slice(at + 2, 4));

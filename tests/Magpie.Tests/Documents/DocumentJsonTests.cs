@@ -47,6 +47,18 @@ public class DocumentJsonTests
     public void Lone_surrogate_escapes_are_found(string json, bool lone) =>
         Assert.Equal(lone, DocumentJson.HasLoneSurrogateEscape(Encoding.UTF8.GetBytes(json)));
 
+    [Fact]
+    public void A_document_cut_short_is_not_read_past_its_end()
+    {
+        // The short check trusts an earlier parse; called on bytes no parser read, it must still answer rather than throw.
+        var json = Encoding.UTF8.GetBytes("""{"a":"x\n\ud83d\ude00\u0041\\"}""");
+        for (var length = 0; length < json.Length; length++)
+        {
+            var ex = Record.Exception(() => DocumentJson.HasLoneSurrogateEscape(json.AsSpan(0, length)));
+            Assert.Null(ex);
+        }
+    }
+
     private static byte[] Document(Random random)
     {
         var json = new List<byte>();
