@@ -1,4 +1,5 @@
 using System.Buffers.Binary;
+using System.Text;
 using Lucene.Net.Documents;
 using Lucene.Net.Index;
 using Lucene.Net.Util;
@@ -79,6 +80,9 @@ internal static class LuceneDocuments
         return doc;
     }
 
+    /// <summary>ToLowerInvariant of ASCII text without its per-character lookup, which invariant globalization (the magpie process's) does.</summary>
+    private static string AsciiLower(string ascii) => string.Create(ascii.Length, ascii, static (lower, text) => Ascii.ToLower(text, lower, out _));
+
     private static void Add(FieldPool pool, Document doc, EngineField field)
     {
         var store = field.Stored ? Field.Store.YES : Field.Store.NO;
@@ -88,7 +92,7 @@ internal static class LuceneDocuments
                 doc.Add(pool.Text(t.Name, t.Value, store));
                 // Sortable by the lower-cased start: a doc-values term is capped at 32 KB.
                 var sortable = t.Value.Length > 256 ? t.Value[..256] : t.Value;
-                doc.Add(pool.SortedSet(t.Name, sortable.ToLowerInvariant()));
+                doc.Add(pool.SortedSet(t.Name, Ascii.IsValid(sortable) ? AsciiLower(sortable) : sortable.ToLowerInvariant()));
                 break;
             case KeywordField k:
                 doc.Add(pool.String(k.Name, k.Value, store));
