@@ -49,11 +49,12 @@ public static class DocumentJson
         var at = json.IndexOf((byte)'\\');
         while (at >= 0)
         {
-            var next = at + 2;
             // Bounds a well-formed document always meets; one that does not gets the full check, which says what is wrong.
-            if (next > json.Length || json[at + 1] == (byte)'u' && at + 6 > json.Length) return true;
+            var next = at + 2;
+            if (next > json.Length) return true;
             if (json[at + 1] == (byte)'u')
             {
+                if (at + 6 > json.Length) return true;
                 var unit = HexUnit(json.Slice(at + 2, 4));
                 next = at + 6;
                 if (char.IsLowSurrogate(unit)) return true;
