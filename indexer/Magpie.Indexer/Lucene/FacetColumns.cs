@@ -24,7 +24,7 @@ internal sealed class FacetColumns(long budget)
     /// <summary>Ordinals per document: single-valued when <see cref="Start"/> is null (Ords[doc], -1 for none), else Ords[Start[doc]..Start[doc+1]].</summary>
     public sealed record Column(int[]? Start, int[] Ords, int ValueCount)
     {
-        /// <summary>Number fields: the value of each ordinal (the long <see cref="LuceneDocuments.SortableBytes"/> encoded); null for strings.</summary>
+        /// <summary>Number fields: the value of each ordinal (the long <see cref="LuceneDocuments.WriteSortableBytes"/> encoded); null for strings.</summary>
         public long[]? Numbers { get; init; }
 
         public long Bytes => 64L + 4L * Ords.Length + 4L * (Start?.Length ?? 0) + 8L * (Numbers?.Length ?? 0);

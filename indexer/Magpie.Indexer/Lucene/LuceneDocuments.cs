@@ -15,7 +15,7 @@ namespace Magpie.Indexer.Lucene;
 /// <item>text: analyzed, plus sorted-set doc values of its lower-cased start (order by a full-text field);</item>
 /// <item>keyword: one term plus sorted-set doc values (sorting, facets);</item>
 /// <item>long / double: trie-encoded terms (<see cref="Int64Field"/>, <see cref="DoubleField"/>, for <c>NumericRangeQuery</c>) plus
-/// sorted-set doc values of their order-preserving 8 bytes (<see cref="SortableBytes"/>). 4.8 has no sorted-numeric doc values, and a
+/// sorted-set doc values of their order-preserving 8 bytes (<see cref="WriteSortableBytes"/>). 4.8 has no sorted-numeric doc values, and a
 /// sorted set holds every value of a multi-valued field: sorting takes its smallest ascending and its largest descending, and
 /// facets read the distinct values as ordinals.</item>
 /// </list>
@@ -62,7 +62,7 @@ internal static class LuceneDocuments
             pool.Sorted(Id, id),
         };
         var state = StateEntry.IsStateId(id);
-        HashSet<string>? present = state ? null : [];
+        pool.Present.Clear();
         foreach (var field in entry.Fields)
         {
             if (state)
@@ -74,14 +74,11 @@ internal static class LuceneDocuments
                 }
                 continue;
             }
-            if (present!.Add(field.Name)) doc.Add(pool.String(Exists, field.Name, Field.Store.NO));
+            if (pool.Present.Add(field.Name)) doc.Add(pool.String(Exists, field.Name, Field.Store.NO));
             Add(pool, doc, field);
         }
         return doc;
     }
-
-    /// <summary>ToLowerInvariant of ASCII text without its per-character lookup, which invariant globalization (the magpie process's) does.</summary>
-    private static string AsciiLower(string ascii) => string.Create(ascii.Length, ascii, static (lower, text) => Ascii.ToLower(text, lower, out _));
 
     private static void Add(FieldPool pool, Document doc, EngineField field)
     {
@@ -91,8 +88,8 @@ internal static class LuceneDocuments
             case Engine.TextField t:
                 doc.Add(pool.Text(t.Name, t.Value, store));
                 // Sortable by the lower-cased start: a doc-values term is capped at 32 KB.
-                var sortable = t.Value.Length > 256 ? t.Value[..256] : t.Value;
-                doc.Add(pool.SortedSet(t.Name, Ascii.IsValid(sortable) ? AsciiLower(sortable) : sortable.ToLowerInvariant()));
+                var sortable = t.Value.AsSpan(0, Math.Min(t.Value.Length, 256));
+                doc.Add(Ascii.IsValid(sortable) ? pool.SortedSetAsciiLower(t.Name, sortable) : pool.SortedSet(t.Name, sortable.ToString().ToLowerInvariant()));
                 break;
             case KeywordField k:
                 doc.Add(pool.String(k.Name, k.Value, store));
@@ -100,12 +97,12 @@ internal static class LuceneDocuments
                 break;
             case LongField l:
                 doc.Add(pool.Long(l.Name, l.Value));
-                doc.Add(pool.SortedSet(l.Name, SortableBytes(l.Value)));
+                doc.Add(pool.SortedSet(l.Name, l.Value));
                 if (l.Stored) doc.Add(new global::Lucene.Net.Documents.StoredField(l.Name, l.Value));
                 break;
             case Engine.DoubleField d:
                 doc.Add(pool.Double(d.Name, d.Value));
-                doc.Add(pool.SortedSet(d.Name, SortableBytes(NumericUtils.DoubleToSortableInt64(d.Value))));
+                doc.Add(pool.SortedSet(d.Name, NumericUtils.DoubleToSortableInt64(d.Value)));
                 if (d.Stored) doc.Add(new global::Lucene.Net.Documents.StoredField(d.Name, d.Value));
                 break;
             case Engine.StoredField s:
@@ -121,37 +118,54 @@ internal static class LuceneDocuments
     /// <summary>One thread's reusable fields, by kind and name; the n-th use of a (kind, name) in a document takes its n-th field.</summary>
     internal sealed class FieldPool
     {
-        private readonly Dictionary<(int Kind, string Name), (List<Field> Fields, int Used)> _fields = [];
-        private readonly List<(int, string)> _touched = [];
+        private readonly Dictionary<(int Kind, string Name), Slot> _slots = [];
+        private readonly List<Slot> _touched = [];
+
+        /// <summary>The field names the entry being built has so far (its <c>@exists</c> terms).</summary>
+        public HashSet<string> Present { get; } = [];
 
         public void Reset()
         {
-            foreach (var key in _touched) _fields[key] = (_fields[key].Fields, 0);
+            foreach (var slot in _touched) slot.Used = 0;
             _touched.Clear();
         }
 
-        private T Take<T>(int kind, string name, Func<T> create) where T : Field
+        /// <summary>The fields of one (kind, name), and how many the current document uses.</summary>
+        private sealed class Slot
         {
-            var key = (kind, name);
-            if (!_fields.TryGetValue(key, out var slot)) slot = ([], 0);
-            if (slot.Used == 0) _touched.Add(key);
-            T field;
-            if (slot.Used < slot.Fields.Count) field = (T)slot.Fields[slot.Used];
-            else slot.Fields.Add(field = create());
-            _fields[key] = (slot.Fields, slot.Used + 1);
-            return field;
+            private readonly List<Field> _fields = [];
+            public int Used;
+
+            /// <summary>The next field to reuse, or null when this document needs one more than were ever made: then <see cref="Keep"/>.</summary>
+            public Field? Next() => Used < _fields.Count ? _fields[Used++] : null;
+
+            public Field Keep(Field field)
+            {
+                _fields.Add(field);
+                Used++;
+                return field;
+            }
+        }
+
+        private Slot SlotOf(int kind, string name)
+        {
+            if (!_slots.TryGetValue((kind, name), out var slot)) _slots[(kind, name)] = slot = new Slot();
+            if (slot.Used == 0) _touched.Add(slot);
+            return slot;
         }
 
         public Field String(string name, string value, Field.Store store)
         {
-            var f = Take(store == Field.Store.YES ? 1 : 2, name, () => new StringField(name, value, store));
+            var slot = SlotOf(store == Field.Store.YES ? 1 : 2, name);
+            var f = slot.Next() ?? slot.Keep(new StringField(name, value, store));
             f.SetStringValue(value);
             return f;
         }
 
         public Field Text(string name, string value, Field.Store store)
         {
-            var f = Take(store == Field.Store.YES ? 3 : 4, name, () => new global::Lucene.Net.Documents.TextField(name, value, store));
+            var slot = SlotOf(store == Field.Store.YES ? 3 : 4, name);
+            var f = slot.Next() ?? slot.Keep(new global::Lucene.Net.Documents.TextField(name, value, store));
             f.SetStringValue(value);
             return f;
         }
@@ -160,45 +174,74 @@ internal static class LuceneDocuments
         /// takes the document): a new BytesRef per value was a tenth of the write path's byte arrays in an allocation profile.</summary>
         public Field Sorted(string name, string value)
         {
-            var f = Take(5, name, () => new SortedDocValuesField(name, new BytesRef()));
+            var slot = SlotOf(5, name);
+            var f = slot.Next() ?? slot.Keep(new SortedDocValuesField(name, new BytesRef()));
             f.GetBinaryValue().CopyChars(value);
             return f;
+        }
+
+        private Field SortedSet(string name)
+        {
+            var slot = SlotOf(6, name);
+            return slot.Next() ?? slot.Keep(new SortedSetDocValuesField(name, new BytesRef()));
         }
 
         /// <inheritdoc cref="Sorted(string, string)"/>
         public Field SortedSet(string name, string value)
         {
-            var f = Take(6, name, () => new SortedSetDocValuesField(name, new BytesRef()));
-            var bytes = f.GetBinaryValue();
-            // A field last given a number's 8 bytes (SortableBytes, a fresh array each) gets the text in that array or a new one.
-            bytes.CopyChars(value);
+            var f = SortedSet(name);
+            f.GetBinaryValue().CopyChars(value);
             return f;
         }
 
-        public Field SortedSet(string name, BytesRef value)
+        /// <summary>
+        /// ASCII text lower-cased, as UTF-8 in the field's own buffer: an ASCII character is its UTF-8 byte, so no lower-cased
+        /// string is made on the way (<c>ToLowerInvariant</c> of ASCII, without the per-character lookup invariant globalization does).
+        /// </summary>
+        public Field SortedSetAsciiLower(string name, ReadOnlySpan<char> ascii)
         {
-            var f = Take(6, name, () => new SortedSetDocValuesField(name, value));
-            f.SetBytesValue(value);
+            var f = SortedSet(name);
+            var bytes = f.GetBinaryValue();
+            if (bytes.Bytes.Length < ascii.Length) bytes.Bytes = new byte[ArrayUtil.Oversize(ascii.Length, 1)];
+            var status = Ascii.ToLower(ascii, bytes.Bytes.AsSpan(0, ascii.Length), out var written);
+            if (status != System.Buffers.OperationStatus.Done) throw new ArgumentException("the text is not ASCII", nameof(ascii));
+            bytes.Offset = 0;
+            bytes.Length = written;
+            return f;
+        }
+
+        /// <summary>A long as <see cref="WriteSortableBytes"/> encodes it, in the field's own buffer.</summary>
+        public Field SortedSet(string name, long value)
+        {
+            var f = SortedSet(name);
+            var bytes = f.GetBinaryValue();
+            if (bytes.Bytes.Length < 8) bytes.Bytes = new byte[8];
+            WriteSortableBytes(bytes.Bytes, value);
+            bytes.Offset = 0;
+            bytes.Length = 8;
             return f;
         }
 
         public Field Long(string name, long value)
         {
-            var f = Take(7, name, () => new Int64Field(name, value, LongType));
+            var slot = SlotOf(7, name);
+            var f = slot.Next() ?? slot.Keep(new Int64Field(name, value, LongType));
             f.SetInt64Value(value);
             return f;
         }
 
         public Field Double(string name, double value)
         {
-            var f = Take(8, name, () => new global::Lucene.Net.Documents.DoubleField(name, value, DoubleType));
+            var slot = SlotOf(8, name);
+            var f = slot.Next() ?? slot.Keep(new global::Lucene.Net.Documents.DoubleField(name, value, DoubleType));
             f.SetDoubleValue(value);
             return f;
         }
 
         public Field Stored(string name, string value)
         {
-            var f = Take(9, name, () => new global::Lucene.Net.Documents.StoredField(name, value));
+            var slot = SlotOf(9, name);
+            var f = slot.Next() ?? slot.Keep(new global::Lucene.Net.Documents.StoredField(name, value));
             f.SetStringValue(value);
             return f;
         }
@@ -209,21 +252,17 @@ internal static class LuceneDocuments
             var bytes = System.Runtime.InteropServices.MemoryMarshal.TryGetArray(value, out var segment)
                 ? new BytesRef(segment.Array, segment.Offset, segment.Count)
                 : new BytesRef(value.ToArray());
-            var f = Take(10, name, () => new global::Lucene.Net.Documents.StoredField(name, bytes));
+            var slot = SlotOf(10, name);
+            var f = slot.Next() ?? slot.Keep(new global::Lucene.Net.Documents.StoredField(name, bytes));
             f.SetBytesValue(bytes);
             return f;
         }
     }
 
     /// <summary>A long as 8 big-endian bytes with the sign bit flipped: byte order is numeric order (doubles go through their sortable long first).</summary>
-    public static BytesRef SortableBytes(long value)
-    {
-        var bytes = new byte[8];
-        BinaryPrimitives.WriteInt64BigEndian(bytes, value ^ long.MinValue);
-        return new BytesRef(bytes);
-    }
+    public static void WriteSortableBytes(Span<byte> into, long value) => BinaryPrimitives.WriteInt64BigEndian(into, value ^ long.MinValue);
 
-    /// <summary>The long <see cref="SortableBytes"/> wrote.</summary>
+    /// <summary>The long <see cref="WriteSortableBytes"/> wrote.</summary>
     public static long FromSortableBytes(BytesRef bytes) =>
         BinaryPrimitives.ReadInt64BigEndian(bytes.Bytes.AsSpan(bytes.Offset, 8)) ^ long.MinValue;
 }
