@@ -56,9 +56,10 @@ public sealed class EtlTaskRunner(string name, EtlTaskDefinition task, EtlConnec
         var delay = TimeSpan.FromMilliseconds(task.Reconnect.InitialDelayMs);
         while (!ct.IsCancellationRequested)
         {
+            var target = CreateTarget();
+            var interrupted = false;
             try
             {
-                await using var target = CreateTarget();
                 await target.OpenAsync(_transforms.SelectMany(t => t.Script.Destinations).Distinct().ToList(), ct);
                 Stats.Running();
                 delay = TimeSpan.FromMilliseconds(task.Reconnect.InitialDelayMs);
@@ -67,13 +68,43 @@ public sealed class EtlTaskRunner(string name, EtlTaskDefinition task, EtlConnec
             catch (OperationCanceledException) when (ct.IsCancellationRequested) { break; }
             catch (Exception e)
             {
+                // Said before the client is let go: closing a client whose broker has just vanished can take a while itself.
+                interrupted = true;
                 var needsUser = e is EtlTargetException { NeedsUser: true };
                 var state = needsUser ? EtlTaskState.Failed : EtlTaskState.Reconnecting;
                 Stats.Interrupted(state, e.Message, DateTimeOffset.UtcNow + delay);
                 log.LogWarning("ETL task {Task}: {Error}; retrying in {Delay} s", name, e.Message, delay.TotalSeconds);
-                try { await Task.Delay(delay, ct); } catch (OperationCanceledException) { break; }
-                delay = TimeSpan.FromMilliseconds(Math.Min(delay.TotalMilliseconds * 2, task.Reconnect.MaxDelayMs));
             }
+            finally { await CloseAsync(target); }
+            if (!interrupted) continue;
+            try { await Task.Delay(delay, ct); } catch (OperationCanceledException) { break; }
+            delay = TimeSpan.FromMilliseconds(Math.Min(delay.TotalMilliseconds * 2, task.Reconnect.MaxDelayMs));
+        }
+    }
+
+    /// <summary>How long a target's client may take to close before the task goes on without waiting for it.</summary>
+    private static readonly TimeSpan TargetCloseTimeout = TimeSpan.FromSeconds(10);
+
+    /// <summary>
+    /// Closes the client, but never lets a close that hangs (a broker gone mid-handshake) hold the task: after
+    /// <see cref="TargetCloseTimeout"/> the close finishes in the background and the task reconnects with a new client.
+    /// </summary>
+    private async Task CloseAsync(IMessageTarget target)
+    {
+        var closing = Task.Run(async () => await target.DisposeAsync());
+        try
+        {
+            await closing.WaitAsync(TargetCloseTimeout);
+        }
+        catch (TimeoutException)
+        {
+            log.LogWarning("ETL task {Task}: its {Connection} client did not close within {Timeout} s; left to close in the background",
+                name, task.Connection, TargetCloseTimeout.TotalSeconds);
+            _ = closing.ContinueWith(t => t.Exception, TaskContinuationOptions.OnlyOnFaulted);
+        }
+        catch (Exception e)
+        {
+            log.LogWarning("ETL task {Task}: closing its {Connection} client failed: {Error}", name, task.Connection, e.Message);
         }
     }
 

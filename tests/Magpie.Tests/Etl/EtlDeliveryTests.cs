@@ -25,61 +25,70 @@ public sealed class EtlDeliveryTests(KafkaFixture kafka, ITestOutputHelper outpu
         await using var ingest = await MagpieProcess.StartAsync(kafka.Broker.BootstrapServers, target: "ingest");
         await using var sinks = await MagpieProcess.StartAsync(kafka.Broker.BootstrapServers, target: "sinks");
         await using var queue = await QueueReader.StartAsync(rabbit.Url, $"loads-q{_n}", $"Loads{_n}");
-        await sinks.Http.PutConnectionAsync("rabbit", new { type = "rabbitmq", url = rabbit.Url });
-        await sinks.Http.PutTaskAsync("loads", new
+        try
         {
-            connection = "rabbit",
-            reconnect = new { initialDelayMs = 500, maxDelayMs = 4000 },
-            transforms = new[] { new { collections = new[] { $"Loads{_n}" }, script = $"loadToLoads{_n}({{ Id: id(this), Round: this.Round }});" } },
-        });
-
-        // 40 rounds of 100 writes over 1,000 documents: every document is written 4 times; only its last etag must arrive.
-        var finalEtag = new ConcurrentDictionary<string, long>();
-        var round = 0;
-        var writer = Task.Run(async () =>
-        {
-            for (; round < 40; round++)
+            await sinks.Http.PutConnectionAsync("rabbit", new { type = "rabbitmq", url = rabbit.Url });
+            await sinks.Http.PutTaskAsync("loads", new
             {
-                var docs = Enumerable.Range(0, 100).Select(i => ($"loads{_n}/{(round * 100 + i) % 1000}", $$"""{"Round": {{round}}}""")).ToList();
-                var etags = await (await ingest.Http.BulkPutAsync(docs)).BulkEtagsAsync();
-                for (var i = 0; i < docs.Count; i++) finalEtag[docs[i].Item1] = etags[i];
-                await Task.Delay(150);
-            }
-        });
-        async Task UntilRound(int r) { while (Volatile.Read(ref round) < r && !writer.IsCompleted) await Task.Delay(20); }
+                connection = "rabbit",
+                reconnect = new { initialDelayMs = 500, maxDelayMs = 4000 },
+                transforms = new[] { new { collections = new[] { $"Loads{_n}" }, script = $"loadToLoads{_n}({{ Id: id(this), Round: this.Round }});" } },
+            });
 
-        await UntilRound(8);
-        sinks.Crash();
-        output.WriteLine($"sinks killed at round {round}");
-        await sinks.StartAsync();
-        await UntilRound(16);
-        await rabbit.StopAsync();
-        output.WriteLine($"RabbitMQ stopped at round {round}");
-        var outage = await sinks.Http.WaitForStatsAsync("loads", s => s.GetProperty("state").GetString() == "reconnecting", TimeSpan.FromSeconds(30));
-        await Task.Delay(TimeSpan.FromSeconds(20));
-        await rabbit.RestartAsync();
-        output.WriteLine($"RabbitMQ back at round {round}");
-        await writer;
+            // 40 rounds of 100 writes over 1,000 documents: every document is written 4 times; only its last etag must arrive.
+            var finalEtag = new ConcurrentDictionary<string, long>();
+            var round = 0;
+            var writer = Task.Run(async () =>
+            {
+                for (; round < 40; round++)
+                {
+                    var docs = Enumerable.Range(0, 100).Select(i => ($"loads{_n}/{(round * 100 + i) % 1000}", $$"""{"Round": {{round}}}""")).ToList();
+                    var etags = await (await ingest.Http.BulkPutAsync(docs)).BulkEtagsAsync();
+                    for (var i = 0; i < docs.Count; i++) finalEtag[docs[i].Item1] = etags[i];
+                    await Task.Delay(150);
+                }
+            });
+            async Task UntilRound(int r) { while (Volatile.Read(ref round) < r && !writer.IsCompleted) await Task.Delay(20); }
 
-        var expected = finalEtag.ToDictionary(kv => $"{kv.Key}@{kv.Value}", kv => kv.Key);
-        var received = await queue.WaitForAsync(r => expected.Keys.All(new HashSet<string>(r.Select(m => m.MessageId!)).Contains), TimeSpan.FromSeconds(120));
+            await UntilRound(8);
+            sinks.Crash();
+            output.WriteLine($"sinks killed at round {round}");
+            await sinks.StartAsync();
+            await UntilRound(16);
+            await rabbit.StopAsync();
+            output.WriteLine($"RabbitMQ stopped at round {round}");
+            var outage = await sinks.Http.WaitForStatsAsync("loads", s => s.GetProperty("state").GetString() == "reconnecting", TimeSpan.FromSeconds(30));
+            await Task.Delay(TimeSpan.FromSeconds(20));
+            await rabbit.RestartAsync();
+            output.WriteLine($"RabbitMQ back at round {round}");
+            await writer;
 
-        // Caught up: running, and nothing left in magpie.changes (lag = high watermarks − position).
-        var stats = await sinks.Http.WaitForStatsAsync("loads", s => s.GetProperty("state").GetString() == "running"
-            && s.GetProperty("lag").ValueKind == JsonValueKind.Number && s.GetProperty("lag").GetInt64() == 0, TimeSpan.FromSeconds(30));
-        var byId = received.GroupBy(m => m.MessageId!).ToList();
-        var duplicates = byId.Sum(g => g.Count() - 1);
-        output.WriteLine($"writes 4000, documents {expected.Count}, messages received {received.Count}, distinct message ids {byId.Count}, duplicates {duplicates}, reconnects {stats.GetProperty("reconnects")}");
-        Assert.Equal(1000, expected.Count);
-        Assert.Contains("unreachable", outage.GetProperty("lastError").GetString() + " " + (await sinks.Http.TaskStatsAsync("loads")).GetProperty("recentErrors"));
-        Assert.True(stats.GetProperty("reconnects").GetInt64() >= 1);
-        // Every message is a real write: its id names a document and an etag the ingest process acknowledged, and the body agrees.
-        Assert.All(byId, g =>
+            var expected = finalEtag.ToDictionary(kv => $"{kv.Key}@{kv.Value}", kv => kv.Key);
+            var received = await queue.WaitForAsync(r => expected.Keys.All(new HashSet<string>(r.Select(m => m.MessageId!)).Contains), TimeSpan.FromSeconds(120));
+
+            // Caught up: running, and nothing left in magpie.changes (lag = high watermarks − position).
+            var stats = await sinks.Http.WaitForStatsAsync("loads", s => s.GetProperty("state").GetString() == "running"
+                && s.GetProperty("lag").ValueKind == JsonValueKind.Number && s.GetProperty("lag").GetInt64() == 0, TimeSpan.FromSeconds(30));
+            var byId = received.GroupBy(m => m.MessageId!).ToList();
+            var duplicates = byId.Sum(g => g.Count() - 1);
+            output.WriteLine($"writes 4000, documents {expected.Count}, messages received {received.Count}, distinct message ids {byId.Count}, duplicates {duplicates}, reconnects {stats.GetProperty("reconnects")}");
+            Assert.Equal(1000, expected.Count);
+            Assert.Contains("unreachable", outage.GetProperty("lastError").GetString() + " " + (await sinks.Http.TaskStatsAsync("loads")).GetProperty("recentErrors"));
+            Assert.True(stats.GetProperty("reconnects").GetInt64() >= 1);
+            // Every message is a real write: its id names a document and an etag the ingest process acknowledged, and the body agrees.
+            Assert.All(byId, g =>
+            {
+                var body = JsonDocument.Parse(g.First().Body).RootElement;
+                Assert.Equal(g.Key[..g.Key.IndexOf('@')], body.GetProperty("Id").GetString());
+                Assert.All(g, m => Assert.Equal(g.First().Body, m.Body));
+            });
+        }
+        catch
         {
-            var body = JsonDocument.Parse(g.First().Body).RootElement;
-            Assert.Equal(g.Key[..g.Key.IndexOf('@')], body.GetProperty("Id").GetString());
-            Assert.All(g, m => Assert.Equal(g.First().Body, m.Body));
-        });
+            // What the sinks process logged is what tells a broker that stayed silent from a client that hung.
+            output.WriteLine("sinks log:\n" + string.Join('\n', sinks.Output));
+            throw;
+        }
     }
 
     [Fact]
