@@ -89,7 +89,7 @@ internal static class LuceneDocuments
                 doc.Add(pool.Text(t.Name, t.Value, store));
                 // Sortable by the lower-cased start: a doc-values term is capped at 32 KB.
                 var sortable = t.Value.AsSpan(0, Math.Min(t.Value.Length, 256));
-                doc.Add(Ascii.IsValid(sortable) ? pool.SortedSetAsciiLower(t.Name, sortable) : pool.SortedSet(t.Name, sortable.ToString().ToLowerInvariant()));
+                doc.Add(pool.SortedSetLower(t.Name, sortable));
                 break;
             case KeywordField k:
                 doc.Add(pool.String(k.Name, k.Value, store));
@@ -195,18 +195,21 @@ internal static class LuceneDocuments
         }
 
         /// <summary>
-        /// ASCII text lower-cased, as UTF-8 in the field's own buffer: an ASCII character is its UTF-8 byte, so no lower-cased
-        /// string is made on the way (<c>ToLowerInvariant</c> of ASCII, without the per-character lookup invariant globalization does).
+        /// Text lower-cased (<c>ToLowerInvariant</c>), as UTF-8 in the field's own buffer. ASCII, nearly all text, is lower-cased
+        /// straight into it, one pass, with no lower-cased string made on the way (and without the per-character lookup
+        /// invariant globalization does); other text goes through <c>ToLowerInvariant</c>.
         /// </summary>
-        public Field SortedSetAsciiLower(string name, ReadOnlySpan<char> ascii)
+        public Field SortedSetLower(string name, ReadOnlySpan<char> text)
         {
             var f = SortedSet(name);
             var bytes = f.GetBinaryValue();
-            if (bytes.Bytes.Length < ascii.Length) bytes.Bytes = new byte[ArrayUtil.Oversize(ascii.Length, 1)];
-            var status = Ascii.ToLower(ascii, bytes.Bytes.AsSpan(0, ascii.Length), out var written);
-            if (status != System.Buffers.OperationStatus.Done) throw new ArgumentException("the text is not ASCII", nameof(ascii));
-            bytes.Offset = 0;
-            bytes.Length = written;
+            if (bytes.Bytes.Length < text.Length) bytes.Bytes = new byte[ArrayUtil.Oversize(text.Length, 1)];
+            if (Ascii.ToLower(text, bytes.Bytes.AsSpan(0, text.Length), out var written) == System.Buffers.OperationStatus.Done)
+            {
+                bytes.Offset = 0;
+                bytes.Length = written;
+            }
+            else bytes.CopyChars(text.ToString().ToLowerInvariant());
             return f;
         }
 

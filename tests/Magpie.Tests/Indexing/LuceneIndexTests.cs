@@ -124,6 +124,16 @@ public sealed class LuceneIndexTests(PostsIndexFixture fx) : IClassFixture<Posts
     }
 
     [Fact]
+    public async Task Sorting_by_a_full_text_field_orders_by_its_lower_cased_start_ASCII_or_not()
+    {
+        var titled = Posts.Where(p => p.Title is not null).ToList();
+        Assert.Contains(titled, p => !System.Text.Ascii.IsValid(p.Title!));   // the data has a title in curly quotes: the other path
+        var byTitle = await fx.Index.SearchAsync(new SearchRequest(new ExistsQuery("Title"), [new SortField(SortKind.String, "Title")], PageSize: titled.Count));
+        Assert.Equal(titled.OrderBy(p => p.Title![..Math.Min(p.Title.Length, 256)].ToLowerInvariant(), StringComparer.Ordinal).ThenBy(p => p.Id, StringComparer.Ordinal).Select(p => p.Id),
+            byTitle.Hits.Select(h => h.Id));
+    }
+
+    [Fact]
     public async Task Cursor_pages_and_offset_pages_walk_the_same_order_without_gaps_or_repeats()
     {
         var sort = new[] { new SortField(SortKind.Long, "Created") };
