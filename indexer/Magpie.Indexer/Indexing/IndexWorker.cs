@@ -265,7 +265,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
                 // only when its changes are older than a backlog refresh already: a hiccup of a few hundred milliseconds (a large
                 // merge after a load) also fills batches, and taken for a backlog its writes wait up to a whole second to be
                 // searchable (p99 1.1–1.7 s in a build that refreshed in line and so fell behind more often, 2026-11-27).
-                var behind = more && batch.Source.Changes.Count >= batchSize && Late(batch.Source);
+                var behind = more && batch.Source.Count >= batchSize && Late(batch.Source);
                 writing = Task.Run(() => WriteAsync(index, applied, moreWaiting: more, behind, mapped.Reader, attempt.Token), attempt.Token);
             }
             await writing;
@@ -336,7 +336,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
             : moreWaiting ? Stopwatch.GetElapsedTime(_lastRefresh) >= MinRefreshInterval && _refreshing.IsCompleted
             : await RefreshDueAsync(next, ct);
         var waited = Stopwatch.GetElapsedTime(waitStarted);
-        var lastEtag = _writtenEtag = Math.Max(Math.Max(Math.Max(Status.IndexedEtag, _writtenEtag), batch.Source.SeenEtag), batch.Source.Changes.Select(c => c.Etag).DefaultIfEmpty(batch.Source.SeenEtag).Max());
+        var lastEtag = _writtenEtag = Math.Max(Math.Max(Status.IndexedEtag, _writtenEtag), batch.Source.LastEtag);
         if (batch.Watermarks is { } marks) _writtenSource = Advanced(_writtenSource ?? SourcePosition, marks);
         if (refresh)
         {
@@ -352,7 +352,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
             else await RefreshAsync(index, after, source, lastEtag, ct);
         }
         var searchable = Stopwatch.GetElapsedTime(started) - waited;
-        var number = Status.Batch(new IndexBatchStats(DateTimeOffset.UtcNow, batch.Source.Changes.Count, batch.Documents.Count + batch.Deletes.Count, batch.Entries,
+        var number = Status.Batch(new IndexBatchStats(DateTimeOffset.UtcNow, batch.Source.Count, batch.Documents.Count + batch.Deletes.Count, batch.Entries,
             batch.ReadMs, batch.MapMs, Ms(searchable), 0, batch.ApplyMs));
         lock (_commitLock)
         {
@@ -467,8 +467,8 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
     /// The batch's oldest change was written at least a <see cref="BacklogRefreshInterval"/> ago: refreshing more often can't make
     /// it searchable sooner than that. By the writer's clock (in Kafka mode the ingest's): a skew only moves where refreshes slow down.
     /// </summary>
-    internal static bool Late(ChangeBatch batch) =>
-        batch.Changes.Count > 0 && DateTimeOffset.UtcNow - batch.Changes[0].LastModified >= BacklogRefreshInterval;
+    internal static bool Late(FeedRead batch) =>
+        batch.FirstWritten is { } written && DateTimeOffset.UtcNow - written >= BacklogRefreshInterval;
 
     private static double Ms(TimeSpan t) => Math.Round(t.TotalMilliseconds, 2);
 

@@ -55,13 +55,13 @@ public sealed class MappedTopicStage(IndexDefinition definition, ScriptLimits li
         return new ChangeFeedPosition(new Dictionary<string, long>(position.Next) { [shard.ToString()] = published });
     }
 
-    public MappedBatch Map(ChangeBatch batch) => new(batch, [], [], 0) { Changes = _map.Map(batch) };
+    public MappedBatch Map(ChangeBatch batch) => new(FeedRead.Of(batch), [], [], 0) { Changes = _map.Map(batch) };
 
     public async Task<MappedBatch> ApplyAsync(MappedBatch batch, CancellationToken ct)
     {
         var next = batch.Source.After.Next.GetValueOrDefault(shard.ToString());
         var publisher = _publisher ?? throw new InvalidOperationException("the map stage publishes only after PrepareAsync");
-        await publisher.PublishAsync(batch.Changes, batch.Source.Changes.Select(c => c.Etag).DefaultIfEmpty(0).Max(), next, ct);
+        await publisher.PublishAsync(batch.Changes, batch.Source.MaxEtag, next, ct);
         var deletes = new List<string>();
         var documents = new List<IndexedDocument>();
         foreach (var change in batch.Changes)
@@ -101,7 +101,7 @@ public sealed class TopicReduceStage(IndexDefinition definition, ScriptLimits li
         var changes = new List<MappedChange>(batch.Changes.Count);
         foreach (var e in batch.Changes)
             if (MappedTopics.Parse(e, watermarks) is { } change) changes.Add(change);
-        return new MappedBatch(batch, [], [], 0) { Changes = changes, Watermarks = watermarks };
+        return new MappedBatch(FeedRead.Of(batch), [], [], 0) { Changes = changes, Watermarks = watermarks };
     }
 
     public Task<MappedBatch> ApplyAsync(MappedBatch batch, CancellationToken ct) => _reduce.ApplyAsync(batch, ct);

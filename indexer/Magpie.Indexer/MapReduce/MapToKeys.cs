@@ -106,7 +106,7 @@ public sealed class LocalMapReduceStage(IndexDefinition definition, ScriptLimits
         _reduce.State.Loaded();
     }
 
-    public MappedBatch Map(ChangeBatch batch) => new(batch, [], [], 0) { Changes = _map.Map(batch) };
+    public MappedBatch Map(ChangeBatch batch) => new(FeedRead.Of(batch), [], [], 0) { Changes = _map.Map(batch) };
 
     public Task<MappedBatch> ApplyAsync(MappedBatch batch, CancellationToken ct) => _reduce.ApplyAsync(batch, ct);
 }

@@ -320,13 +320,13 @@ public sealed class IndexWorkerTests : IAsyncLifetime
     [Fact]
     public void Full_batches_count_as_a_backlog_only_once_their_changes_are_a_backlog_refresh_old()
     {
-        static ChangeBatch Written(TimeSpan ago) => new([new ChangeEvent("posts/1", "Posts", 1, ChangeOp.Put, DateTimeOffset.UtcNow - ago, null),
-            new ChangeEvent("posts/2", "Posts", 2, ChangeOp.Put, DateTimeOffset.UtcNow, null)], ChangeFeedPosition.Beginning);
+        static FeedRead Written(TimeSpan ago) => FeedRead.Of(new([new ChangeEvent("posts/1", "Posts", 1, ChangeOp.Put, DateTimeOffset.UtcNow - ago, null),
+            new ChangeEvent("posts/2", "Posts", 2, ChangeOp.Put, DateTimeOffset.UtcNow, null)], ChangeFeedPosition.Beginning));
         // A hiccup fills batches with changes made a moment ago: still refreshed at the caught-up cadence.
         Assert.False(IndexWorker.Late(Written(TimeSpan.FromMilliseconds(300))));
         // Its oldest change already older than a backlog refresh: a backlog, however new the rest.
         Assert.True(IndexWorker.Late(Written(IndexWorker.BacklogRefreshInterval + TimeSpan.FromMilliseconds(100))));
-        Assert.False(IndexWorker.Late(new ChangeBatch([], ChangeFeedPosition.Beginning)));
+        Assert.False(IndexWorker.Late(FeedRead.Of(new ChangeBatch([], ChangeFeedPosition.Beginning))));
     }
 
     private static async Task<string> WaitForFailureAsync(IndexWorker worker)

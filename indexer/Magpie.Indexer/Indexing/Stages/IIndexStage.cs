@@ -4,11 +4,29 @@ using Magpie.Indexer.Engine;
 namespace Magpie.Indexer.Indexing.Stages;
 
 /// <summary>
+/// What the worker still needs of a feed batch once it is mapped: how many changes, the newest etag, when the first was
+/// written, the position after it. Not the documents: a mapped batch waits for the write loop and is written over a
+/// second or so, and the parsed documents it kept alive all that time were most of what the indexing promoted out of gen 0.
+/// </summary>
+public sealed record FeedRead(int Count, long MaxEtag, long SeenEtag, DateTimeOffset? FirstWritten, ChangeFeedPosition After)
+{
+    public static FeedRead Of(ChangeBatch batch)
+    {
+        var maxEtag = 0L;
+        foreach (var change in batch.Changes) maxEtag = Math.Max(maxEtag, change.Etag);
+        return new(batch.Changes.Count, maxEtag, batch.SeenEtag, batch.Changes.Count > 0 ? batch.Changes[0].LastModified : null, batch.After);
+    }
+
+    /// <summary>The newest etag the batch accounts for: its own changes' and, at the end of the feed, what the reader saw.</summary>
+    public long LastEtag => Math.Max(MaxEtag, SeenEtag);
+}
+
+/// <summary>
 /// A batch between the worker's two loops: what to delete and write in Lucene, and for map/reduce the changes per
 /// reduce key (<see cref="Changes"/>). <see cref="Watermarks"/>: on the reduce side of Kafka mode, how far each source
 /// partition's map stage had got when it sent this batch's changes.
 /// </summary>
-public sealed record MappedBatch(ChangeBatch Source, List<string> Deletes, List<IndexedDocument> Documents, int Entries)
+public sealed record MappedBatch(FeedRead Source, List<string> Deletes, List<IndexedDocument> Documents, int Entries)
 {
     public List<MappedChange> Changes { get; init; } = [];
     public IReadOnlyDictionary<string, long>? Watermarks { get; init; }

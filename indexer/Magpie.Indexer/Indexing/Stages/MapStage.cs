@@ -42,7 +42,7 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, II
                 documents.Add(new IndexedDocument(change.Id, []));
             }
         }
-        return new MappedBatch(batch, deletes, documents, entries);
+        return new MappedBatch(FeedRead.Of(batch), deletes, documents, entries);
     }
 
     /// <summary>The last change of each document of the maps' collections in the batch: earlier ones are superseded.</summary>
