@@ -150,6 +150,7 @@ async Task RunIndexPhasesAsync()
     // As `index` does: the indexing code runs once before the clock, so the index-from-store row is not the JIT's first pass.
     await IndexBenchmark.WarmUpIndexingAsync(http, [http], warmup.Sum(b => b.Length));
     double CpuMicros() { magpie.Refresh(); return magpie.TotalProcessorTime.TotalMicroseconds; }
+    Console.WriteLine($"HTTP bulk + store, no index (pid {magpie.Id})…");   // a profiler attaches here
     var before = CpuMicros();
     var ingest = await IngestBenchmark.HttpBulkAsync(http.BaseAddress, posts, 8);
     var ingestCpu = (CpuMicros() - before) / n;
