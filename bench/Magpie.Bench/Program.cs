@@ -138,6 +138,7 @@ async Task RunIndexPhasesAsync()
     var posts = IngestBenchmark.Batches(n, 512, seed: 42);
     var warmup = IngestBenchmark.Batches(50_000, 512, seed: 7);
     await IndexBenchmark.RawLuceneAsync(Path.Combine(run, "raw-warmup"), warmup);
+    await WaitQuietAsync("raw", Process.GetCurrentProcess());
     var cpu = Process.GetCurrentProcess().TotalProcessorTime;
     var raw = await IndexBenchmark.RawLuceneAsync(Path.Combine(run, "raw"), posts);
     var rawCpu = (Process.GetCurrentProcess().TotalProcessorTime - cpu).TotalMicroseconds / n;
@@ -150,11 +151,12 @@ async Task RunIndexPhasesAsync()
     // As `index` does: the indexing code runs once before the clock, so the index-from-store row is not the JIT's first pass.
     await IndexBenchmark.WarmUpIndexingAsync(http, [http], warmup.Sum(b => b.Length));
     double CpuMicros() { magpie.Refresh(); return magpie.TotalProcessorTime.TotalMicroseconds; }
+    await WaitQuietAsync("magpie", magpie);
     Console.WriteLine($"HTTP bulk + store, no index (pid {magpie.Id})…");   // a profiler attaches here
     var before = CpuMicros();
     var ingest = await IngestBenchmark.HttpBulkAsync(http.BaseAddress, posts, 8);
     var ingestCpu = (CpuMicros() - before) / n;
-    await Task.Delay(TimeSpan.FromSeconds(2));
+    await WaitQuietAsync("magpie", magpie);
     Console.WriteLine($"indexing from the store (pid {magpie.Id})…");
     before = CpuMicros();
     var watch = Stopwatch.StartNew();
@@ -256,6 +258,7 @@ async Task RunIndexAsync()
         await IndexBenchmark.WarmUpIndexingAsync(indexerHttp, [indexerHttp], warmup.Sum(b => b.Length));
         await IndexBenchmark.DefineAsync(indexerHttp);
         var kafkaPosts = IngestBenchmark.Serialize(posts.SelectMany(b => b).Take(kafkaDocs).Chunk(512).ToList());
+        await WaitQuietAsync("kafka", ingest, indexer, Process.GetCurrentProcess());
         TimeSpan[] Cpu() { ingest.Refresh(); indexer.Refresh(); return [ingest.TotalProcessorTime, indexer.TotalProcessorTime, Process.GetCurrentProcess().TotalProcessorTime, MachineBusy()]; }
         var cpuBefore = Cpu();
         var watch = Stopwatch.StartNew();
@@ -324,6 +327,7 @@ async Task RunIndexAsync()
     // hypervisor gave to other guests while it ran (steal: a slow run with steal is the machine, not Lucene).
     async Task<((double DocsPerSecond, TimeSpan Elapsed) Run, TimeSpan Cpu)> RawAsync(string name)
     {
+        await WaitQuietAsync(name, Process.GetCurrentProcess());
         var (cpu, steal) = (Process.GetCurrentProcess().TotalProcessorTime, MachineSteal());
         var result = await IndexBenchmark.RawLuceneAsync(Path.Combine(run, name), posts);
         (cpu, steal) = (Process.GetCurrentProcess().TotalProcessorTime - cpu, MachineSteal() - steal);
@@ -347,6 +351,7 @@ async Task RunIndexAsync()
         await IndexBenchmark.WarmUpIndexingAsync(http, [http], warmup.Sum(b => b.Length));
         await IndexBenchmark.DefineAsync(http);
         var bodies = IngestBenchmark.Serialize(posts);
+        await WaitQuietAsync("embedded", magpie, Process.GetCurrentProcess());
         // CPU of both processes on the shared cores: magpie's, and this client's (HTTP sends and status polls).
         magpie.Refresh();
         var (serverCpu, clientCpu) = (magpie.TotalProcessorTime, Process.GetCurrentProcess().TotalProcessorTime);
@@ -730,6 +735,28 @@ static string FindRoot()
 /// <summary>Time the hypervisor ran other guests while this machine's CPUs wanted to run (<c>/proc/stat</c> steal), all CPUs.</summary>
 static TimeSpan MachineSteal() =>
     File.Exists("/proc/stat") ? TimeSpan.FromSeconds(long.Parse(File.ReadLines("/proc/stat").First().Split(' ', StringSplitOptions.RemoveEmptyEntries)[8]) / 100.0) : TimeSpan.Zero;
+
+/// <summary>
+/// Waits until the processes are idle (under a tenth of a core each over two half seconds in a row; at most 30 s) and says how
+/// long that took. After a warm-up the runtime is still compiling the hot methods again at tier 1 on a background thread:
+/// 2.2 s of CPU in magpie's first 5 s of index-phases' ingest, 2026-11-28 (perf), a fifth of that phase's CPU. Every measured
+/// side, raw included, starts from a quiet process, so the figures are steady state, not the JIT's backlog.
+/// </summary>
+static async Task WaitQuietAsync(string what, params Process[] processes)
+{
+    var watch = Stopwatch.StartNew();
+    TimeSpan[] Cpu() => processes.Select(p => { p.Refresh(); return p.TotalProcessorTime; }).ToArray();
+    var quiet = 0;
+    var before = Cpu();
+    while (quiet < 2 && watch.Elapsed < TimeSpan.FromSeconds(30))
+    {
+        await Task.Delay(500);
+        var now = Cpu();
+        quiet = now.Zip(before, (a, b) => a - b).All(d => d < TimeSpan.FromMilliseconds(50)) ? quiet + 1 : 0;
+        before = now;
+    }
+    Console.WriteLine($"  {what}: quiet after {watch.Elapsed.TotalSeconds:F1} s");
+}
 
 /// <summary>Busy CPU time of the whole machine (all cores, from /proc/stat); zero where there is none.</summary>
 static TimeSpan MachineBusy()
