@@ -5,8 +5,8 @@ namespace Magpie.Indexer.Indexing.Stages;
 
 /// <summary>
 /// What the worker still needs of a feed batch once it is mapped: how many changes, the newest etag, when the first was
-/// written, the position after it. Not the documents: a mapped batch waits for the write loop and is written over a
-/// second or so, and the parsed documents it kept alive all that time were most of what the indexing promoted out of gen 0.
+/// written, the position after it. Not the documents: nothing after the map reads them, and a mapped batch waits for the
+/// write loop and is written over a second or so, which would keep its parsed documents alive (and promoted) for nothing.
 /// </summary>
 public sealed record FeedRead(int Count, long MaxEtag, long SeenEtag, DateTimeOffset? FirstWritten, ChangeFeedPosition After)
 {
