@@ -704,7 +704,11 @@ static Process StartMagpie(string dataDir, int port, params string[] extra)
     psi.Environment["Logging__LogLevel__Magpie.Requests"] = "Warning";   // the per-request log line is not what we measure
     // Runtime knobs for the magpie process alone (the raw side in this process keeps its own): BENCH_MAGPIE_ENV="K=V;K2=V2".
     foreach (var pair in (Environment.GetEnvironmentVariable("BENCH_MAGPIE_ENV") ?? "").Split(';', StringSplitOptions.RemoveEmptyEntries))
-        psi.Environment[pair[..pair.IndexOf('=')]] = pair[(pair.IndexOf('=') + 1)..];
+    {
+        var eq = pair.IndexOf('=');
+        if (eq <= 0) throw new ArgumentException($"BENCH_MAGPIE_ENV: '{pair}' is not NAME=value (pairs are separated by ';')");
+        psi.Environment[pair[..eq]] = pair[(eq + 1)..];
+    }
     var p = Process.Start(psi)!;
     p.OutputDataReceived += (_, _) => { };
     p.ErrorDataReceived += (_, e) => { if (e.Data is not null) Console.Error.WriteLine(e.Data); };

@@ -83,7 +83,7 @@ public sealed class EtlTaskRunner(string name, EtlTaskDefinition task, EtlConnec
     }
 
     /// <summary>How long a target's client may take to close before the task goes on without waiting for it.</summary>
-    private static readonly TimeSpan TargetCloseTimeout = TimeSpan.FromSeconds(10);
+    internal static readonly TimeSpan TargetCloseTimeout = TimeSpan.FromSeconds(10);
 
     /// <summary>
     /// Closes the client, but never lets a close that hangs (a broker gone mid-handshake) hold the task: after
@@ -190,8 +190,12 @@ public sealed class EtlTaskRunner(string name, EtlTaskDefinition task, EtlConnec
         return (messages, documents, filtered);
     }
 
+    /// <summary>Where targets come from instead of the connection (tests: a broker client that misbehaves on cue).</summary>
+    internal Func<IMessageTarget>? Targets { get; init; }
+
     private IMessageTarget CreateTarget()
     {
+        if (Targets is { } targets) return targets();
         var source = task.Source ?? $"/magpie/etl/{name}";
         return connection.IsKafka
             ? new KafkaTarget(connection, task, name, source)

@@ -129,7 +129,7 @@ public sealed class LuceneIndexTests(PostsIndexFixture fx) : IClassFixture<Posts
         var titled = Posts.Where(p => p.Title is not null).ToList();
         Assert.Contains(titled, p => !System.Text.Ascii.IsValid(p.Title!));   // the data has a title in curly quotes: the other path
         var byTitle = await fx.Index.SearchAsync(new SearchRequest(new ExistsQuery("Title"), [new SortField(SortKind.String, "Title")], PageSize: titled.Count));
-        Assert.Equal(titled.OrderBy(p => p.Title![..Math.Min(p.Title.Length, 256)].ToLowerInvariant(), StringComparer.Ordinal).ThenBy(p => p.Id, StringComparer.Ordinal).Select(p => p.Id),
+        Assert.Equal(titled.OrderBy(p => p.Title![..Math.Min(p.Title!.Length, 256)].ToLowerInvariant(), StringComparer.Ordinal).ThenBy(p => p.Id, StringComparer.Ordinal).Select(p => p.Id),
             byTitle.Hits.Select(h => h.Id));
     }
 

@@ -1,0 +1,83 @@
+using System.Runtime.CompilerServices;
+using System.Text.Json;
+using Magpie.Contracts.Changes;
+using Magpie.EtlSinks;
+using Magpie.EtlSinks.Configuration;
+using Magpie.EtlSinks.Delivery;
+using Magpie.EtlSinks.Messages;
+using Magpie.EtlSinks.Tasks;
+using Microsoft.Extensions.Logging.Abstractions;
+
+namespace Magpie.Tests.Etl;
+
+/// <summary>The runner's own reactions to a broker client, with a client that misbehaves on cue.</summary>
+public sealed class EtlTaskRunnerTests : IDisposable
+{
+    private readonly string _dir = Directory.CreateTempSubdirectory("magpie-etl-runner-").FullName;
+
+    [Fact]
+    public async Task A_failed_publish_shows_as_reconnecting_at_once_and_a_close_that_hangs_does_not_hold_the_task()
+    {
+        var opened = 0;
+        var task = new EtlTaskDefinition
+        {
+            Connection = "rabbit",
+            Reconnect = new EtlReconnect { InitialDelayMs = 100, MaxDelayMs = 100 },
+            Transforms = [new EtlTransform { Collections = JsonDocument.Parse("""["Orders"]""").RootElement, Script = "loadToOrders({ Total: this.Total });" }],
+        };
+        await using var runner = new EtlTaskRunner("orders", task, new EtlConnection { Type = "rabbitmq", Url = "amqp://localhost" }, new OneChangeFeed(),
+            new EtlOptions { DataDir = _dir }, NullLogger.Instance)
+        {
+            Targets = () => { Interlocked.Increment(ref opened); return new BrokerGoneTarget(); },
+        };
+        runner.Start();
+
+        // The publish fails and the client's close never returns (a broker gone mid-handshake): the state says so anyway.
+        var reconnecting = await WaitAsync(() => runner.Snapshot().State == EtlTaskState.Reconnecting, TimeSpan.FromSeconds(5));
+        Assert.True(reconnecting, $"state {runner.Snapshot().State}");
+        Assert.Contains("connection lost", runner.Snapshot().LastError);
+        Assert.Equal(1, Volatile.Read(ref opened));
+        // After the close timeout the task goes on with a new client rather than waiting on the old one for good.
+        var retried = await WaitAsync(() => Volatile.Read(ref opened) >= 2, EtlTaskRunner.TargetCloseTimeout + TimeSpan.FromSeconds(10));
+        Assert.True(retried, $"opened {opened} clients");
+    }
+
+    private static async Task<bool> WaitAsync(Func<bool> done, TimeSpan timeout)
+    {
+        var deadline = DateTime.UtcNow + timeout;
+        while (!done())
+        {
+            if (DateTime.UtcNow > deadline) return false;
+            await Task.Delay(20);
+        }
+        return true;
+    }
+
+    /// <summary>Opens, then loses the broker on the first publish; its close never completes.</summary>
+    private sealed class BrokerGoneTarget : IMessageTarget
+    {
+        public Task OpenAsync(IReadOnlyCollection<string> destinations, CancellationToken ct) => Task.CompletedTask;
+
+        public Task PublishAsync(IReadOnlyList<OutgoingMessage> messages, CancellationToken ct) =>
+            Task.FromException(new EtlTargetException("RabbitMQ connection lost: reset by peer", needsUser: false));
+
+        public ValueTask DisposeAsync() => new(Task.Delay(Timeout.Infinite));
+    }
+
+    /// <summary>One order, then nothing more until cancelled.</summary>
+    private sealed class OneChangeFeed : IChangeFeed
+    {
+        public async IAsyncEnumerable<ChangeBatch> ReadAsync(ChangeFeedPosition from, int maxBatchSize, [EnumeratorCancellation] CancellationToken cancellationToken)
+        {
+            var order = JsonDocument.Parse("""{"Total": 12}""").RootElement;
+            yield return new ChangeBatch([new ChangeEvent("orders/1", "Orders", 1, ChangeOp.Put, DateTimeOffset.UtcNow, order)],
+                new ChangeFeedPosition(new Dictionary<string, long> { ["log"] = 1 }));
+            await Task.Delay(Timeout.Infinite, cancellationToken);
+        }
+    }
+
+    public void Dispose()
+    {
+        try { Directory.Delete(_dir, recursive: true); } catch (IOException) { }
+    }
+}
