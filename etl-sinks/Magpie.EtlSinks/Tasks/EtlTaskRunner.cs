@@ -57,7 +57,7 @@ public sealed class EtlTaskRunner(string name, EtlTaskDefinition task, EtlConnec
         while (!ct.IsCancellationRequested)
         {
             var target = CreateTarget();
-            var interrupted = false;
+            DateTimeOffset? nextAttempt = null;
             try
             {
                 await target.OpenAsync(_transforms.SelectMany(t => t.Script.Destinations).Distinct().ToList(), ct);
@@ -69,15 +69,18 @@ public sealed class EtlTaskRunner(string name, EtlTaskDefinition task, EtlConnec
             catch (Exception e)
             {
                 // Said before the client is let go: closing a client whose broker has just vanished can take a while itself.
-                interrupted = true;
                 var needsUser = e is EtlTargetException { NeedsUser: true };
                 var state = needsUser ? EtlTaskState.Failed : EtlTaskState.Reconnecting;
-                Stats.Interrupted(state, e.Message, DateTimeOffset.UtcNow + delay);
+                nextAttempt = DateTimeOffset.UtcNow + delay;
+                Stats.Interrupted(state, e.Message, nextAttempt.Value);
                 log.LogWarning("ETL task {Task}: {Error}; retrying in {Delay} s", name, e.Message, delay.TotalSeconds);
             }
             finally { await CloseAsync(target); }
-            if (!interrupted) continue;
-            try { await Task.Delay(delay, ct); } catch (OperationCanceledException) { break; }
+            if (nextAttempt is not { } due) continue;
+            // The close's time counts towards the delay, so the next attempt comes when the status said it would.
+            var wait = due - DateTimeOffset.UtcNow;
+            if (wait > TimeSpan.Zero)
+                try { await Task.Delay(wait, ct); } catch (OperationCanceledException) { break; }
             delay = TimeSpan.FromMilliseconds(Math.Min(delay.TotalMilliseconds * 2, task.Reconnect.MaxDelayMs));
         }
     }

@@ -42,6 +42,32 @@ public sealed class EtlTaskRunnerTests : IDisposable
         Assert.True(retried, $"opened {opened} clients");
     }
 
+    [Fact]
+    public async Task The_next_attempt_comes_when_the_status_says_even_when_the_close_takes_a_while()
+    {
+        var opens = new List<DateTimeOffset>();
+        var task = new EtlTaskDefinition
+        {
+            Connection = "rabbit",
+            Reconnect = new EtlReconnect { InitialDelayMs = 3_000, MaxDelayMs = 3_000 },
+            Transforms = [new EtlTransform { Collections = JsonDocument.Parse("""["Orders"]""").RootElement, Script = "loadToOrders({ Total: this.Total });" }],
+        };
+        await using var runner = new EtlTaskRunner("orders", task, new EtlConnection { Type = "rabbitmq", Url = "amqp://localhost" }, new OneChangeFeed(),
+            new EtlOptions { DataDir = _dir }, NullLogger.Instance)
+        {
+            Targets = () => { lock (opens) opens.Add(DateTimeOffset.UtcNow); return new BrokerGoneTarget(TimeSpan.FromSeconds(2)); },
+        };
+        runner.Start();
+
+        Assert.True(await WaitAsync(() => runner.Snapshot().State == EtlTaskState.Reconnecting, TimeSpan.FromSeconds(5)));
+        var said = runner.Snapshot().NextAttemptAt ?? throw new Xunit.Sdk.XunitException("no next attempt in the status");
+        Assert.True(await WaitAsync(() => { lock (opens) return opens.Count >= 2; }, TimeSpan.FromSeconds(15)), "no second attempt");
+        DateTimeOffset second;
+        lock (opens) second = opens[1];
+        // The 2 s close is part of the 3 s delay, not added to it (that would open the new client 2 s after the time given).
+        Assert.InRange(second, said - TimeSpan.FromMilliseconds(100), said + TimeSpan.FromSeconds(1));
+    }
+
     private static async Task<bool> WaitAsync(Func<bool> done, TimeSpan timeout)
     {
         var deadline = DateTime.UtcNow + timeout;
@@ -53,15 +79,15 @@ public sealed class EtlTaskRunnerTests : IDisposable
         return true;
     }
 
-    /// <summary>Opens, then loses the broker on the first publish; its close never completes.</summary>
-    private sealed class BrokerGoneTarget : IMessageTarget
+    /// <summary>Opens, then loses the broker on the first publish; its close takes <paramref name="close"/> (by default, for ever).</summary>
+    private sealed class BrokerGoneTarget(TimeSpan? close = null) : IMessageTarget
     {
         public Task OpenAsync(IReadOnlyCollection<string> destinations, CancellationToken ct) => Task.CompletedTask;
 
         public Task PublishAsync(IReadOnlyList<OutgoingMessage> messages, CancellationToken ct) =>
             Task.FromException(new EtlTargetException("RabbitMQ connection lost: reset by peer", needsUser: false));
 
-        public ValueTask DisposeAsync() => new(Task.Delay(Timeout.Infinite));
+        public ValueTask DisposeAsync() => new(Task.Delay(close ?? Timeout.InfiniteTimeSpan));
     }
 
     /// <summary>One order, then nothing more until cancelled.</summary>
