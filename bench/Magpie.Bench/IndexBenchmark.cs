@@ -158,6 +158,17 @@ public static class IndexBenchmark
     }
 
     /// <summary>
+    /// How often an index's workers refreshed and committed-or-wrote batches so far (summed over the shards of the process asked),
+    /// as one line: smaller, more frequent refreshes flush smaller segments, which cost more to write and to merge.
+    /// </summary>
+    public static async Task<string> RefreshesAsync(HttpClient http, string name = Name)
+    {
+        var stats = await http.GetFromJsonAsync<JsonElement>($"indexes/{name}/stats");
+        return $"{stats.GetProperty("refreshes").GetInt64():N0} refreshes ({stats.GetProperty("refreshMs").GetDouble() / 1000:F1} s in them), " +
+            $"{stats.GetProperty("batches").GetInt64():N0} batches";
+    }
+
+    /// <summary>
     /// Freshness at a given write rate: background writers keep <paramref name="docsPerSecond"/> flowing in
     /// bulk batches; every 100 ms one probe document with a unique tag is written, and the time from its
     /// acknowledgement to the first query that finds it is one sample; <paramref name="probed"/> hears each probe: when it was

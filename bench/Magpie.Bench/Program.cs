@@ -266,6 +266,7 @@ async Task RunIndexAsync()
         await IndexBenchmark.WaitIndexedAsync([indexerHttp], kafkaDocs, TimeSpan.FromMinutes(30));
         kafkaRate = kafkaDocs / watch.Elapsed.TotalSeconds;
         var cpu = Cpu().Zip(cpuBefore, (a, b) => (a - b).TotalMicroseconds / kafkaDocs).ToArray();
+        Console.WriteLine($"  kafka index (all shards): {await IndexBenchmark.RefreshesAsync(indexerHttp)}");
         Console.WriteLine($"kafka pipeline: {kafkaRate:N0} docs/s ({watch.Elapsed.TotalSeconds:F1} s, {kafkaDocs:N0} docs); " +
             $"CPU µs/doc: ingest {cpu[0]:F0}, indexer {cpu[1]:F0}, this client {cpu[2]:F0}, the rest (the broker) {cpu[3] - cpu[0] - cpu[1] - cpu[2]:F0}");
 
@@ -279,6 +280,7 @@ async Task RunIndexAsync()
         await IndexBenchmark.WaitIndexedAsync([indexerHttp], kafkaDocs, TimeSpan.FromMinutes(30), rebuild);
         kafkaRebuildRate = kafkaDocs / watch.Elapsed.TotalSeconds;
         cpu = Cpu().Zip(cpuBefore, (a, b) => (a - b).TotalMicroseconds / kafkaDocs).ToArray();
+        Console.WriteLine($"  kafka rebuilt index (all shards): {await IndexBenchmark.RefreshesAsync(indexerHttp, rebuild)}");
         Console.WriteLine($"kafka rebuild from the topic: {kafkaRebuildRate:N0} docs/s ({watch.Elapsed.TotalSeconds:F1} s); " +
             $"CPU µs/doc: indexer {cpu[1]:F0}, the rest (the broker) {cpu[3] - cpu[0] - cpu[1] - cpu[2]:F0}");
         ingest.Kill();
@@ -363,8 +365,7 @@ async Task RunIndexAsync()
         (serverCpu, clientCpu) = (magpie.TotalProcessorTime - serverCpu, Process.GetCurrentProcess().TotalProcessorTime - clientCpu);
         var mapMicros = await IndexBenchmark.MapMicrosPerDocumentAsync(http);
         // How often the worker refreshed during the load, and what those refreshes (Lucene's flushes) took: smaller segments cost more.
-        var stats = await http.GetFromJsonAsync<JsonElement>($"indexes/{IndexBenchmark.Name}/stats");
-        Console.WriteLine($"  embedded index: {stats.GetProperty("refreshes").GetInt64():N0} refreshes, {stats.GetProperty("refreshMs").GetDouble() / 1000:F1} s in them");
+        Console.WriteLine($"  embedded index: {await IndexBenchmark.RefreshesAsync(http)}");
         Console.WriteLine($"embedded pipeline: {embeddedRate:N0} docs/s ({watch.Elapsed.TotalSeconds:F1} s); JS map {mapMicros:F1} µs per document (last 20 batches); " +
             $"CPU µs/doc: magpie {serverCpu.TotalMicroseconds / n:F0}, this client {clientCpu.TotalMicroseconds / n:F0}");
 
