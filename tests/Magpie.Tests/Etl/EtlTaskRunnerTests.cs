@@ -19,18 +19,7 @@ public sealed class EtlTaskRunnerTests : IDisposable
     public async Task A_failed_publish_shows_as_reconnecting_at_once_and_a_close_that_hangs_does_not_hold_the_task()
     {
         var opened = 0;
-        var task = new EtlTaskDefinition
-        {
-            Connection = "rabbit",
-            Reconnect = new EtlReconnect { InitialDelayMs = 100, MaxDelayMs = 100 },
-            Transforms = [new EtlTransform { Collections = JsonDocument.Parse("""["Orders"]""").RootElement, Script = "loadToOrders({ Total: this.Total });" }],
-        };
-        await using var runner = new EtlTaskRunner("orders", task, new EtlConnection { Type = "rabbitmq", Url = "amqp://localhost" }, new OneChangeFeed(),
-            new EtlOptions { DataDir = _dir }, NullLogger.Instance)
-        {
-            Targets = () => { Interlocked.Increment(ref opened); return new BrokerGoneTarget(); },
-        };
-        runner.Start();
+        await using var runner = Start(reconnectMs: 100, () => { Interlocked.Increment(ref opened); return new BrokerGoneTarget(); });
 
         // The publish fails and the client's close never returns (a broker gone mid-handshake): the state says so anyway.
         var reconnecting = await WaitAsync(() => runner.Snapshot().State == EtlTaskState.Reconnecting, TimeSpan.FromSeconds(5));
@@ -46,18 +35,7 @@ public sealed class EtlTaskRunnerTests : IDisposable
     public async Task The_next_attempt_comes_when_the_status_says_even_when_the_close_takes_a_while()
     {
         var opens = new List<DateTimeOffset>();
-        var task = new EtlTaskDefinition
-        {
-            Connection = "rabbit",
-            Reconnect = new EtlReconnect { InitialDelayMs = 3_000, MaxDelayMs = 3_000 },
-            Transforms = [new EtlTransform { Collections = JsonDocument.Parse("""["Orders"]""").RootElement, Script = "loadToOrders({ Total: this.Total });" }],
-        };
-        await using var runner = new EtlTaskRunner("orders", task, new EtlConnection { Type = "rabbitmq", Url = "amqp://localhost" }, new OneChangeFeed(),
-            new EtlOptions { DataDir = _dir }, NullLogger.Instance)
-        {
-            Targets = () => { lock (opens) opens.Add(DateTimeOffset.UtcNow); return new BrokerGoneTarget(TimeSpan.FromSeconds(2)); },
-        };
-        runner.Start();
+        await using var runner = Start(reconnectMs: 3_000, () => { lock (opens) opens.Add(DateTimeOffset.UtcNow); return new BrokerGoneTarget(TimeSpan.FromSeconds(2)); });
 
         Assert.True(await WaitAsync(() => runner.Snapshot().State == EtlTaskState.Reconnecting, TimeSpan.FromSeconds(5)));
         var said = runner.Snapshot().NextAttemptAt ?? throw new Xunit.Sdk.XunitException("no next attempt in the status");
@@ -66,6 +44,21 @@ public sealed class EtlTaskRunnerTests : IDisposable
         lock (opens) second = opens[1];
         // The 2 s close is part of the 3 s delay, not added to it (that would open the new client 2 s after the time given).
         Assert.InRange(second, said - TimeSpan.FromMilliseconds(100), said + TimeSpan.FromSeconds(1));
+    }
+
+    /// <summary>A started task of one transform over the feed's single order, reconnecting after a fixed delay, with its clients from <paramref name="targets"/>.</summary>
+    private EtlTaskRunner Start(int reconnectMs, Func<IMessageTarget> targets)
+    {
+        var task = new EtlTaskDefinition
+        {
+            Connection = "rabbit",
+            Reconnect = new EtlReconnect { InitialDelayMs = reconnectMs, MaxDelayMs = reconnectMs },
+            Transforms = [new EtlTransform { Collections = JsonDocument.Parse("""["Orders"]""").RootElement, Script = "loadToOrders({ Total: this.Total });" }],
+        };
+        var runner = new EtlTaskRunner("orders", task, new EtlConnection { Type = "rabbitmq", Url = "amqp://localhost" }, new OneChangeFeed(),
+            new EtlOptions { DataDir = _dir }, NullLogger.Instance) { Targets = targets };
+        runner.Start();
+        return runner;
     }
 
     private static async Task<bool> WaitAsync(Func<bool> done, TimeSpan timeout)
