@@ -158,8 +158,8 @@ public static class IndexBenchmark
     }
 
     /// <summary>
-    /// How often an index's workers refreshed and committed-or-wrote batches so far (summed over the shards of the process asked),
-    /// as one line: smaller, more frequent refreshes flush smaller segments, which cost more to write and to merge.
+    /// The refreshes (with the time spent in them) and the batches an index's workers have made so far, summed over the shards of
+    /// the process asked, as one line: more frequent refreshes flush smaller segments, which cost more to write and to merge.
     /// </summary>
     public static async Task<string> RefreshesAsync(HttpClient http, string name = Name)
     {
