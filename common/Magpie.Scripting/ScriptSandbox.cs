@@ -27,16 +27,20 @@ namespace Magpie.Scripting;
 public sealed class ScriptSandbox
 {
     private readonly ScriptLimits _limits;
+    private readonly RunBudget _budget;
     private GlobalSnapshot? _sealed;
 
     public ScriptSandbox(ScriptLimits limits, bool deterministic)
     {
         _limits = limits;
+        _budget = new RunBudget(limits);
         Engine = new Engine(o =>
         {
             o.Strict = true;
             o.Host.StringCompilationAllowed = false;
-            o.TimeoutInterval(limits.Timeout).MaxStatements(limits.MaxStatements).LimitMemory(limits.MaxAllocatedBytes);
+            // One wall-clock budget per run (Jint's own timeout starts again at every call into the engine, so a run that calls
+            // a map, then toJSON, then a getter had a fresh 2 s for each); statements and memory are Jint's.
+            o.Constraint(_budget).MaxStatements(limits.MaxStatements).LimitMemory(limits.MaxAllocatedBytes);
             if (limits.Stop.CanBeCanceled) o.CancellationToken(limits.Stop);
             o.Constraints.MaxRecursionDepth = limits.MaxRecursion;
             o.Constraints.MaxArraySize = limits.MaxArrayLength;
@@ -45,8 +49,16 @@ public sealed class ScriptSandbox
             o.Json.MaxParseDepth = limits.MaxJsonDepth;
             o.TimeSystem = deterministic ? new NoClock() : new DefaultTimeSystem(TimeZoneInfo.Utc, System.Globalization.CultureInfo.InvariantCulture);
         });
+        // Shared memory and its blocking waits (Atomics.wait ignores every limit: it parks the thread), a second realm with
+        // built-ins of its own (not frozen): no script needs them.
+        foreach (var name in (string[])["Atomics", "SharedArrayBuffer", "ShadowRealm"]) Engine.Global.RemoveOwnProperty(name);
         if (deterministic)
+        {
+            // What the garbage collector does is not the document's content: weak references would make entries depend on it.
+            foreach (var name in (string[])["WeakRef", "FinalizationRegistry"]) Engine.Global.RemoveOwnProperty(name);
             Engine.GetValue("Math").AsObject().Set("random", new ClrFunction(Engine, "random", (_, _) => throw new ScriptRunException(NoClock.Refusal("Math.random()"))));
+            NoClock.GuardIntl(Engine);
+        }
     }
 
     public Engine Engine { get; }
@@ -67,9 +79,10 @@ public sealed class ScriptSandbox
 
     /// <summary>
     /// Freezes everything reachable from the global object's properties (constructors, prototypes, Math, JSON, the
-    /// host functions), but not the global object itself: scripts may declare top-level functions and variables,
-    /// which the per-run restore of the sealed globals removes again. Walked from C# with the native
-    /// <c>Object.freeze</c>, so it counts none of a script's statements.
+    /// host functions) and from the engine's intrinsics, which include objects no global names (the iterator prototypes
+    /// of arrays, strings, maps, sets and regexp matches, the generator and async function prototypes), but not the
+    /// global object itself: scripts may declare top-level functions and variables, which the per-run restore of the
+    /// sealed globals removes again. Walked from C# with the native <c>Object.freeze</c>, so it counts none of a script's statements.
     /// </summary>
     private void Harden()
     {
@@ -78,6 +91,7 @@ public sealed class ScriptSandbox
         var seen = new HashSet<ObjectInstance>(ReferenceEqualityComparer.Instance);
         var pending = new Stack<JsValue>();
         foreach (var key in global.GetOwnPropertyKeys()) pending.Push(global.GetOwnProperty(key).Value);
+        foreach (var intrinsic in Intrinsics(Engine)) pending.Push(intrinsic);
         pending.Push(global.Prototype ?? JsValue.Null);
         while (pending.TryPop(out var value))
         {
@@ -91,15 +105,45 @@ public sealed class ScriptSandbox
             }
             pending.Push(o.Prototype ?? JsValue.Null);
         }
+        Frozen = seen.Count;
+    }
+
+    /// <summary>How many objects <see cref="Seal"/> froze (tests compare it with what scripts can reach).</summary>
+    public int Frozen { get; private set; }
+
+    /// <summary>
+    /// Every object the engine's realm holds as an intrinsic (Jint's <c>Realm.Intrinsics</c>, whose members are internal: read by
+    /// reflection, so a Jint upgrade that adds one is frozen too). An intrinsic that fails to build is skipped.
+    /// </summary>
+    internal static IEnumerable<ObjectInstance> Intrinsics(Engine engine)
+    {
+        const System.Reflection.BindingFlags all = System.Reflection.BindingFlags.Instance | System.Reflection.BindingFlags.Public | System.Reflection.BindingFlags.NonPublic;
+        var realm = typeof(Engine).GetProperty("Realm", all)?.GetValue(engine);
+        var intrinsics = realm?.GetType().GetProperty("Intrinsics", all)?.GetValue(realm)
+            ?? throw new InvalidOperationException("Jint's realm intrinsics are not where the sandbox reads them: update ScriptSandbox.Intrinsics for this Jint");
+        foreach (var property in intrinsics.GetType().GetProperties(all))
+        {
+            if (!typeof(ObjectInstance).IsAssignableFrom(property.PropertyType) || property.GetIndexParameters().Length > 0) continue;
+            ObjectInstance? value;
+            try { value = property.GetValue(intrinsics) as ObjectInstance; }
+            catch (System.Reflection.TargetInvocationException) { continue; }
+            if (value is not null) yield return value;
+        }
     }
 
     /// <summary>Parses a script once (ES2020+); a syntax error becomes a <see cref="ScriptSyntaxException"/> with the position in <paramref name="source"/>.</summary>
     public static Prepared<Script> Prepare(string source, string label, int lineOffset = 0)
     {
+        ScriptShape.Check(source, label, lineOffset);
         try { return Engine.PrepareScript(source, label, strict: true); }
         catch (ScriptPreparationException e) when (e.InnerException is Acornima.ParseErrorException p)
         {
             throw new ScriptSyntaxException($"{label}: {p.Description}", Math.Max(1, p.LineNumber - lineOffset), p.Column + 1);
+        }
+        // The parser's and Jint's own guards against nesting the bracket count does not see (prefix operators, chained ternaries).
+        catch (ScriptPreparationException e) when (e.InnerException is InsufficientExecutionStackException or ScriptPreparationException)
+        {
+            throw new ScriptSyntaxException($"{label}: the script nests too deeply to parse ({e.InnerException!.Message})", 1, 1);
         }
     }
 
@@ -111,6 +155,7 @@ public sealed class ScriptSandbox
     public T Run<T>(Func<T> body, int lineOffset = 0)
     {
         if (_sealed is not null) Engine.Advanced.RestoreGlobalSnapshot(_sealed);
+        _budget.Start();
         try { return body(); }
         catch (Exception e) when (e is not ScriptRunException)
         {
@@ -145,6 +190,29 @@ public sealed class ScriptSandbox
 
         public static string Refusal(string what) =>
             $"{what} is not allowed in a map or reduce: an index must give the same entries whenever it is built (ETL transforms may use it)";
+
+        /// <summary>
+        /// <c>Intl.DateTimeFormat().format()</c> and <c>formatToParts()</c> without a date format the current time (Jint reads the
+        /// machine's clock there, not the time system): in a deterministic sandbox they need a date. Wrapped before <see cref="Seal"/>.
+        /// </summary>
+        public static void GuardIntl(Engine engine)
+        {
+            if (engine.Global.GetOwnProperty("Intl").Value is not ObjectInstance intl || intl.Get("DateTimeFormat") is not ObjectInstance format) return;
+            var prototype = format.Get("prototype").AsObject();
+            var refusal = Refusal("Intl.DateTimeFormat's format() without a date (it formats the current time)");
+            var original = prototype.GetOwnProperty("format");
+            if (original.Get is { } getter && getter.IsCallable())
+                prototype.DefineOwnProperty("format", new Jint.Runtime.Descriptors.GetSetPropertyDescriptor(
+                    new ClrFunction(engine, "get format", (self, _) =>
+                    {
+                        var bound = getter.Call(self, []);
+                        return new ClrFunction(engine, "format", (_, args) =>
+                            args.Length == 0 || args[0].IsUndefined() ? throw new ScriptRunException(refusal) : bound.Call(JsValue.Undefined, args), 1);
+                    }), null, enumerable: false, configurable: true));
+            if (prototype.Get("formatToParts") is { } parts && parts.IsCallable())
+                prototype.Set("formatToParts", new ClrFunction(engine, "formatToParts", (self, args) =>
+                    args.Length == 0 || args[0].IsUndefined() ? throw new ScriptRunException(refusal) : parts.Call(self, args), 1));
+        }
 
         public DateTimeOffset GetUtcNow() => throw new ScriptRunException(Refusal("reading the clock (Date.now(), new Date() without arguments, Temporal.Now)"));
         public TimeZoneInfo DefaultTimeZone => _utc.DefaultTimeZone;

@@ -27,11 +27,12 @@ public static class ClientErrors
             StatusCodeSelector = e => e switch
             {
                 BadHttpRequestException bad => bad.StatusCode,
+                _ when Ingest.Http.RequestBody.IsBrokenChunk(e) => StatusCodes.Status400BadRequest,
                 Ingest.Documents.StoreFullException => StatusCodes.Status507InsufficientStorage,
                 _ => StatusCodes.Status500InternalServerError,
             },
             // A client's mistake is answered, not logged as a server failure with a stack trace.
-            SuppressDiagnosticsCallback = c => c.Exception is BadHttpRequestException or Ingest.Documents.StoreFullException,
+            SuppressDiagnosticsCallback = c => c.Exception is BadHttpRequestException or Ingest.Documents.StoreFullException || Ingest.Http.RequestBody.IsBrokenChunk(c.Exception),
         });
         app.UseStatusCodePages();
     }
@@ -41,6 +42,7 @@ public static class ClientErrors
         var problem = context.ProblemDetails;
         var request = context.HttpContext.Request;
         if (context.Exception is BadHttpRequestException or Ingest.Documents.StoreFullException) problem.Detail ??= context.Exception.Message;
+        if (context.Exception is { } e && Ingest.Http.RequestBody.IsBrokenChunk(e)) problem.Detail ??= $"the chunked request body is malformed: {e.Message}";
         problem.Detail ??= problem.Status switch
         {
             StatusCodes.Status404NotFound => $"no resource at {request.Method} {request.Path}",

@@ -1,4 +1,5 @@
 using System.Threading.RateLimiting;
+using Magpie.Contracts;
 using Magpie.Hosting.Health;
 using Magpie.Hosting.Metrics;
 using Magpie.Hosting.Security;
@@ -42,6 +43,8 @@ public static class MagpieHost
             security.Listen(k, settings.HttpPort);
             k.Limits.MaxRequestBodySize = settings.MaxRequestBodyBytes;
         });
+        // A document the store accepted can always be written back, however deep (System.Text.Json's default stops at 64).
+        builder.Services.ConfigureHttpJsonOptions(o => o.SerializerOptions.MaxDepth = WireJson.MaxDepth);
         builder.Services.AddSingleton(security.Keys).AddSingleton<FailedLogins>();
         builder.Services.AddClientErrors();
         builder.Services.AddRateLimiter(o =>

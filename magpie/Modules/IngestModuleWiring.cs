@@ -1,3 +1,4 @@
+using Magpie.Contracts;
 using Magpie.Hosting;
 using Magpie.Hosting.Security;
 using Magpie.Hosting.Health;
@@ -17,8 +18,9 @@ public sealed class IngestModuleWiring(bool indexerInProcess) : IMagpieModule
     public string Name => "ingest";
 
     /// <summary>A data directory that is read-only, full or not a directory stops the start with one line, before anything opens.</summary>
-    public string? Unmet(MagpieSettings settings) => DocumentStore.Unusable(StoreOptions(settings)) is { } why
-        ? $"cannot use the data directory {Path.Combine(Path.GetFullPath(settings.DataDir), "documents")}: {why}"
+    public string? Unmet(MagpieSettings settings) =>
+        settings.MaxJsonDepth is < 1 or > WireJson.MaxDocumentDepth ? $"MaxJsonDepth must be 1 to {WireJson.MaxDocumentDepth}, not {settings.MaxJsonDepth}"
+        : DocumentStore.Unusable(StoreOptions(settings)) is { } why ? $"cannot use the data directory {Path.Combine(Path.GetFullPath(settings.DataDir), "documents")}: {why}"
         : null;
 
     private DocumentStoreOptions StoreOptions(MagpieSettings s) => new()

@@ -53,7 +53,7 @@ public static class FuzzTargets
         if (patch is null) return;
         try
         {
-            var result = DocumentPatcher.Apply("""{"a":1.50,"b":[1,{"c":"2015-01-27T20:09:32.720"}],"d":{"e":null}}"""u8, patch);
+            var result = DocumentPatcher.Apply("""{"a":1.50,"b":[1,{"c":"2015-01-27T20:09:32.720"}],"d":{"e":null}}"""u8, patch, DocumentJson.DefaultMaxDepth, maxBytes: 64 * 1024);
             DocumentJson.ValidateObject(result);
         }
         catch (DocumentPatchException) { }

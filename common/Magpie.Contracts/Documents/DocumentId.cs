@@ -32,6 +32,12 @@ public static class DocumentId
         return null;
     }
 
+    /// <summary>
+    /// The id as a URL path (<c>users/José</c> → <c>users/Jos%C3%A9</c>): each segment percent-encoded, the slashes kept, so it can
+    /// go into a header (<c>Location</c>), which carries ASCII only.
+    /// </summary>
+    public static string UrlPath(string id) => string.Join('/', id.Split('/').Select(Uri.EscapeDataString));
+
     /// <summary>`users/1` → `users`; an id with no `/` (or a leading one) belongs to <see cref="EmptyCollection"/>.</summary>
     public static string CollectionOf(string id)
     {

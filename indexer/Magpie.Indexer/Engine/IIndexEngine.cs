@@ -26,8 +26,12 @@ public interface IIndexPersistence : IShardSearcher
     /// <summary>The state of the last commit when the index was opened.</summary>
     IndexState Opened { get; }
 
-    /// <summary>Deletes every entry of <paramref name="deletes"/>, then replaces each document's entries (not visible before a refresh).</summary>
-    Task WriteAsync(IReadOnlyCollection<string> deletes, IReadOnlyList<IndexedDocument> documents, CancellationToken ct = default);
+    /// <summary>
+    /// Deletes every entry of <paramref name="deletes"/>, then replaces each document's entries (not visible before a refresh).
+    /// A document the engine refuses (a term over its limit that no earlier check caught) is left out and returned with the
+    /// reason: it fails alone, and the index goes on.
+    /// </summary>
+    Task<IReadOnlyList<RefusedDocument>> WriteAsync(IReadOnlyCollection<string> deletes, IReadOnlyList<IndexedDocument> documents, CancellationToken ct = default);
 
     /// <summary>Makes everything written so far durable, with <paramref name="commitData"/> as the commit's user data.</summary>
     Task CommitAsync(IReadOnlyDictionary<string, string> commitData, CancellationToken ct = default);
@@ -59,3 +63,6 @@ public sealed record KnownIdsStats(long Bytes, bool Filling, bool Full);
 
 /// <summary>The engine's facet column cache: this index's share, and the engine's total against its budget.</summary>
 public sealed record FacetCacheStats(long IndexBytes, long IndexEntries, long TotalBytes, long BudgetBytes, long TotalEntries, long Hits, long Misses, long Evictions);
+
+/// <summary>A document the engine would not take, and why (that document's error in the index's status).</summary>
+public sealed record RefusedDocument(string Id, string Reason);

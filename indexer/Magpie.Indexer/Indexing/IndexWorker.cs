@@ -322,8 +322,10 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
         if (batch.Deletes.Count > 0 || batch.Documents.Count > 0)
         {
             await _writeGate.WaitAsync(ct);
-            try { await index.WriteAsync(batch.Deletes, batch.Documents, ct); }
+            IReadOnlyList<RefusedDocument> refused;
+            try { refused = await index.WriteAsync(batch.Deletes, batch.Documents, ct); }
             finally { _writeGate.Release(); }
+            foreach (var r in refused) Status.Error(r.Id, r.Reason);
         }
         // Behind (full batches, more already mapped): searchable at most once per BacklogRefreshInterval. Each refresh flushes a
         // segment, which for small entries costs as much as writing the batch (a plain map index caught up at half speed);

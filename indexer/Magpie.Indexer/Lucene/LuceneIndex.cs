@@ -83,24 +83,32 @@ internal sealed class LuceneIndex : IIndexPersistence
 
     public IndexState Opened { get; }
 
-    public Task WriteAsync(IReadOnlyCollection<string> deletes, IReadOnlyList<IndexedDocument> documents, CancellationToken ct = default)
+    public Task<IReadOnlyList<RefusedDocument>> WriteAsync(IReadOnlyCollection<string> deletes, IReadOnlyList<IndexedDocument> documents, CancellationToken ct = default)
     {
+        var refused = new System.Collections.Concurrent.ConcurrentQueue<RefusedDocument>();
+        void TryUpdate(IndexedDocument d)
+        {
+            // Lucene refuses a document with an immense term (an argument error that leaves the writer sound: the document is
+            // dropped, nothing else): every such refusal is that document's, whatever field or name carried the term.
+            try { Update(d); }
+            catch (ArgumentException e) { refused.Enqueue(new RefusedDocument(d.Id, $"the index engine refused the document: {e.Message}")); }
+        }
         Guard(() =>
         {
             if (deletes.Count > 0) _writer.DeleteDocuments([.. deletes.Where(_known.MayHold).Select(id => new Term(LuceneDocuments.Id, id))]);
             // Lucene indexes on as many threads as call it (a segment in the making per thread): a large batch is split by id, so
             // updates of one id keep their order, and written from every core.
             var threads = documents.Count >= 512 ? Math.Min(Environment.ProcessorCount, 4) : 1;
-            if (threads == 1) foreach (var d in documents) Update(d);
+            if (threads == 1) foreach (var d in documents) TryUpdate(d);
             else
             {
                 var parts = new List<IndexedDocument>[threads];
                 for (var i = 0; i < threads; i++) parts[i] = new List<IndexedDocument>(documents.Count / threads + 1);
                 foreach (var d in documents) parts[(int)((uint)StringComparer.Ordinal.GetHashCode(d.Id) % (uint)threads)].Add(d);
-                Parallel.For(0, threads, new ParallelOptions { MaxDegreeOfParallelism = threads }, i => { foreach (var d in parts[i]) Update(d); });
+                Parallel.For(0, threads, new ParallelOptions { MaxDegreeOfParallelism = threads }, i => { foreach (var d in parts[i]) TryUpdate(d); });
             }
         });
-        return Task.CompletedTask;
+        return Task.FromResult<IReadOnlyList<RefusedDocument>>([.. refused]);
     }
 
     private void Update(IndexedDocument d)

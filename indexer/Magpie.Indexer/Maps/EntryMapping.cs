@@ -15,6 +15,9 @@ public static class EntryMapping
     /// <summary>Lucene's longest term (<c>IndexWriter.MAX_TERM_LENGTH</c>), in UTF-8 bytes; exact values are one term each.</summary>
     public const int MaxTermBytes = 32766;
 
+    /// <summary>Longest field name, in UTF-16 units (at most 3 UTF-8 bytes each: a name and its suffixes stay well inside a term).</summary>
+    public const int MaxFieldNameLength = 1_024;
+
     public static IndexEntry From(MappedEntry entry, IndexDefinition definition)
     {
         var fields = new List<IndexField>();
@@ -26,6 +29,9 @@ public static class EntryMapping
                 throw new EntryRefusedException(name.Length == 0
                     ? "the map returned a field with an empty name"
                     : $"the map returned a field named '{Shorten(name)}': names containing '@' are reserved for the index's own fields");
+            // A name is part of terms (@exists holds every field name of the entry): a name Lucene could not hold fails its document.
+            if (name.Length > MaxFieldNameLength)
+                throw new EntryRefusedException(string.Create(CultureInfo.InvariantCulture, $"the map returned a field name of {name.Length:N0} characters ('{Shorten(name)}'), over the limit of {MaxFieldNameLength:N0}"));
             var options = definition.FieldOptions(name);
             if (options.Indexing != IndexFieldOptions.No)
             {

@@ -126,6 +126,9 @@ public sealed class MapScript
     private static ObjectInstance ObjectOf(JsValue value) =>
         value is ObjectInstance o and not JsArray && !value.IsCallable() ? o : throw new ScriptRunException("a map must return an object, an array of objects, or null");
 
+    /// <summary>Most fields one entry may have: each becomes Lucene fields and terms; a map copying a document's keys wholesale stops here.</summary>
+    public const int MaxEntryFields = 10_000;
+
     private MappedEntry EntryOf(JsValue value)
     {
         var o = ObjectOf(value);
@@ -133,6 +136,7 @@ public sealed class MapScript
         foreach (var (key, descriptor) in o.GetOwnProperties())
         {
             if (!key.IsString() || !descriptor.Enumerable) continue;
+            if (values.Count == MaxEntryFields) throw new ScriptRunException($"the map returned an entry of more than {MaxEntryFields:N0} fields");
             var v = descriptor.IsDataDescriptor() ? descriptor.Value : o.Get(key);
             if (v is JsUndefined || v.IsCallable()) continue;
             values.Add(new(key.AsString(), ToClr(v, 1)));

@@ -60,23 +60,58 @@ public static class DocumentPatcher
 
     private static bool IsString(JsonElement o, string name) => o.TryGetProperty(name, out var v) && v.ValueKind == JsonValueKind.String;
 
-    /// <summary>Applies <paramref name="patch"/> to a stored document; throws <see cref="DocumentPatchException"/> when it can't (a stored document deeper than <paramref name="maxDepth"/> included).</summary>
-    public static byte[] Apply(ReadOnlySpan<byte> document, JsonPatchDocument patch, int maxDepth = DocumentJson.DefaultMaxDepth)
+    /// <summary>Most operations one patch may hold; every one of them runs inside the write path.</summary>
+    public const int MaxOperations = 10_000;
+
+    /// <summary>Longest one patch may run; checked between operations, each of which is bounded by the size budget.</summary>
+    public static readonly TimeSpan MaxApplyTime = TimeSpan.FromSeconds(2);
+
+    /// <summary>
+    /// Applies <paramref name="patch"/> to a stored document; throws <see cref="DocumentPatchException"/> when it can't (a stored
+    /// document deeper than <paramref name="maxDepth"/> included). The document limits hold while the patch applies, not only on its
+    /// result: each operation's growth is measured before it runs (a <c>copy</c> of an array into itself doubles it, and 40 of them
+    /// would need terabytes), so an operation that would take the document past <paramref name="maxBytes"/> or
+    /// <paramref name="maxDepth"/> fails the patch before anything is cloned.
+    /// </summary>
+    public static byte[] Apply(ReadOnlySpan<byte> document, JsonPatchDocument patch, int maxDepth = DocumentJson.DefaultMaxDepth, int maxBytes = int.MaxValue)
     {
         JsonNode target;
         // A document stored under a higher depth limit than today's is refused, not a failed write batch.
         try { target = JsonNode.Parse(document, documentOptions: new JsonDocumentOptions { MaxDepth = maxDepth })!; }
         catch (JsonException e) { throw new DocumentPatchException($"the stored document can't be patched: {DocumentJson.MalformedReason(e)}", breaksLimits: true); }
+        if (patch.Operations.Count > MaxOperations)
+            throw new DocumentPatchException($"a patch may hold at most {MaxOperations} operations, this one has {patch.Operations.Count}", breaksLimits: true);
+        var budget = new PatchBudget(document.Length, maxBytes, maxDepth);
+        var clock = System.Diagnostics.Stopwatch.StartNew();
         foreach (var operation in patch.Operations)
         {
+            if (clock.Elapsed > MaxApplyTime)
+                throw new DocumentPatchException($"the patch ran longer than {MaxApplyTime.TotalSeconds:0} s and was stopped; split it into smaller patches", breaksLimits: true);
             // The whole document as a target (RFC 6902's path ""): the library throws on it; replacing a document is a PUT.
             if (operation.path == "") throw new DocumentPatchException($"'{operation.op}' at the document root (path \"\") is not supported: PUT the new document instead");
             var one = new JsonPatchDocument { SerializerOptions = ValueOptions };
             try
             {
-                // The library's copy refuses a string or number value ("could not be copied", 10.0.14): a copy is an add of a clone.
-                if (operation.op == "copy") one.Add(operation.path, Resolve(target, operation.from)?.DeepClone());
-                else one.Operations.Add(operation);
+                switch (operation.op)
+                {
+                    // The library's copy refuses a string or number value ("could not be copied", 10.0.14): a copy is an add of a clone.
+                    case "copy":
+                        var source = Resolve(target, operation.from);
+                        budget.Grow(operation, source, target, Replaced(target, operation.path));
+                        one.Add(operation.path, source?.DeepClone());
+                        break;
+                    case "move":
+                        budget.Place(operation, Resolve(target, operation.from));
+                        one.Operations.Add(operation);
+                        break;
+                    case "add" or "replace":
+                        budget.Grow(operation, operation.value, target, Replaced(target, operation.path));
+                        one.Operations.Add(operation);
+                        break;
+                    default:
+                        one.Operations.Add(operation);
+                        break;
+                }
                 one.ApplyTo(target);
             }
             // The library's own refusals, and its argument checks on paths it cannot follow (found by fuzzing): the patch fails, not the server.
@@ -92,19 +127,31 @@ public static class DocumentPatcher
     /// <summary>The value at a JSON Pointer (RFC 6901); a location that does not exist fails the patch.</summary>
     private static JsonNode? Resolve(JsonNode root, string pointer)
     {
-        var node = root;
         if (pointer.Length > 0 && pointer[0] != '/') throw new DocumentPatchException($"'{pointer}' is not a JSON Pointer");
+        return TryResolve(root, pointer, out var node, out _) ? node : throw new DocumentPatchException($"the location '{pointer}' to copy from does not exist");
+    }
+
+    /// <summary>The value an <c>add</c> or <c>replace</c> at <paramref name="pointer"/> takes the place of: an object's member (an array's <c>add</c> inserts).</summary>
+    private static JsonNode? Replaced(JsonNode root, string pointer) =>
+        TryResolve(root, pointer, out var node, out var parent) && parent is JsonObject ? node : null;
+
+    private static bool TryResolve(JsonNode root, string pointer, out JsonNode? node, out JsonNode? parent)
+    {
+        node = root;
+        parent = null;
+        if (pointer.Length > 0 && pointer[0] != '/') return false;
         foreach (var raw in pointer.Split('/').Skip(1))
         {
             var step = raw.Replace("~1", "/").Replace("~0", "~");
-            node = node switch
+            parent = node;
+            switch (node)
             {
-                JsonObject o when o.TryGetPropertyValue(step, out var child) => child,
-                JsonArray a when int.TryParse(step, out var i) && i >= 0 && i < a.Count && step == i.ToString() => a[i],
-                _ => throw new DocumentPatchException($"the location '{pointer}' to copy from does not exist"),
-            };
+                case JsonObject o when o.TryGetPropertyValue(step, out var child): node = child; break;
+                case JsonArray a when int.TryParse(step, out var i) && i >= 0 && i < a.Count && step == i.ToString(): node = a[i]; break;
+                default: return false;
+            }
         }
-        return node;
+        return true;
     }
 
     /// <summary>The tree, with each value parsed from JSON (the document's, the patch's) written as its original text.</summary>

@@ -210,7 +210,7 @@ public sealed partial class DocumentStore : IAsyncDisposable
                     if (!current.Exists) { outcomes[i] = Failed(cmd, WriteErrorKind.NotFound, $"document '{cmd.Id}' does not exist"); continue; }
                     var before = current.PendingDocument ?? await ReadDocumentAsync(current.Address);
                     byte[] patched;
-                    try { patched = DocumentPatcher.Apply(before, cmd.Patch!, _options.MaxJsonDepth); }
+                    try { patched = DocumentPatcher.Apply(before, cmd.Patch!, _options.MaxJsonDepth, _options.MaxDocumentBytes); }
                     catch (DocumentPatchException e) { outcomes[i] = Failed(cmd, e.BreaksLimits ? WriteErrorKind.Invalid : WriteErrorKind.PatchFailed, e.Message); continue; }
                     // Checked before anything reads it (its metadata below): a result too deep or not text is refused here.
                     if (Unservable(cmd, patched) is { } unservable) { outcomes[i] = Failed(cmd, WriteErrorKind.Invalid, unservable); continue; }

@@ -126,7 +126,7 @@ public static class DocumentEndpoints
             ctx.Response.Headers.ETag = Etag.ToHeader(outcome.Etag!.Value);
             await IndexWait.AfterWriteAsync(ctx, outcome.Etag);
             var body = new { id = outcome.Id, etag = outcome.Etag };
-            return outcome.Created ? Results.Created($"/docs/{outcome.Id}", body) : Results.Ok(body);
+            return outcome.Created ? Results.Created($"/docs/{DocumentId.UrlPath(outcome.Id)}", body) : Results.Ok(body);
         }
         catch (WriteRejectedException e) { return Problems.Rejected(e.Outcome.Error!); }
     }

@@ -28,6 +28,12 @@ public sealed class RequestBody : IDisposable
         if (buffer.Length > 0) ArrayPool<byte>.Shared.Return(buffer);
     }
 
+    /// <summary>
+    /// A chunk size too large for Kestrel's arithmetic (<c>FFFFFFFFFFFFFFFFFF</c>): Kestrel throws an <see cref="IOException"/> over an
+    /// <see cref="OverflowException"/> instead of the <see cref="BadHttpRequestException"/> it throws for other broken chunks. The client's fault: 400.
+    /// </summary>
+    public static bool IsBrokenChunk(Exception e) => e is IOException { InnerException: OverflowException };
+
     /// <summary>Reads the body within Kestrel's size limit; an oversized or empty body becomes a problem response.</summary>
     public static async Task<(RequestBody? Body, IResult? Problem)> ReadAsync(HttpRequest request, CancellationToken ct)
     {
@@ -60,6 +66,11 @@ public sealed class RequestBody : IDisposable
             // A body that stops short of its Content-Length (408 once it arrives too slowly), a broken chunk (400): the client's fault.
             ArrayPool<byte>.Shared.Return(buffer);
             return (null, Problems.Create(e.StatusCode, e.StatusCode == StatusCodes.Status408RequestTimeout ? "Request timeout" : "Bad request", e.Message));
+        }
+        catch (IOException e) when (IsBrokenChunk(e))
+        {
+            ArrayPool<byte>.Shared.Return(buffer);
+            return (null, Problems.BadRequest($"the chunked request body is malformed: {e.Message}"));
         }
         catch
         {

@@ -1,6 +1,7 @@
 using System.Net;
 using System.Net.Http.Json;
 using System.Text.Json;
+using Magpie.Contracts;
 
 namespace Magpie.Producers.Subscriptions;
 
@@ -64,7 +65,7 @@ public sealed class SubscriptionHandlerException(string message, Exception inner
 /// </summary>
 public sealed class SubscriptionWorker(HttpClient http, SubscriptionWorkerOptions options)
 {
-    private static readonly JsonSerializerOptions Json = JsonSerializerOptions.Web;
+    private static readonly JsonSerializerOptions Json = WireJson.Web;
     private readonly string _path = $"subscriptions/{Uri.EscapeDataString(options.Subscription)}";
 
     public SubscriptionWorkerOptions Options => options;

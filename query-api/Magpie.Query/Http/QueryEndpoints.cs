@@ -1,5 +1,6 @@
 using System.Diagnostics;
 using System.Text.Json;
+using Magpie.Contracts;
 using Magpie.Query.Facets;
 using Magpie.Query.Rql;
 using Magpie.Query.Shards;
@@ -122,7 +123,7 @@ public static class QueryEndpoints
     {
         app.MapPost("/shards/queries", async (ShardQuery request, LocalShardOwner owner, CancellationToken ct) =>
         {
-            try { return Results.Json(await owner.SearchAsync(request, ct), JsonSerializerOptions.Web); }
+            try { return Results.Json(await owner.SearchAsync(request, ct), WireJson.Web); }
             catch (QueryProblem e) { return Problem(e); }
         });
         // The query target ending a stream: the snapshot it held here goes now rather than at the keep-alive.

@@ -27,7 +27,7 @@ public static class SubscriptionEndpoints
             try
             {
                 var s = await registry.CreateAsync(definition, ct);
-                return Results.Created($"/subscriptions/{s.State.Definition.Name}", Describe(s));
+                return Results.Created($"/subscriptions/{Uri.EscapeDataString(s.State.Definition.Name)}", Describe(s));
             }
             catch (SubscriptionException e) { return Problem(e.Status, e.Message); }
         });

@@ -1,5 +1,6 @@
 using System.Net.Http.Json;
 using System.Text.Json;
+using Magpie.Contracts;
 
 namespace Magpie.Query.Shards;
 
@@ -19,12 +20,12 @@ public sealed class RemoteShardOwner(HttpClient http, string baseUrl) : IShardOw
     public async Task<ShardPage> SearchAsync(ShardQuery query, CancellationToken ct)
     {
         HttpResponseMessage response;
-        try { response = await http.PostAsJsonAsync(new Uri(new Uri(baseUrl), "shards/queries"), query, JsonSerializerOptions.Web, ct); }
+        try { response = await http.PostAsJsonAsync(new Uri(new Uri(baseUrl), "shards/queries"), query, WireJson.Web, ct); }
         catch (HttpRequestException e) { throw new QueryProblem(503, $"indexer {baseUrl} is unreachable: {e.Message}"); }
         using (response)
         {
             if (response.IsSuccessStatusCode)
-                return await response.Content.ReadFromJsonAsync<ShardPage>(JsonSerializerOptions.Web, ct)
+                return await response.Content.ReadFromJsonAsync<ShardPage>(WireJson.Web, ct)
                     ?? throw new QueryProblem(502, $"indexer {baseUrl} answered with nothing");
             JsonElement problem = default;
             try { problem = await response.Content.ReadFromJsonAsync<JsonElement>(ct); }

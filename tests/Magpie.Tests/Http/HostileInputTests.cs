@@ -218,6 +218,8 @@ public sealed class HostileInputTests(MagpieFixture fixture) : IClassFixture<Mag
     // A body that stops short of its Content-Length (Kestrel gives up once it arrives too slowly: 408), and a chunk size that is not hex.
     [InlineData("Content-Length: 100\r\n\r\n{\"a\":1}", 408, "data arriving too slowly")]
     [InlineData("Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", 400, "chunk")]
+    // A chunk size past Kestrel's arithmetic (an overflow, which Kestrel reports as an IOException rather than a bad request).
+    [InlineData("Transfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFFF\r\n{}\r\n0\r\n\r\n", 400, "chunk")]
     public async Task Short_or_broken_bodies_are_4xx_with_a_problem_body_and_the_server_goes_on(string rest, int status, string detail)
     {
         var uri = Http.BaseAddress!;

@@ -4,6 +4,7 @@ using Magpie.Contracts.Changes;
 using Magpie.EtlSinks.Scripts;
 using Magpie.Indexer.Maps;
 using Magpie.Indexer.MapReduce;
+using Jint;
 using Magpie.Scripting;
 
 namespace Magpie.Tests.Scripting;
@@ -158,5 +159,142 @@ public sealed class ScriptSandboxTests
         stop.Cancel();
         // Without the stop the run would go on for ten minutes; the wait is only a guard against hanging the suite.
         await Assert.ThrowsAnyAsync<OperationCanceledException>(() => running.WaitAsync(TimeSpan.FromMinutes(1)));
+    }
+
+    [Fact]
+    public void Every_prototype_a_script_can_reach_is_frozen_so_no_document_leaks_into_the_next()
+    {
+        // Objects no global names, reached by syntax and by calls: iterators, generators, async functions, regexp matches.
+        var probe = Map("""
+            map('Posts', p => {
+              const reached = {
+                ArrayIterator: [][Symbol.iterator](), StringIterator: ''[Symbol.iterator](), MapIterator: new Map().entries(),
+                SetIterator: new Set().values(), RegExpStringIterator: 'a'.matchAll(/a/g), Generator: (function* () {})(),
+                GeneratorFunction: function* () {}, AsyncFunction: async function () {}, AsyncGenerator: (async function* () {})(),
+                AsyncGeneratorFunction: async function* () {}, Promise: Promise.resolve(1), Arguments: (function () { return arguments; })(),
+                IteratorHelper: [1].values().map(x => x), TypedArray: new Uint8Array(1), Error: new TypeError('x'),
+              };
+              const open = [];
+              // A generator's own prototype is its function's .prototype, made with the function in this run: not shared.
+              const own = new Set([Object.getPrototypeOf(reached.Generator), Object.getPrototypeOf(reached.AsyncGenerator)]);
+              for (const [name, o] of Object.entries(reached))
+                for (let proto = own.has(Object.getPrototypeOf(o)) ? Object.getPrototypeOf(Object.getPrototypeOf(o)) : Object.getPrototypeOf(o), depth = 0; proto !== null; proto = Object.getPrototypeOf(proto), depth++)
+                  if (!Object.isFrozen(proto)) open.push(name + '^' + depth);
+              return { Open: open.join(' ') };
+            })
+            """);
+        Assert.Equal("", Values(Assert.Single(probe.Run(Put("posts/1", "{}"))))["Open"]);
+
+        // One document's map changing a shared prototype fails that document; the next sees the built-in.
+        var leak = Map("""
+            map('Posts', p => {
+              const proto = Object.getPrototypeOf([][Symbol.iterator]());
+              if (p.Evil) proto.next = () => ({ done: true });
+              return { N: [...[1, 2, 3]].length };
+            })
+            """);
+        Assert.Contains("TypeError", Fails(leak, """{"Evil":true}"""));
+        Assert.Equal(3.0, Values(Assert.Single(leak.Run(Put("posts/2", "{}"))))["N"]);
+    }
+
+    [Fact]
+    public void The_engine_s_intrinsics_are_enumerated_and_all_frozen()
+    {
+        // The sandbox freezes what the engine holds, not a list: the enumeration must find the objects no global names.
+        var sandbox = new ScriptSandbox(ScriptLimits.Default, deterministic: true);
+        var intrinsics = ScriptSandbox.Intrinsics(sandbox.Engine).ToList();
+        var names = intrinsics.Select(o => o.GetType().Name).ToHashSet();
+        foreach (var expected in new[] { "ArrayIteratorPrototype", "StringIteratorPrototype", "MapIteratorPrototype", "SetIteratorPrototype", "RegExpStringIteratorPrototype", "IteratorPrototype" })
+            Assert.Contains(expected, names);
+        sandbox.Seal();
+        var isFrozen = sandbox.Engine.Evaluate("Object.isFrozen");
+        Assert.All(intrinsics, o => Assert.True(isFrozen.Call(Jint.Native.JsValue.Undefined, [o]).AsBoolean(), o.GetType().Name));
+        Assert.True(sandbox.Frozen >= intrinsics.Count, $"{sandbox.Frozen} frozen, {intrinsics.Count} intrinsics");
+    }
+
+    [Fact]
+    public void Shared_memory_weak_references_a_second_realm_and_the_Intl_clock_are_not_there()
+    {
+        var types = Values(Assert.Single(Map("map('Posts', p => ({ T: [typeof Atomics, typeof SharedArrayBuffer, typeof ShadowRealm, typeof WeakRef, typeof FinalizationRegistry].join() }))").Run(Put("posts/1", "{}"))));
+        Assert.Equal("undefined,undefined,undefined,undefined,undefined", types["T"]);
+        // Intl formats a date it is given; without one it would format the current time.
+        Assert.Contains("is not allowed in a map or reduce", Fails(Map("map('Posts', p => ({ V: new Intl.DateTimeFormat('en-US').format() }))")));
+        Assert.Contains("is not allowed in a map or reduce", Fails(Map("map('Posts', p => ({ V: Intl.DateTimeFormat('en-US').formatToParts().length }))")));
+        var formatted = Values(Assert.Single(Map("map('Posts', p => ({ V: new Intl.DateTimeFormat('en-US', { timeZone: 'UTC' }).format(new Date(p.At)) }))").Run(Put("posts/1", """{"At":"2015-01-27T20:09:32.720Z"}"""))));
+        Assert.Equal("1/27/2015", formatted["V"]);
+        // ETL transforms keep Intl as it is, but not shared memory either.
+        var transform = TransformScript.Compile("loadToX({ t: typeof Atomics, f: typeof new Intl.DateTimeFormat('en-US').format() });", ScriptLimits.Default);
+        var body = JsonDocument.Parse(Assert.Single(transform.Run(Put("x/1", "{}"))).BodyJson).RootElement;
+        Assert.Equal(("undefined", "string"), (body.GetProperty("t").GetString(), body.GetProperty("f").GetString()));
+    }
+
+    [Fact]
+    public void One_wall_clock_budget_covers_the_whole_run_not_each_regex_or_call()
+    {
+        // 100 catastrophic regexes, each caught: every one is cut at the regex timeout, and the run at its own budget.
+        var limits = ScriptLimits.Default with { Timeout = TimeSpan.FromMilliseconds(300) };
+        var regexes = Map("""
+            map('Posts', p => {
+              let n = 0;
+              for (let i = 0; i < 100; i++) { try { if (/^(a+)+$/.test(p.Title)) n++; } catch (e) { n--; } }
+              return { N: n };
+            })
+            """, limits);
+        var started = Stopwatch.GetTimestamp();
+        Fails(regexes, """{"Title":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!"}""");
+        // Each regex alone takes 300 ms: 100 of them would be 30 s. The guard is far above the budget so a slow machine passes.
+        Assert.True(Stopwatch.GetElapsedTime(started) < TimeSpan.FromSeconds(5), $"{Stopwatch.GetElapsedTime(started).TotalSeconds:0.0} s");
+        StillWorks(regexes);
+
+        // A run that calls back into the engine many times (getters read while the entry is converted) shares the one budget.
+        var getters = Map("""
+            map('Posts', p => {
+              const o = {};
+              for (let i = 0; i < 50; i++) Object.defineProperty(o, 'F' + i, { enumerable: true, get() { const t = p.Title; let s = 0; for (let j = 0; j < 1e9; j++) s += j; return s; } });
+              return o;
+            })
+            """, limits with { MaxStatements = int.MaxValue });
+        started = Stopwatch.GetTimestamp();
+        Assert.Contains("longer than 300 ms", Fails(getters, """{"Title":"x"}"""));
+        Assert.True(Stopwatch.GetElapsedTime(started) < TimeSpan.FromSeconds(5), $"{Stopwatch.GetElapsedTime(started).TotalSeconds:0.0} s");
+    }
+
+    [Fact]
+    public void Entries_with_too_many_fields_fail_their_document()
+    {
+        var wide = Map("map('Posts', p => { const o = {}; for (let i = 0; i < p.N; i++) o['F' + i] = i; return o; })", ScriptLimits.Default with { MaxStatements = int.MaxValue });
+        var started = Stopwatch.GetTimestamp();
+        Assert.Contains($"more than {MapScript.MaxEntryFields:N0} fields", Fails(wide, """{"N":100000}"""));
+        Assert.True(Stopwatch.GetElapsedTime(started) < TimeSpan.FromSeconds(10), $"{Stopwatch.GetElapsedTime(started).TotalSeconds:0.0} s");
+        Assert.Equal(MapScript.MaxEntryFields, Assert.Single(wide.Run(Put("posts/2", $$"""{"N":{{MapScript.MaxEntryFields}}}"""))).Values.Count);
+    }
+
+    [Theory]
+    [InlineData("(", ")")]
+    [InlineData("[", "]")]
+    [InlineData("{ ", " }")]
+    public void Scripts_nested_past_the_budget_are_refused_before_the_parser_recurses(string open, string close)
+    {
+        var inner = open == "{ " ? "{ " + string.Concat(Enumerable.Repeat(open, 10_000)) + string.Concat(Enumerable.Repeat(close, 10_000)) + " return { N: 1 }; }" : "({ N: " + string.Concat(Enumerable.Repeat(open, 10_000)) + "1" + string.Concat(Enumerable.Repeat(close, 10_000)) + " })";
+        var e = Assert.Throws<ScriptSyntaxException>(() => Map($"map('Posts', p => {inner})"));
+        Assert.Contains($"nest deeper than {ScriptShape.MaxNesting} levels", e.Message);
+    }
+
+    [Fact]
+    public void Nesting_the_bracket_count_cannot_see_is_the_parser_s_refusal_and_brackets_in_text_do_not_count()
+    {
+        // Prefix operators and chained ternaries nest without brackets: the parser's own guard, reported as a syntax error.
+        Assert.Throws<ScriptSyntaxException>(() => Map("map('Posts', p => ({ N: " + new string('!', 100_000) + "p }))"));
+        Assert.Throws<ScriptSyntaxException>(() => Map("map('Posts', p => ({ N: " + string.Concat(Enumerable.Repeat("p.a ? 1 : ", 20_000)) + "2 }))"));
+        Assert.Contains("over the limit", Assert.Throws<ScriptSyntaxException>(() => Map("map('Posts', p => ({ N: 1 }))" + new string(' ', ScriptShape.MaxLength))).Message);
+        // Brackets inside strings, templates and comments are text: 300 of each, and a template's ${ } nests as code.
+        var text = new string('(', 300);
+        var maps = Map($$"""
+            // {{text}}
+            /* {{text}} */
+            map('Posts', p => ({ A: '{{text}}', B: "{{text}}", C: `{{text}}${ `${ p.X }` }`, D: /\(/.test('(') }))
+            """);
+        var v = Values(Assert.Single(maps.Run(Put("posts/1", """{"X":"x"}"""))));
+        Assert.Equal((text, text, text + "x", true), ((string)v["A"]!, (string)v["B"]!, (string)v["C"]!, (bool)v["D"]!));
     }
 }
