@@ -93,6 +93,9 @@ public sealed class PgSettings
     public int MaxConnections { get; set; } = 64;
     public int StatementTimeoutSeconds { get; set; } = 30;
     public int StartupTimeoutSeconds { get; set; } = 10;
+
+    /// <summary>Connections that have not sent their startup message yet; a new one past this closes the oldest (silent sockets can't lock logins out).</summary>
+    public int MaxPendingConnections { get; set; } = 128;
 }
 
 public sealed class TlsSettings

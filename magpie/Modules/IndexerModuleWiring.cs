@@ -88,6 +88,7 @@ public sealed class QueryModuleWiring(bool indexerInProcess) : IMagpieModule
         MaxConnections = pg.MaxConnections,
         StatementTimeout = TimeSpan.FromSeconds(pg.StatementTimeoutSeconds),
         StartupTimeout = TimeSpan.FromSeconds(pg.StartupTimeoutSeconds),
+        MaxPendingConnections = Math.Max(1, pg.MaxPendingConnections),
     };
 
     public void Map(WebApplication app, MagpieSettings settings) => app.MapQueries();

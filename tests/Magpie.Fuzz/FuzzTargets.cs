@@ -40,7 +40,9 @@ public static class FuzzTargets
     /// </summary>
     public static void PgWire(byte[] input)
     {
-        var session = new PgSession(new ClientBytes(input), new PgOptions { StartupTimeout = TimeSpan.FromSeconds(5) }, null, new ParseOnly(), new PgCancellations(), "fuzz");
+        var options = new PgOptions { StartupTimeout = TimeSpan.FromSeconds(5) };
+        using var admission = new PgAdmission(options).Enter("fuzz", () => true);
+        var session = new PgSession(new ClientBytes(input), options, null, new ParseOnly(), new PgCancellations(), admission);
         if (!session.RunAsync(CancellationToken.None).Wait(TimeSpan.FromSeconds(10))) throw new TimeoutException("the session did not end at the end of its input");
     }
 

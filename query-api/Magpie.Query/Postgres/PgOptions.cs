@@ -38,5 +38,8 @@ public sealed record PgOptions
     /// finishes its startup gives its slot back instead of holding it forever.</summary>
     public TimeSpan StartupTimeout { get; init; } = TimeSpan.FromSeconds(10);
 
+    /// <summary>Connections that have not sent their startup message yet; past this, the oldest is closed for a new one (<see cref="PgAdmission"/>).</summary>
+    public int MaxPendingConnections { get; init; } = 128;
+
     public bool Trusts => Keys is not { Any: true } && !KeysRequired;
 }

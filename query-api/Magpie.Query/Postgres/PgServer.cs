@@ -32,12 +32,12 @@ public sealed class PgCancellations
 
 /// <summary>
 /// The PostgreSQL wire endpoint of the query target: a TCP listener (loopback only when no user is configured) serving at
-/// most <see cref="PgOptions.MaxConnections"/> sessions at once; one more is told 53300 and closed.
+/// most <see cref="PgOptions.MaxConnections"/> sessions at once; one more is told 53300 and closed (<see cref="PgAdmission"/>).
 /// </summary>
 public sealed class PgServer(PgOptions options, Func<IPgStatements> statements, ILogger<PgServer> log) : BackgroundService
 {
     private readonly PgCancellations _cancellations = new();
-    private readonly SemaphoreSlim _slots = new(options.MaxConnections, options.MaxConnections);
+    private readonly PgAdmission _admission = new(options);
 
     public int Port { get; private set; }
 
@@ -74,21 +74,19 @@ public sealed class PgServer(PgOptions options, Func<IPgStatements> statements, 
     {
         using var _ = client;
         client.NoDelay = true;
-        var stream = client.GetStream();
-        if (!await _slots.WaitAsync(0, ct))
+        using var pending = _admission.Enter(Source(client), () => client.Available > 0);
+        var session = new PgSession(client.GetStream(), options, certificate, statements(), _cancellations, pending);
+        try { await session.RunAsync(ct); }
+        catch (Exception e) when (e is OperationCanceledException or IOException or System.Security.Authentication.AuthenticationException) { }
+        catch (Exception e) { log.LogWarning(e, "PostgreSQL session ended by an error"); }
+        finally
         {
-            // Refused after the startup handshake (TLS, cancel requests included), as PostgreSQL does; drivers expect that order.
-            var full = new PgException(PgException.TooManyConnections, $"sorry, too many clients already ({options.MaxConnections})", fatal: true);
-            using var startupOnly = CancellationTokenSource.CreateLinkedTokenSource(ct);
-            startupOnly.CancelAfter(options.StartupTimeout);
-            try { await new PgSession(stream, options, certificate, statements(), _cancellations, Source(client), full).RunAsync(startupOnly.Token); }
-            catch (Exception e) when (e is OperationCanceledException or IOException or System.Security.Authentication.AuthenticationException) { }
-            return;
+            if (session.HoldsSlot)
+            {
+                _admission.Release();
+                QueryMetrics.PgSessionClosed();
+            }
         }
-        QueryMetrics.PgSessionOpened();
-        try { await new PgSession(stream, options, certificate, statements(), _cancellations, Source(client)).RunAsync(ct); }
-        catch (Exception e) when (e is not OperationCanceledException) { log.LogWarning(e, "PostgreSQL session ended by an error"); }
-        finally { _slots.Release(); QueryMetrics.PgSessionClosed(); }
     }
 
     private static string Source(TcpClient client) => (client.Client.RemoteEndPoint as IPEndPoint)?.Address.ToString() ?? "unknown";

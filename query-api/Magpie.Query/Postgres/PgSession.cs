@@ -12,11 +12,17 @@ namespace Magpie.Query.Postgres;
 /// one (Parse/Bind/Describe/Execute/Sync/Close/Flush, as Npgsql and pgx use it), each statement under a timeout and
 /// cancellable by a CancelRequest. Errors are ErrorResponses with SQLSTATE codes; the connection stays usable.
 /// </summary>
-/// <remarks><paramref name="refusal"/>: the server is full; as PostgreSQL does, the session still negotiates TLS and honours a
-/// CancelRequest, then answers the startup message with this error instead of authenticating.</remarks>
+/// <remarks><paramref name="admission"/>: the session takes its slot when the startup message arrives; when the server is full, as
+/// PostgreSQL does, it has still negotiated TLS and honoured a CancelRequest, and answers the startup message with 53300 instead
+/// of authenticating.</remarks>
 public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2? certificate, IPgStatements statements, PgCancellations cancellations,
-    string source, PgException? refusal = null)
+    PgAdmission.Pending admission)
 {
+    private readonly string source = admission.Source;
+
+    /// <summary>The session took one of the server's slots (its owner gives it back when the session ends).</summary>
+    public bool HoldsSlot { get; private set; }
+
     private readonly PgWire _wire = new(stream);
     private readonly Dictionary<string, (string Sql, int[] ParameterTypes)> _prepared = [];
     private readonly Dictionary<string, Portal> _portals = [];
@@ -36,7 +42,8 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
         try
         {
             string? user;
-            using (var startup = CancellationTokenSource.CreateLinkedTokenSource(ct))
+            // The startup deadline, and a newer connection taking the place of this one while it has not spoken (PgAdmission).
+            using (var startup = CancellationTokenSource.CreateLinkedTokenSource(ct, admission.Evicted))
             {
                 startup.CancelAfter(options.StartupTimeout);
                 try { user = await StartupAsync(startup.Token); }
@@ -75,6 +82,7 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
         {
             var body = await _wire.ReadStartupAsync(ct);
             if (body is null) return null;
+            admission.Heard();
             var r = new PgReader(body);
             var code = r.Int32();
             switch (code)
@@ -101,7 +109,12 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
                         parameters[name] = r.CString();
                     }
                     var user = parameters.GetValueOrDefault("user") ?? throw new PgException(PgException.InvalidAuthorization, "no user in the startup message", fatal: true);
-                    if (refusal is not null) throw refusal;
+                    if (!admission.Spoke()) throw new PgException(PgException.TooManyConnections, $"sorry, too many clients already ({options.MaxConnections})", fatal: true);
+                    HoldsSlot = true;
+                    QueryMetrics.PgSessionOpened();
+                    // hostssl: with a certificate, every session is encrypted (a client with sslmode=disable would send the key in clear).
+                    if (certificate is not null && _wire.Stream is not SslStream)
+                        throw new PgException(PgException.InvalidAuthorization, "this server accepts TLS connections only: connect with sslmode=require (or prefer)", fatal: true);
                     await AuthenticateAsync(user, ct);
                     return user;
                 default:
@@ -200,15 +213,28 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
                     default: throw new PgException(PgException.ProtocolViolation, $"unsupported message type '{m.Type}'");
                 }
             }
-            catch (PgException e) when (!e.Fatal)
+            catch (Exception e) when (StatementError(e) is { } error)
             {
-                _wire.Error(e);
+                _wire.Error(error);
                 if (m.Type == 'Q') _wire.ReadyForQuery();
                 else skipToSync = true;
                 await _wire.FlushAsync(ct);
             }
         }
     }
+
+    /// <summary>
+    /// What a failed message answers, the session going on: its own error, a query's problem (a parse or plan error of RQL or of the
+    /// RQL a SELECT became, however late it surfaces: a streamed result plans when its first row is read) with its SQLSTATE, and
+    /// anything unforeseen as XX000. Null for what ends the session: a fatal error, the client gone, the server stopping.
+    /// </summary>
+    private static PgException? StatementError(Exception e) => e switch
+    {
+        PgException { Fatal: true } or IOException or OperationCanceledException or ObjectDisposedException => null,
+        PgException pg => pg,
+        QueryProblem problem => QueryHits.Problem(problem),
+        _ => new PgException(PgException.InternalError, $"the statement failed: {e.Message}"),
+    };
 
     private async Task SimpleQueryAsync(string sql, CancellationToken ct)
     {

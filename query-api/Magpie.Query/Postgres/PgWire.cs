@@ -16,13 +16,32 @@ public sealed class PgWire(Stream stream)
 
     public Stream Stream { get; set; } = stream;
 
+    /// <summary>PostgreSQL's own limit on a startup message (MAX_STARTUP_PACKET_LENGTH).</summary>
+    public const int MaxStartup = 10_000;
+
+    private async Task DrainAsync(int count, CancellationToken ct)
+    {
+        var buffer = new byte[64 * 1024];
+        while (count > 0)
+        {
+            var read = await Stream.ReadAsync(buffer.AsMemory(0, Math.Min(buffer.Length, count)), ct);
+            if (read == 0) return;
+            count -= read;
+        }
+    }
+
     /// <summary>The untyped first message (startup, SSL/cancel request): its body after the length.</summary>
     public async Task<byte[]?> ReadStartupAsync(CancellationToken ct)
     {
         var head = new byte[4];
         if (!await ReadExactlyAsync(head, ct)) return null;
         var length = BinaryPrimitives.ReadInt32BigEndian(head);
-        if (length is < 8 or > 10_000) throw new PgException(PgException.ProtocolViolation, $"invalid startup packet length {length}", fatal: true);
+        if (length is < 8 or > MaxStartup)
+        {
+            // Read what the client sends before answering, so it reads the error instead of a reset (closing over unread bytes).
+            if (length > MaxStartup && length <= MaxMessage) await DrainAsync(length - 4, ct);
+            throw new PgException(PgException.ProtocolViolation, $"invalid startup packet length {length}: a startup message takes at most {MaxStartup:N0} bytes", fatal: true);
+        }
         var body = new byte[length - 4];
         return await ReadExactlyAsync(body, ct) ? body : null;
     }

@@ -107,4 +107,77 @@ public sealed class PgConnectionControlTests
 
         try { Directory.Delete(Path.GetDirectoryName(certificate.CertificatePath)!, recursive: true); } catch (IOException) { }
     }
+
+    [Fact]
+    public async Task Silent_sockets_huge_startup_messages_and_plain_connections_to_a_tls_server_lock_nobody_out()
+    {
+        var certificate = TestCertificate.Create();
+        var dataDir = Directory.CreateTempSubdirectory("magpie-pg-flood-").FullName;
+        var secret = await TestKeys.CreateAsync(dataDir, "read", "grafana");
+        var environment = certificate.Environment();
+        environment["MAGPIE__PG__MAXCONNECTIONS"] = "8";
+        environment["MAGPIE__PG__MAXPENDINGCONNECTIONS"] = "32";
+        await using var magpie = await MagpieProcess.StartAsync(dataDir: dataDir, environment: environment);
+        var connection = $"Host=127.0.0.1;Port={magpie.PgPort};Username=grafana;Password={secret};Database=magpie;Pooling=false;SSL Mode=Require;Server Compatibility Mode=NoTypeLoading;Timeout=5";
+
+        // The probe's flood, scaled to these limits: twice as many silent sockets as may be pending, each reopened when it closes.
+        using var stop = new CancellationTokenSource();
+        var flood = Enumerable.Range(0, 64).Select(_ => Task.Run(async () =>
+        {
+            while (!stop.IsCancellationRequested)
+            {
+                using var silent = new System.Net.Sockets.TcpClient();
+                try
+                {
+                    await silent.ConnectAsync("127.0.0.1", magpie.PgPort, stop.Token);
+                    // Holds the socket without a byte until the server closes it (or the flood stops).
+                    await silent.GetStream().ReadAsync(new byte[1], stop.Token);
+                }
+                catch (Exception e) when (e is OperationCanceledException or IOException or System.Net.Sockets.SocketException) { }
+            }
+        })).ToList();
+        await Task.Delay(1000);
+        // Every login during the flood gets in, with valid keys; without the eviction of silent sockets none did (0 of 29).
+        var clock = Stopwatch.StartNew();
+        for (var i = 0; i < 10; i++)
+        {
+            await using var db = new NpgsqlConnection(connection);
+            await db.OpenAsync();
+            await using var one = new NpgsqlCommand("SELECT 1", db);
+            Assert.Equal("1", (await one.ExecuteScalarAsync())!.ToString());
+        }
+        Assert.True(clock.Elapsed < TimeSpan.FromSeconds(30), $"10 logins took {clock.Elapsed}");
+        stop.Cancel();
+        await Task.WhenAll(flood);
+
+        // A startup message of 1 MB (one huge parameter): the client reads an error, not a reset.
+        using (var tcp = new System.Net.Sockets.TcpClient())
+        {
+            await tcp.ConnectAsync("127.0.0.1", magpie.PgPort);
+            var stream = tcp.GetStream();
+            var parameter = System.Text.Encoding.ASCII.GetBytes("user\0grafana\0application_name\0" + new string('x', 1 << 20) + "\0\0");
+            var message = new byte[8 + parameter.Length];
+            System.Buffers.Binary.BinaryPrimitives.WriteInt32BigEndian(message, message.Length);
+            System.Buffers.Binary.BinaryPrimitives.WriteInt32BigEndian(message.AsSpan(4), 196608);
+            parameter.CopyTo(message, 8);
+            await stream.WriteAsync(message);
+            var answer = new MemoryStream();
+            var buffer = new byte[4096];
+            int read;
+            while ((read = await stream.ReadAsync(buffer).AsTask().WaitAsync(TimeSpan.FromSeconds(20))) > 0) answer.Write(buffer, 0, read);
+            var text = System.Text.Encoding.ASCII.GetString(answer.ToArray());
+            Assert.Equal((byte)'E', answer.ToArray()[0]);
+            Assert.Contains("08P01", text);
+            Assert.Contains("startup packet length", text);
+        }
+
+        // hostssl: with a certificate configured, a client that does not ask for TLS is refused before it sends its key.
+        var plain = await PostgresEndpointTests.PsqlAsync(magpie.PgPort, "select 1", password: secret, sslMode: "disable");
+        Assert.NotEqual(0, plain.Exit);
+        Assert.Contains("TLS connections only", plain.Error);
+        var encrypted = await PostgresEndpointTests.PsqlAsync(magpie.PgPort, "select 1", password: secret, sslMode: "require");
+        Assert.True(encrypted.Exit == 0, encrypted.Error);
+
+        try { Directory.Delete(Path.GetDirectoryName(certificate.CertificatePath)!, recursive: true); } catch (IOException) { }
+    }
 }

@@ -121,6 +121,38 @@ public sealed class PostgresEndpointTests(PgSampleFixture fx) : IClassFixture<Pg
     }
 
     [Theory]
+    // RQL that does not parse, a literal past a double, an RQL `or` over the condition limit, and SQL whose RQL fails only when
+    // its first row is read: each an ErrorResponse with its SQLSTATE, and the next statement in the same session answers.
+    [InlineData("from index 'Posts/Stats' where (", "42601")]
+    [InlineData("from index 'Posts/Stats' where Score > 1e400", "")]
+    [InlineData("rql-or-20000", "42601")]
+    [InlineData("from index 'NoSuchIndex'", "42P01")]
+    [InlineData("""SELECT "Title" FROM "Posts/Stats" WHERE "Score" > 1e400""", "")]
+    public async Task A_statement_that_fails_to_parse_or_plan_is_an_error_and_the_session_goes_on(string statement, string state)
+    {
+        if (statement == "rql-or-20000") statement = "from index 'Posts/Stats' where " + string.Join(" or ", Enumerable.Range(0, 20_000).Select(i => $"Score = {i}"));
+        await using var db = new NpgsqlConnection(fx.ConnectionString());
+        await db.OpenAsync();
+        await using (var bad = new NpgsqlCommand(statement, db))
+        {
+            try
+            {
+                // A literal past a double may also be answered (as infinity, matching nothing); what may not happen is a dropped session.
+                await using var reader = await bad.ExecuteReaderAsync();
+                while (await reader.ReadAsync()) { }
+                Assert.Equal("", state);
+            }
+            catch (PostgresException e) when (state == "" || e.SqlState == state) { Assert.NotEmpty(e.MessageText); }
+        }
+        Assert.Equal(System.Data.ConnectionState.Open, db.State);
+        await using var ok = new NpgsqlCommand("""SELECT count(*) FROM "Posts/Stats" WHERE "Score" >= 0""", db);
+        Assert.True((long)(await ok.ExecuteScalarAsync())! > 0);
+        // psql, simple protocol: the error, then the next statement of the same query string.
+        var psql = await PsqlAsync(statement.Length < 1000 ? $"{statement}; select 1" : "select 1");
+        Assert.DoesNotContain("server closed the connection", psql.Error);
+    }
+
+    [Theory]
     // The issue's 16 MB statement as one unknown word; names just under the 256 KiB statement limit: the error quotes a short prefix.
     [InlineData("word", "42601")]
     [InlineData("table", "42P01")]
