@@ -42,6 +42,8 @@ public static class MagpieHost
         {
             security.Listen(k, settings.HttpPort);
             k.Limits.MaxRequestBodySize = settings.MaxRequestBodyBytes;
+            k.Limits.MinRequestBodyDataRate = new Microsoft.AspNetCore.Server.Kestrel.Core.MinDataRate(Math.Max(1, settings.MinRequestBodyBytesPerSecond), TimeSpan.FromSeconds(5));
+            k.Limits.RequestHeadersTimeout = TimeSpan.FromSeconds(Math.Max(1, settings.RequestHeadersTimeoutSeconds));
         });
         // A document the store accepted can always be written back, however deep (System.Text.Json's default stops at 64).
         builder.Services.ConfigureHttpJsonOptions(o => o.SerializerOptions.MaxDepth = WireJson.MaxDepth);
@@ -50,8 +52,13 @@ public static class MagpieHost
         builder.Services.AddRateLimiter(o =>
         {
             // Shed load instead of queueing without bound (ARCHITECTURE.md: bounded concurrency everywhere).
-            o.GlobalLimiter = PartitionedRateLimiter.Create<HttpContext, string>(_ => RateLimitPartition.GetConcurrencyLimiter("all",
-                _ => new ConcurrencyLimiterOptions { PermitLimit = settings.MaxConcurrentRequests, QueueLimit = settings.RequestQueueLimit }));
+            // Large uploads are admitted apart (a quarter of the slots): bodies that arrive slowly, on purpose or not, then hold only
+            // upload slots, and reads and small writes keep theirs (560 trickled 16 MB uploads once took every slot: GETs got 503).
+            o.GlobalLimiter = PartitionedRateLimiter.Create<HttpContext, string>(ctx => Admission.IsLargeUpload(ctx.Request)
+                ? RateLimitPartition.GetConcurrencyLimiter("uploads", _ => new ConcurrencyLimiterOptions
+                    { PermitLimit = Math.Max(1, settings.MaxConcurrentRequests / 4), QueueLimit = settings.RequestQueueLimit / 4 })
+                : RateLimitPartition.GetConcurrencyLimiter("requests", _ => new ConcurrencyLimiterOptions
+                    { PermitLimit = settings.MaxConcurrentRequests, QueueLimit = settings.RequestQueueLimit }));
             o.RejectionStatusCode = StatusCodes.Status503ServiceUnavailable;
             o.OnRejected = async (ctx, ct) =>
             {

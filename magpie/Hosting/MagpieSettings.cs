@@ -51,6 +51,16 @@ public sealed class MagpieSettings
     /// <summary>Requests served at once; more wait in a queue of <see cref="RequestQueueLimit"/>, beyond that 503 + Retry-After.</summary>
     public int MaxConcurrentRequests { get; set; } = 256;
     public int RequestQueueLimit { get; set; } = 256;
+
+    /// <summary>
+    /// Slowest a request body may arrive once its first 5 seconds are over (Kestrel's minimum data rate, 240 B/s by default): an upload
+    /// trickled to hold a slot is cut with 408. 4 KB/s still lets a 16 MB body arrive over a slow link in about an hour.
+    /// </summary>
+    public int MinRequestBodyBytesPerSecond { get; set; } = 4096;
+
+    /// <summary>Longest a client may take to send a request's headers (Kestrel's 30 s by default).</summary>
+    public int RequestHeadersTimeoutSeconds { get; set; } = 10;
+
     public int CheckpointIntervalSeconds { get; set; } = 60;
 
     /// <summary>Kafka mode: seconds a relay batch may get no delivery report while Kafka answers before the relay rebuilds its producer.</summary>

@@ -74,31 +74,32 @@ public static class EtlEndpoints
 
     private static IResult NotFound(string detail) => Results.Problem(detail: detail, statusCode: 404, title: "Not found");
 
-    /// <summary>Connection strings come back without their password.</summary>
     /// <summary>
-    /// A connection as a GET shows it: the URL's password and every secret-looking option (<c>sasl.password</c>,
-    /// <c>ssl.key.password</c>, <c>sasl.jaas.config</c>, tokens) as <c>***</c>. The URL is cut by hand, not by
-    /// <see cref="Uri"/>, so a password <c>Uri</c> would escape or refuse (a space, a '#') is masked all the same.
+    /// A connection as a GET shows it, by one rule: its address comes back, nothing that could be a credential does. Every option
+    /// value is <c>***</c> (librdkafka alone has dozens of secret-bearing settings, <c>sasl.oauthbearer.config</c> among them: a list
+    /// of names would always miss one), and so are the URL's password and every query value (<c>?password=</c>). The URL is cut by
+    /// hand, not by <see cref="Uri"/>, so a password <c>Uri</c> would escape or refuse (a space, a '#') is masked all the same.
     /// </summary>
     internal static EtlConnection Masked(EtlConnection c) => c with
     {
         Url = c.Url is { } url ? MaskedUrl(url) : null,
-        Options = c.Options?.ToDictionary(o => o.Key, o => IsSecret(o.Key) ? "***" : o.Value),
+        Options = c.Options?.ToDictionary(o => o.Key, _ => "***"),
     };
 
     private static string MaskedUrl(string url)
     {
         var start = url.IndexOf("://", StringComparison.Ordinal) is var s and >= 0 ? s + 3 : 0;
-        var slash = url.IndexOf('/', start);
-        var authority = slash < 0 ? url[start..] : url[start..slash];
+        var query = url.IndexOf('?', start);
+        var path = query < 0 ? url : url[..query];
+        var slash = path.IndexOf('/', start);
+        var authority = slash < 0 ? path[start..] : path[start..slash];
         var at = authority.LastIndexOf('@');
         var colon = at < 0 ? -1 : authority.IndexOf(':');
-        if (colon < 0 || colon > at) return url;
-        return string.Concat(url.AsSpan(0, start + colon + 1), "***", url.AsSpan(start + at));
+        if (colon >= 0 && colon < at) path = string.Concat(path.AsSpan(0, start + colon + 1), "***", path.AsSpan(start + at));
+        if (query < 0) return path;
+        var parameters = url[(query + 1)..].Split('&').Select(p => p.IndexOf('=') is var eq and >= 0 ? p[..(eq + 1)] + "***" : p);
+        return path + "?" + string.Join('&', parameters);
     }
-
-    private static bool IsSecret(string option) =>
-        new[] { "password", "secret", "jaas", "token", "credential", "key.pem" }.Any(w => option.Contains(w, StringComparison.OrdinalIgnoreCase));
 
     private sealed class ScriptProblem(int transform, ScriptSyntaxException error) : Exception(error.Message)
     {

@@ -56,6 +56,61 @@ public sealed class HostileInputTests(MagpieFixture fixture) : IClassFixture<Mag
     }
 
     [Fact]
+    public async Task A_patch_bomb_is_refused_under_a_memory_bound_and_the_process_goes_on()
+    {
+        // The probe's crash, with the default 16 MB document limit and a 1 GB heap: 40 copies of an array into itself.
+        await using var magpie = await MagpieProcess.StartAsync(environment: new() { ["DOTNET_GCHeapHardLimit"] = "0x40000000" });
+        var strings = string.Join(",", Enumerable.Range(0, 1000).Select(i => $"\"string number {i}\""));
+        Assert.Equal(HttpStatusCode.Created, (await magpie.Http.PutAsync("users/bomb", $$"""{"E":[{{strings}}]}""")).StatusCode);
+        var copies = "[" + string.Join(",", Enumerable.Repeat("""{"op":"copy","from":"/E","path":"/E/-"}""", 40)) + "]";
+        await HttpJson.AssertProblem(await magpie.Http.PatchAsync("users/bomb", copies), HttpStatusCode.BadRequest, "past the limit of 16777216 bytes");
+        // Variants: an array copied into itself again and again, one large string copied to many members, more operations than allowed.
+        await HttpJson.AssertProblem(await magpie.Http.PatchAsync("users/bomb", "[" + string.Join(",", Enumerable.Repeat("""{"op":"copy","from":"/E","path":"/F"}""", 3)) + "," +
+            string.Join(",", Enumerable.Repeat("""{"op":"copy","from":"/F","path":"/F/-"}""", 70)) + "]"), HttpStatusCode.BadRequest, "");
+        var big = new string('x', 1 << 20);
+        await HttpJson.AssertProblem(await magpie.Http.PatchAsync("users/bomb", $$"""[{"op":"add","path":"/B0","value":"{{big}}"},""" +
+            string.Join(",", Enumerable.Range(1, 16).Select(i => $$"""{"op":"copy","from":"/B0","path":"/B{{i}}"}""")) + "]"), HttpStatusCode.BadRequest, "past the limit");
+        await HttpJson.AssertProblem(await magpie.Http.PatchAsync("users/bomb", "[" + string.Join(",", Enumerable.Repeat("""{"op":"test","path":"/E/0","value":"string number 0"}""", 10_001)) + "]"),
+            HttpStatusCode.BadRequest, "at most 10000 operations");
+        // Nothing was written; the process serves on, and a patch within the limits applies.
+        var stored = await (await magpie.Http.GetAsync("docs/users/bomb")).JsonAsync();
+        Assert.Equal(1000, stored.GetProperty("E").GetArrayLength());
+        Assert.Equal(HttpStatusCode.OK, (await magpie.Http.PatchAsync("users/bomb", """[{"op":"copy","from":"/E","path":"/E/-"}]""")).StatusCode);
+        Assert.Equal(1001, (await (await magpie.Http.GetAsync("docs/users/bomb")).JsonAsync()).GetProperty("E").GetArrayLength());
+    }
+
+    [Fact]
+    public async Task A_non_ascii_id_is_stored_and_its_location_is_percent_encoded()
+    {
+        var created = await Http.PutAsync("docs/users/Jos%C3%A9", HttpJson.Json("""{"Name":"José"}"""));
+        Assert.Equal(HttpStatusCode.Created, created.StatusCode);
+        Assert.Equal("/docs/users/Jos%C3%A9", created.Headers.Location!.OriginalString);
+        Assert.Equal("José", (await (await Http.GetAsync(created.Headers.Location.OriginalString.TrimStart('/'))).JsonAsync()).GetProperty("Name").GetString());
+        // Characters a URL reserves, and a space, all come back as one path the server maps to the same id.
+        var odd = await Http.PutAsync("docs/users/a%20b%3Fc%23d%25", HttpJson.Json("{}"));
+        Assert.Equal(HttpStatusCode.Created, odd.StatusCode);
+        Assert.Equal(HttpStatusCode.OK, (await Http.GetAsync(odd.Headers.Location!.OriginalString.TrimStart('/'))).StatusCode);
+    }
+
+    [Fact]
+    public async Task Every_response_serves_the_deepest_document_the_store_accepts()
+    {
+        // 64 levels is the store's limit; System.Text.Json's default writer depth (64) made such a document a 500 in every page.
+        foreach (var depth in new[] { 62, 63, 64 })
+        {
+            var deep = "{\"Depth\":" + depth + ",\"a\":" + string.Concat(Enumerable.Repeat("{\"a\":", depth - 2)) + "{}" + new string('}', depth - 2) + "}";
+            Assert.Equal(HttpStatusCode.Created, (await Http.PutAsync($"deepest/{depth}", deep)).StatusCode);
+        }
+        var page = await Http.QueryNonStaleAsync("from deepest order by Depth");
+        Assert.Equal([62.0, 63.0, 64.0], page.GetProperty("results").EnumerateArray().Select(r => r.GetProperty("Depth").GetDouble()).ToList());
+        Assert.Equal(HttpStatusCode.OK, (await Http.PostAsJsonAsync("queries", new { query = "from deepest select a" })).StatusCode);
+        var stream = await Http.PostAsJsonAsync("streams/queries", new { query = "from deepest" });
+        Assert.Equal(HttpStatusCode.OK, stream.StatusCode);
+        Assert.Equal(3, (await stream.Content.ReadAsStringAsync()).Split('\n', StringSplitOptions.RemoveEmptyEntries).Length);
+        Assert.Equal(HttpStatusCode.OK, (await Http.GetAsync("docs?collection=deepest")).StatusCode);
+    }
+
+    [Fact]
     public async Task A_deep_document_patched_deeper_is_refused_and_still_served()
     {
         // The issue's input: 61 levels, then a patch that adds 10 more; an index over the collection goes on indexing.
@@ -112,6 +167,33 @@ public sealed class HostileInputTests(MagpieFixture fixture) : IClassFixture<Mag
         status = (await (await Http.GetAsync("indexes/Hostile/Refusing")).JsonAsync()).GetProperty("status");
         Assert.Equal(2, status.GetProperty("errorCount").GetInt64());
         Assert.Equal(2, status.GetProperty("errors").EnumerateArray().Count(e => e.GetProperty("documentId").GetString() == "refusals/evil"));
+    }
+
+    [Fact]
+    public async Task A_document_whose_keys_a_map_copies_cannot_stop_the_index()
+    {
+        // The probe's: a map copying a user's object keys, and one document with a 40,000-character key (its @exists term was over
+        // Lucene's limit: the index errored, stuck at that etag, while /readyz said ready); and one with 20,000 keys.
+        await Http.PutIndexAsync("Hostile/CopiedKeys", """{ "maps": ["map('Attrs', d => Object.assign({ N: d.N }, d.Attrs))"] }""");
+        var wide = "{" + string.Join(",", Enumerable.Range(0, 20_000).Select(i => $"\"k{i}\":1")) + "}";
+        var bulk = await Http.BulkPutAsync(
+        [
+            ("attrs/1", """{"N":"one","Attrs":{"Color":"red"}}"""),
+            ("attrs/long", "{\"N\":\"long\",\"Attrs\":{\"" + new string('k', 40_000) + "\":1}}"),
+            ("attrs/wide", $$"""{"N":"wide","Attrs":{{wide}}}"""),
+            ("attrs/2", """{"N":"two","Attrs":{"Color":"blue"}}"""),
+        ]);
+        Assert.Equal(HttpStatusCode.OK, bulk.StatusCode);
+        var page = await Http.QueryNonStaleAsync("from index 'Hostile/CopiedKeys' order by N");
+        Assert.Equal(["one", "two"], page.GetProperty("results").EnumerateArray().Select(r => r.GetProperty("N").GetString()).ToList());
+        var status = (await (await Http.GetAsync("indexes/Hostile/CopiedKeys")).JsonAsync()).GetProperty("status");
+        Assert.Equal("running", status.GetProperty("state").GetString());
+        var errors = status.GetProperty("errors").EnumerateArray().ToDictionary(e => e.GetProperty("documentId").GetString()!, e => e.GetProperty("message").GetString()!);
+        Assert.Contains("field name of 40,000 characters", errors["attrs/long"]);
+        Assert.Contains("more than 10,000 fields", errors["attrs/wide"]);
+        // The index goes on past them.
+        Assert.Equal(HttpStatusCode.Created, (await Http.PutAsync("attrs/3", """{"N":"three","Attrs":{}}""")).StatusCode);
+        Assert.Equal(3, (await Http.QueryNonStaleAsync("from index 'Hostile/CopiedKeys'")).GetProperty("totalResults").GetInt32());
     }
 
     [Fact]
@@ -185,19 +267,28 @@ public sealed class HostileInputTests(MagpieFixture fixture) : IClassFixture<Mag
         var kafka = await Http.PutAsJsonAsync("etl/connections/secret-kafka", new
         {
             type = "kafka", bootstrapServers = "localhost:1",
-            options = new Dictionary<string, string> { ["sasl.password"] = "s3cret-sasl", ["ssl.key.password"] = "s3cret-key", ["sasl.jaas.config"] = "x password=\"s3cret-jaas\";", ["acks"] = "all" },
+            options = new Dictionary<string, string>
+            {
+                ["sasl.password"] = "s3cret-sasl", ["ssl.key.password"] = "s3cret-key", ["sasl.jaas.config"] = "x password=\"s3cret-jaas\";", ["acks"] = "all",
+                // The probe's: secrets under names no list foresaw.
+                ["sasl.oauthbearer.config"] = "principal=me clientSecret=s3cret-oauth", ["ssl.keystore.location"] = "/s3cret/path",
+            },
         });
         Assert.True(kafka.IsSuccessStatusCode, await kafka.Content.ReadAsStringAsync());
         var rabbit = await Http.PutAsJsonAsync("etl/connections/secret-rabbit", new { type = "rabbitmq", url = "amqp://magpie:s3cret word@localhost:5672/vh" });
         Assert.True(rabbit.IsSuccessStatusCode, await rabbit.Content.ReadAsStringAsync());
+        var query = await Http.PutAsJsonAsync("etl/connections/secret-query", new { type = "rabbitmq", url = "amqp://localhost:5672/vh?heartbeat=10&password=s3cret-query" });
+        Assert.True(query.IsSuccessStatusCode, await query.Content.ReadAsStringAsync());
 
-        foreach (var path in new[] { "etl/connections", "etl/connections/secret-kafka", "etl/connections/secret-rabbit" })
+        foreach (var path in new[] { "etl/connections", "etl/connections/secret-kafka", "etl/connections/secret-rabbit", "etl/connections/secret-query" })
         {
             var shown = await Http.GetStringAsync(path);
             Assert.DoesNotContain("s3cret", shown);
         }
         var one = await Http.GetFromJsonAsync<JsonElement>("etl/connections/secret-kafka");
-        Assert.Equal("all", one.GetProperty("options").GetProperty("acks").GetString());
+        // One rule: the names come back, no value does.
+        Assert.All(one.GetProperty("options").EnumerateObject(), o => Assert.Equal("***", o.Value.GetString()));
+        Assert.Equal("amqp://localhost:5672/vh?heartbeat=***&password=***", (await Http.GetFromJsonAsync<JsonElement>("etl/connections/secret-query")).GetProperty("url").GetString());
         Assert.Equal("amqp://magpie:***@localhost:5672/vh", (await Http.GetFromJsonAsync<JsonElement>("etl/connections/secret-rabbit")).GetProperty("url").GetString());
 
         var file = Path.Combine(fixture.Magpie.DataDir, "etl", "config.json");

@@ -30,7 +30,7 @@ public static class HttpJson
         (await response.JsonAsync()).GetProperty("results").EnumerateArray().Select(r => r.GetProperty("etag").GetInt64()).ToList();
 
     public static async Task<JsonElement> JsonAsync(this HttpResponseMessage response) =>
-        await response.Content.ReadFromJsonAsync<JsonElement>();
+        await response.Content.ReadFromJsonAsync<JsonElement>(Magpie.Contracts.WireJson.Web);
 
     public static async Task PutIndexAsync(this HttpClient http, string name, string definition)
     {
