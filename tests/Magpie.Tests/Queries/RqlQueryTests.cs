@@ -94,6 +94,23 @@ public sealed class RqlQueryTests(RqlPostsFixture fx) : IClassFixture<RqlPostsFi
     }
 
     [Fact]
+    public async Task A_long_chain_of_or_is_planned_flat_and_answers_as_in_does()
+    {
+        // 1,024 equalities (the condition limit): one boolean query of 1,024 clauses, not a 1,023-deep nest of them.
+        var scores = Enumerable.Range(-5, 1024).ToList();
+        var where = string.Join(" or ", scores.Select(s => $"Score = {s}"));
+        var plan = new QueryPlanner(RqlPostsFixture.Definition, null).Where(RqlParser.Parse("from index 'Posts' where " + where).Where);
+        Assert.Equal(1024, Assert.IsType<BoolQuery>(plan).Should.Count);
+        var and = new QueryPlanner(RqlPostsFixture.Definition, null).Where(RqlParser.Parse("from index 'Posts' where Score > 1 and Score < 9 and Type = '1'").Where);
+        Assert.Equal(3, Assert.IsType<BoolQuery>(and).Must.Count);
+        var expected = Expected(Posts.Where(p => scores.Contains((int)p.Score)));
+        Assert.Equal(expected, await Ids(where));
+        Assert.Equal(expected, await Ids("Score in (" + string.Join(", ", scores) + ")"));
+        // Mixed operators keep their grouping.
+        Assert.Equal(Expected(Posts.Where(p => p.Score == 1 || (p.Score == 2 && p.Type == "1") || p.Score == 3)), await Ids("Score = 1 or Score = 2 and Type = '1' or Score = 3"));
+    }
+
+    [Fact]
     public async Task Order_by_limit_offset_and_projections_follow_the_data()
     {
         var page = await Run("from index 'Posts' where Type = '1' order by Score desc select Title, Score limit 10 offset 5");
