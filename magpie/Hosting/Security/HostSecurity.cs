@@ -62,6 +62,8 @@ public sealed class HostSecurity
         void Configure(ListenOptions o)
         {
             if (Certificate is { } c) o.UseHttps(c);
+            // After TLS, so it reads the plain HTTP Kestrel writes.
+            o.UseProblemBodies(kestrel.Limits);
         }
         if (Address is null) kestrel.ListenLocalhost(port, Configure);
         else kestrel.Listen(Address, port, Configure);

@@ -306,6 +306,46 @@ public sealed class HostileInputTests(MagpieFixture fixture) : IClassFixture<Mag
     }
 
     [Theory]
+    // What Kestrel refuses before any middleware runs (it answered these without a body): a request line or headers over its
+    // limits, a malformed request line or header, headers that never finish.
+    [InlineData("url", 414, "request line is longer than 8,192 bytes")]
+    [InlineData("headers", 431, "request headers are larger than 32,768 bytes")]
+    [InlineData("request-line", 400, "not valid HTTP/1.1")]
+    [InlineData("header-line", 400, "not valid HTTP/1.1")]
+    [InlineData("pipelined", 400, "not valid HTTP/1.1")]
+    [InlineData("slow-headers", 408, "did not arrive within 10 s")]
+    public async Task Requests_kestrel_refuses_itself_get_problem_bodies_too(string shape, int status, string detail)
+    {
+        var request = shape switch
+        {
+            "url" => $"GET /docs/{new string('a', 10_000)} HTTP/1.1\r\nHost: x\r\n\r\n",
+            "headers" => $"GET /stats HTTP/1.1\r\nHost: x\r\nX-Big: {new string('a', 40_000)}\r\n\r\n",
+            "request-line" => "GET /stats HTTP/1.1 extra\r\nHost: x\r\n\r\n",
+            "header-line" => "GET /stats HTTP/1.1\r\nHost: x\r\nNo colon here\r\n\r\n",
+            "pipelined" => "GET /stats HTTP/1.1\r\nHost: x\r\n\r\nGET /stats HTTP/1.1\r\nHost: x\r\nNo colon here\r\n\r\n",
+            _ => "GET /stats HTTP/1.1\r\nHost: x\r\n",
+        };
+        var uri = Http.BaseAddress!;
+        using var tcp = new System.Net.Sockets.TcpClient();
+        await tcp.ConnectAsync(uri.Host, uri.Port);
+        var stream = tcp.GetStream();
+        await stream.WriteAsync(Encoding.ASCII.GetBytes(request));
+        var response = await new StreamReader(stream).ReadToEndAsync().WaitAsync(TimeSpan.FromSeconds(60));
+        // A pipelined good request before the bad one is answered as usual first.
+        if (shape == "pipelined")
+        {
+            Assert.StartsWith("HTTP/1.1 200", response);
+            response = response[response.IndexOf("HTTP/1.1 4", StringComparison.Ordinal)..];
+        }
+        Assert.StartsWith($"HTTP/1.1 {status}", response);
+        Assert.Contains("Content-Type: application/problem+json", response);
+        var problem = JsonDocument.Parse(response[(response.IndexOf("\r\n\r\n", StringComparison.Ordinal) + 4)..]).RootElement;
+        Assert.Equal(status, problem.GetProperty("status").GetInt32());
+        Assert.Contains(detail, problem.GetProperty("detail").GetString());
+        Assert.Equal(HttpStatusCode.Created, (await Http.PutAsync(NewId(), "{}")).StatusCode);
+    }
+
+    [Theory]
     // A body that stops short of its Content-Length (Kestrel gives up once it arrives too slowly: 408), and a chunk size that is not hex.
     [InlineData("Content-Length: 100\r\n\r\n{\"a\":1}", 408, "data arriving too slowly")]
     [InlineData("Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", 400, "chunk")]
