@@ -38,8 +38,9 @@ public sealed class ScriptSandbox
         {
             o.Strict = true;
             o.Host.StringCompilationAllowed = false;
-            // One wall-clock budget per run (Jint's own timeout starts again at every call into the engine, so a run that calls
-            // a map, then toJSON, then a getter had a fresh 2 s for each); statements and memory are Jint's.
+            // One wall-clock and memory budget per run (Jint's own start again at every call into the engine, so a run that calls
+            // a map, then toJSON, then a getter had a fresh 2 s and 256 MB for each). Jint's memory limit stays too: it also sees
+            // what its lazy strings will take, which a thread's allocation count does not yet.
             o.Constraint(_budget).MaxStatements(limits.MaxStatements).LimitMemory(limits.MaxAllocatedBytes);
             if (limits.Stop.CanBeCanceled) o.CancellationToken(limits.Stop);
             o.Constraints.MaxRecursionDepth = limits.MaxRecursion;

@@ -257,6 +257,16 @@ public sealed class ScriptSandboxTests
         started = Stopwatch.GetTimestamp();
         Assert.Contains("longer than 300 ms", Fails(getters, """{"Title":"x"}"""));
         Assert.True(Stopwatch.GetElapsedTime(started) < TimeSpan.FromSeconds(5), $"{Stopwatch.GetElapsedTime(started).TotalSeconds:0.0} s");
+
+        // Memory too: each getter allocates 24 MB, under the 64 MB limit alone; ten of them in one run are over it.
+        var hungry = Map("""
+            map('Posts', p => {
+              const o = {};
+              for (let i = 0; i < 10; i++) Object.defineProperty(o, 'F' + i, { enumerable: true, get() { const xs = []; for (let j = 0; j < 30000; j++) xs.push('y'.repeat(100) + j); return xs.length; } });
+              return o;
+            })
+            """, ScriptLimits.Default with { MaxAllocatedBytes = 64L << 20, MaxStatements = int.MaxValue, Timeout = TimeSpan.FromMinutes(1) });
+        Assert.Contains("more than 64 MB", Fails(hungry));
     }
 
     [Fact]
