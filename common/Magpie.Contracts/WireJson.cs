@@ -3,9 +3,11 @@ using System.Text.Json;
 namespace Magpie.Contracts;
 
 /// <summary>
-/// The JSON settings of every response and process-to-process message that carries documents: web defaults, and a depth limit
-/// above anything the store accepts (<see cref="MaxDocumentDepth"/>), so a document the store took can always be written back,
-/// inside a page, a stream line or a shard's answer (System.Text.Json's own default of 64 made a 63-level document a 500).
+/// The JSON settings of every response and process-to-process message: web defaults; a depth limit above anything the store accepts
+/// (<see cref="MaxDocumentDepth"/>), so a document the store took can always be written back, inside a page, a stream line or a
+/// shard's answer (System.Text.Json's own default of 64 made a 63-level document a 500); and text as written: responses are
+/// <c>application/json</c>, never HTML, so <c>'</c>, <c>&lt;</c>, <c>&gt;</c>, <c>&amp;</c> and non-ASCII letters need no escape (an index's
+/// map came back as <c>map(\u0027Users\u0027, u =\u003E …)</c>).
 /// </summary>
 public static class WireJson
 {
@@ -15,5 +17,13 @@ public static class WireJson
     /// <summary>Room for the envelopes around a document (a page, its results array, a shard answer, a projection).</summary>
     public const int MaxDepth = MaxDocumentDepth + 32;
 
-    public static readonly JsonSerializerOptions Web = new(JsonSerializerDefaults.Web) { MaxDepth = MaxDepth };
+    public static readonly JsonSerializerOptions Web = Configure(new JsonSerializerOptions(JsonSerializerDefaults.Web));
+
+    /// <summary>Sets these settings on <paramref name="options"/> (ASP.NET's own, say) and returns it.</summary>
+    public static JsonSerializerOptions Configure(JsonSerializerOptions options)
+    {
+        options.MaxDepth = MaxDepth;
+        options.Encoder = System.Text.Encodings.Web.JavaScriptEncoder.UnsafeRelaxedJsonEscaping;
+        return options;
+    }
 }

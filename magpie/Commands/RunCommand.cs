@@ -42,6 +42,13 @@ public static class RunCommand
                 Console.Error.WriteLine($"magpie: {e.Message}");
                 return 1;
             }
+            catch (IOException e) when (e.InnerException is Microsoft.AspNetCore.Connections.AddressInUseException
+                or System.Net.Sockets.SocketException { SocketErrorCode: System.Net.Sockets.SocketError.AddressAlreadyInUse or System.Net.Sockets.SocketError.AccessDenied or System.Net.Sockets.SocketError.AddressNotAvailable })
+            {
+                // A port in use, HTTP (Kestrel's bind) or PostgreSQL: one line, as for settings.
+                Console.Error.WriteLine($"magpie: {e.Message}");
+                return 1;
+            }
             catch (Confluent.Kafka.KafkaException e)
             {
                 // A module that needs Kafka at start (the indexer's definitions) found it unreachable or refusing the credentials.

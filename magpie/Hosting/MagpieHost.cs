@@ -30,6 +30,8 @@ public static class MagpieHost
         var modules = Targets.ModulesOf(settings.Target);
         builder.Logging.ClearProviders();
         builder.Logging.AddSimpleConsole(o => { o.SingleLine = true; o.TimestampFormat = "HH:mm:ss "; });
+        // A start that fails (a port in use) is told in one line by `magpie run`, not also as the host's stack trace.
+        builder.Logging.AddFilter("Microsoft.Extensions.Hosting.Internal.Host", LogLevel.Critical);
         var startup = LoggerFactory.Create(l => l.AddSimpleConsole(o => o.SingleLine = true)).CreateLogger("Magpie");
         foreach (var m in modules)
             if (m.Unmet(settings) is { } why) throw new ModuleUnmetException($"module '{m.Name}' can't start: {why}");
@@ -45,8 +47,8 @@ public static class MagpieHost
             k.Limits.MinRequestBodyDataRate = new Microsoft.AspNetCore.Server.Kestrel.Core.MinDataRate(Math.Max(1, settings.MinRequestBodyBytesPerSecond), TimeSpan.FromSeconds(5));
             k.Limits.RequestHeadersTimeout = TimeSpan.FromSeconds(Math.Max(1, settings.RequestHeadersTimeoutSeconds));
         });
-        // A document the store accepted can always be written back, however deep (System.Text.Json's default stops at 64).
-        builder.Services.ConfigureHttpJsonOptions(o => o.SerializerOptions.MaxDepth = WireJson.MaxDepth);
+        // Any document the store accepted can be written back; text comes back unescaped (WireJson).
+        builder.Services.ConfigureHttpJsonOptions(o => WireJson.Configure(o.SerializerOptions));
         builder.Services.AddSingleton(security.Keys).AddSingleton<FailedLogins>();
         builder.Services.AddClientErrors();
         builder.Services.AddRateLimiter(o =>

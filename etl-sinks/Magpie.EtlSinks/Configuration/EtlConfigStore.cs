@@ -22,7 +22,7 @@ public sealed class EtlConfigException(int status, string message) : Exception(m
 /// </summary>
 public sealed partial class EtlConfigStore
 {
-    public static readonly JsonSerializerOptions Json = new(JsonSerializerDefaults.Web) { WriteIndented = true };
+    public static readonly JsonSerializerOptions Json = new(Magpie.Contracts.WireJson.Web) { WriteIndented = true };
 
     private readonly string _path;
     private readonly Lock _lock = new();

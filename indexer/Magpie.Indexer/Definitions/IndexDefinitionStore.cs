@@ -16,7 +16,7 @@ namespace Magpie.Indexer.Definitions;
 /// </summary>
 public sealed partial class IndexDefinitionStore(IIndexDefinitionLog log) : IHostedService, IIndexDefinitions
 {
-    public static readonly JsonSerializerOptions Json = new(JsonSerializerDefaults.Web) { WriteIndented = true };
+    public static readonly JsonSerializerOptions Json = new(Magpie.Contracts.WireJson.Web) { WriteIndented = true };
 
     private readonly Lock _lock = new();
     private IReadOnlyDictionary<string, IndexDefinition> _definitions = new Dictionary<string, IndexDefinition>();

@@ -51,6 +51,8 @@ public sealed class MapScript
         for (var i = 0; i < maps.Count; i++)
         {
             var source = ScriptSandbox.Prepare(maps[i], $"maps[{i}]");
+            if (source.Program is { } parsed && Unsupported(parsed) is { } call)
+                throw new ScriptSyntaxException($"maps[{i}]: {call.Name}() is not supported yet: a map reads only the document it maps", call.Line, call.Column);
             JsValue collection;
             try { collection = script._sandbox.Run(() => script.Register(source).Collection); }
             catch (ScriptRunException e) { throw new ScriptSyntaxException($"maps[{i}]: {e.Message}", 1, 1); }
@@ -58,6 +60,22 @@ public sealed class MapScript
         }
         script.Collections = script._maps.Select(m => m.Collection).ToHashSet(StringComparer.OrdinalIgnoreCase);
         return script;
+    }
+
+    /// <summary>
+    /// RavenDB's <c>load(id)</c> (and <c>LoadDocument</c>), which Magpie's maps do not have yet: refused at definition, where the user
+    /// sees it, rather than failing every document with "load is not defined". The parser's nesting was bounded before this walk.
+    /// </summary>
+    private static (string Name, int Line, int Column)? Unsupported(Node program)
+    {
+        var pending = new Stack<Node>([program]);
+        while (pending.TryPop(out var node))
+        {
+            if (node is CallExpression { Callee: Identifier { Name: "load" or "LoadDocument" } callee })
+                return (callee.Name, callee.Location.Start.Line, callee.Location.Start.Column + 1);
+            foreach (var child in node.ChildNodes) pending.Push(child);
+        }
+        return null;
     }
 
     /// <summary>Runs a map source's top level; what its <c>map(…)</c> call registered. Inside a sandbox run.</summary>

@@ -30,7 +30,7 @@ public static class QueryEndpoints
     private static QueryProblem? PagingProblem(int pageSize, int start, bool fromRql)
     {
         var name = fromRql ? "limit" : "pageSize";
-        if (pageSize is < 1 or > MaxPageSize) return new QueryProblem(400, $"{name} must be 1 to {MaxPageSize}");
+        if (pageSize is < 0 or > MaxPageSize) return new QueryProblem(400, $"{name} must be 0 (the count only) to {MaxPageSize}");
         if (start < 0) return new QueryProblem(400, $"{(fromRql ? "offset" : "start")} must be 0 or more, not {start}");
         if ((long)start + pageSize > MaxOffsetWindow)
             return new QueryProblem(400, $"start + pageSize may reach {MaxOffsetWindow:N0} at most (asked {(long)start + pageSize:N0}); page deeper with the cursor (nextCursor)");
@@ -52,8 +52,10 @@ public static class QueryEndpoints
                 var pageSize = query.Limit ?? request.PageSize;
                 var start = query.Offset ?? request.Start;
                 if (PagingProblem(pageSize, start, query.Limit is not null) is { } paging) return Problem(paging);
-                var page = await coordinator.PageAsync(request.ToCoordinator(), query, pageSize, start, request.Cursor,
+                // pageSize 0 asks how many: the engine finds one hit for the total, and none is returned.
+                var page = await coordinator.PageAsync(request.ToCoordinator(), query, Math.Max(1, pageSize), start, request.Cursor,
                     request.WaitForNonStaleResults, ctx.RequestAborted);
+                if (pageSize == 0) page = page with { Hits = [] };
                 failed = false;
                 return Results.Json(new
                 {
@@ -63,7 +65,7 @@ public static class QueryEndpoints
                     isStale = page.IsStale,
                     indexEtag = page.IndexEtag,
                     durationMs = Math.Round(Stopwatch.GetElapsedTime(started).TotalMilliseconds, 2),
-                    nextCursor = !query.FacetsOnly && page.Hits.Count == pageSize ? page.Hits[^1].Cursor : null,
+                    nextCursor = !query.FacetsOnly && pageSize > 0 && page.Hits.Count == pageSize ? page.Hits[^1].Cursor : null,
                 });
             }
             catch (QueryProblem e) { return Problem(e); }

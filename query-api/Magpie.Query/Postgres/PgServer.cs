@@ -41,22 +41,29 @@ public sealed class PgServer(PgOptions options, Func<IPgStatements> statements, 
 
     public int Port { get; private set; }
 
-    protected override async Task ExecuteAsync(CancellationToken ct)
+    private TcpListener? _listener;
+
+    /// <summary>Binds the port before the host reports started: a port in use stops the process with one line, as a busy HTTP port does.</summary>
+    public override Task StartAsync(CancellationToken cancellationToken)
     {
-        var certificate = options.Certificate;
-        var address = options.Address;
-        var listener = new TcpListener(address, options.Port);
+        var listener = new TcpListener(options.Address, options.Port);
         try { listener.Start(); }
         catch (SocketException e)
         {
-            // Loud, but the rest of the target (HTTP queries) keeps serving.
-            log.LogError("PostgreSQL endpoint not started: port {Port} on {Address}: {Reason}", options.Port, address, e.Message);
-            return;
+            throw new IOException($"the PostgreSQL endpoint cannot listen on {options.Address}:{options.Port}: {e.Message} (another PostgreSQL? set --pg-port or Magpie:Pg:Port, -1 for off)", e);
         }
+        _listener = listener;
         Port = ((IPEndPoint)listener.LocalEndpoint).Port;
+        return base.StartAsync(cancellationToken);
+    }
+
+    protected override async Task ExecuteAsync(CancellationToken ct)
+    {
+        var certificate = options.Certificate;
+        var listener = _listener!;
         if (options.Trusts)
-            log.LogWarning("PostgreSQL endpoint on {Address}:{Port}: no API key exists, so it trusts every connection (like a fresh PostgreSQL's local trust); once a key exists, users log in as the key's name with the key as password", address, Port);
-        else log.LogInformation("PostgreSQL endpoint on {Address}:{Port}, API keys as users, {Auth}{Tls}", address, Port,
+            log.LogWarning("PostgreSQL endpoint on {Address}:{Port}: no API key exists, so it trusts every connection (like a fresh PostgreSQL's local trust); once a key exists, users log in as the key's name with the key as password", options.Address, Port);
+        else log.LogInformation("PostgreSQL endpoint on {Address}:{Port}, API keys as users, {Auth}{Tls}", options.Address, Port,
             options.AllowCleartext ? "cleartext passwords" : "SCRAM-SHA-256", certificate is null ? "" : ", TLS");
         try
         {

@@ -1,5 +1,6 @@
 using System.Net;
 using System.Net.Http.Headers;
+using System.Net.Http.Json;
 using System.Text;
 using System.Text.Json;
 using System.Text.RegularExpressions;
@@ -363,5 +364,20 @@ public sealed class DocumentApiTests(MagpieFixture fixture) : IClassFixture<Magp
         var results = body.GetProperty("results").EnumerateArray().Select(d => d.GetProperty("@metadata").GetProperty("@id").GetString()!).ToList();
         var next = body.GetProperty("nextCursor").ValueKind == JsonValueKind.String ? body.GetProperty("nextCursor").GetString() : null;
         return (results, next);
+    }
+
+    [Fact]
+    public async Task Json_responses_give_text_as_written_without_html_escapes()
+    {
+        // Responses are application/json, never HTML: ' < > & + and letters come back as themselves.
+        const string map = "map('Quoted', q => ({ Name: q.Name, Big: q.N > 1 && q.N < 9 }))";
+        await Http.PutIndexAsync("Quotes/Plain", JsonSerializer.Serialize(new { maps = new[] { map } }));
+        var index = await (await Http.GetAsync("indexes/Quotes/Plain")).Content.ReadAsStringAsync();
+        Assert.Contains(map, index);
+        Assert.DoesNotContain("\\u0027", index);
+        Assert.Equal(HttpStatusCode.Created, (await Http.PutAsync("quoted/1", """{"Name":"O'Brien <b> & + é","N":1.50}""")).StatusCode);
+        var page = await (await Http.PostAsJsonAsync("queries", new { query = "from index 'Quotes/Plain' select Name", waitForNonStaleResults = true })).Content.ReadAsStringAsync();
+        Assert.Contains("O'Brien <b> & + é", page);
+        Assert.Contains("O'Brien <b> & + é", await Http.GetStringAsync("docs?collection=quoted"));
     }
 }

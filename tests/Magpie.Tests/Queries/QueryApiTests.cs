@@ -52,15 +52,28 @@ public sealed class QueryApiTests(ImportedSampleFixture fx) : IClassFixture<Impo
     [Theory]
     [InlineData(2_000_000_000, 25, "start + pageSize may reach 1,000,000 at most")]
     [InlineData(-5, 25, "start must be 0 or more")]
-    [InlineData(0, 5000, "pageSize must be 1 to 1024")]
+    [InlineData(0, 5000, "pageSize must be 0 (the count only) to 1024")]
+    [InlineData(0, -1, "pageSize must be 0 (the count only) to 1024")]
     public async Task Paging_the_engine_cannot_serve_is_refused_before_it_runs(int start, int pageSize, string expected)
     {
         var r = await Http.PostAsJsonAsync("queries", new { query = "from index 'Posts/ByTags'", start, pageSize });
         Assert.Equal(System.Net.HttpStatusCode.BadRequest, r.StatusCode);
         Assert.Contains(expected, (await r.JsonAsync()).GetProperty("detail").GetString());
         var rql = await Http.PostAsJsonAsync("queries", new { query = "from index 'Posts/ByTags' limit 5000" });
-        Assert.Contains("limit must be 1 to 1024", (await rql.JsonAsync()).GetProperty("detail").GetString());
+        Assert.Contains("limit must be 0 (the count only) to 1024", (await rql.JsonAsync()).GetProperty("detail").GetString());
         Assert.True((await Query("from index 'Posts/ByTags' where Tags = 'discussion'")).GetProperty("totalResults").GetInt64() > 0);
+    }
+
+    [Fact]
+    public async Task Page_size_zero_answers_how_many_and_no_documents()
+    {
+        var expected = fx.Posts.Count(p => TagsOf(p).Contains("discussion"));
+        foreach (var count in new[] { await Query("from index 'Posts/ByTags' where Tags = 'discussion'", pageSize: 0), await Query("from index 'Posts/ByTags' where Tags = 'discussion' limit 0") })
+        {
+            Assert.Equal(expected, count.GetProperty("totalResults").GetInt64());
+            Assert.Equal(0, count.GetProperty("results").GetArrayLength());
+            Assert.Equal(JsonValueKind.Null, count.GetProperty("nextCursor").ValueKind);
+        }
     }
 
     [Theory]

@@ -307,4 +307,15 @@ public sealed class ScriptSandboxTests
         var v = Values(Assert.Single(maps.Run(Put("posts/1", """{"X":"x"}"""))));
         Assert.Equal((text, text, text + "x", true), ((string)v["A"]!, (string)v["B"]!, (string)v["C"]!, (bool)v["D"]!));
     }
+
+    [Fact]
+    public void A_map_that_loads_another_document_is_refused_at_definition_where_the_call_is()
+    {
+        var e = Assert.Throws<ScriptSyntaxException>(() => Map("map('Posts', p => ({\n  Owner: load(p.OwnerId).Name }))"));
+        Assert.Contains("load() is not supported yet", e.Message);
+        Assert.Equal((2, 10), (e.Line, e.Column));
+        Assert.Contains("LoadDocument() is not supported yet", Assert.Throws<ScriptSyntaxException>(() => Map("map('Posts', p => ({ O: LoadDocument(p.OwnerId) }))")).Message);
+        // A property named load is not the call.
+        Assert.Single(Map("map('Posts', p => ({ L: p.load }))").Run(Put("posts/1", """{"load":1}""")));
+    }
 }
