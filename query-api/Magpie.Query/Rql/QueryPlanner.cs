@@ -29,7 +29,7 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
         RqlOr o => BoolQuery.Or([.. Flat(Plan(o.Left), b => b.Should), .. Flat(Plan(o.Right), b => b.Should)]),
         RqlNot n => BoolQuery.Not(Plan(n.Inner)),
         RqlCompare c => Compare(c),
-        RqlBetween b => Range(b.Field, Resolve(b.Low), true, Resolve(b.High), true, b.Exact),
+        RqlBetween b => Range(b.Field, Resolve(b.Low), true, Resolve(b.High), true, b.Exact, b.Low, b.High),
         RqlIn i => BoolQuery.Or([.. i.Values.Select(v => Equal(i.Field, Resolve(v), i.Exact))]),
         RqlStartsWith s => Resolve(s.Prefix) is string prefix ? new PrefixQuery(s.Field, prefix.ToLowerInvariant()) : throw Bad(s.Prefix, "startsWith needs a string"),
         RqlSearch s => Resolve(s.Terms) is string terms ? new FullTextQuery(s.Field, terms) : throw Bad(s.Terms, "search needs a string"),
@@ -51,10 +51,10 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
         {
             "=" => Equal(c.Field, value, c.Exact),
             "!=" => BoolQuery.Not(Equal(c.Field, value, c.Exact)),
-            "<" => Range(c.Field, null, false, value, false, c.Exact),
-            "<=" => Range(c.Field, null, false, value, true, c.Exact),
-            ">" => Range(c.Field, value, false, null, false, c.Exact),
-            ">=" => Range(c.Field, value, true, null, false, c.Exact),
+            "<" => Range(c.Field, null, false, value, false, c.Exact, c.Value, c.Value),
+            "<=" => Range(c.Field, null, false, value, true, c.Exact, c.Value, c.Value),
+            ">" => Range(c.Field, value, false, null, false, c.Exact, c.Value, c.Value),
+            ">=" => Range(c.Field, value, true, null, false, c.Exact, c.Value, c.Value),
             _ => throw new ArgumentOutOfRangeException(nameof(c)),
         };
     }
@@ -71,9 +71,10 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
     };
 
     /// <summary>Numbers range over <c>F@num</c>; ISO dates over <c>F@ticks</c>; other strings in term order.</summary>
-    private SearchQuery Range(string field, object? low, bool includeLow, object? high, bool includeHigh, bool exact)
+    /// <param name="lowAt">Where the low bound is written (errors point there), <paramref name="highAt"/> the high one.</param>
+    private SearchQuery Range(string field, object? low, bool includeLow, object? high, bool includeHigh, bool exact, RqlValue lowAt, RqlValue highAt)
     {
-        if ((low ?? high) is string && numberFields?.Value.Contains(field) == true) (low, high) = (AsNumber(field, low), AsNumber(field, high));
+        if ((low ?? high) is string && numberFields?.Value.Contains(field) == true) (low, high) = (AsNumber(field, low, lowAt), AsNumber(field, high, highAt));
         if (low is double or null && high is double or null && (low ?? high) is double)
         {
             var lo = low is double l ? (includeLow ? l : Math.BitIncrement(l)) : double.NegativeInfinity;
@@ -91,15 +92,16 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
             string? Case(object? v) => v is string s ? (exact ? s : s.ToLowerInvariant()) : null;
             return new TermRangeQuery(name, Case(low), Case(high), includeLow, includeHigh);
         }
-        throw new RqlException($"a range on '{field}' needs two numbers or two strings", 1, 1);
+        // The low bound sets the kind: the high one is the one that differs.
+        throw Bad(low is null ? lowAt : highAt, $"a range on '{field}' needs two numbers or two strings");
     }
 
     /// <summary>A string compared with a number field: a number if it reads as one, a date stays a date, anything else is refused.</summary>
-    private static object? AsNumber(string field, object? value) => value switch
+    private static object? AsNumber(string field, object? value, RqlValue at) => value switch
     {
         string s when double.TryParse(s, System.Globalization.NumberStyles.Float, System.Globalization.CultureInfo.InvariantCulture, out var d) => d,
         string s when EntryFields.TicksOf(s) is not null => s,
-        string s => throw new RqlException($"'{field}' holds numbers: compare it with a number, not '{(s.Length > 64 ? s[..64] + "…" : s)}'", 1, 1),
+        string s => throw Bad(at, $"'{field}' holds numbers: compare it with a number, not '{(s.Length > 64 ? s[..64] + "…" : s)}'"),
         _ => value,
     };
 

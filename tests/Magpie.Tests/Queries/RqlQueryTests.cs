@@ -94,6 +94,17 @@ public sealed class RqlQueryTests(RqlPostsFixture fx) : IClassFixture<RqlPostsFi
     }
 
     [Fact]
+    public async Task A_string_compared_with_a_number_field_is_refused_at_the_literal()
+    {
+        const string rql = "from index 'Posts' where Type = '1' and Score > 'abc'";
+        var e = await Assert.ThrowsAsync<RqlException>(() => Run(rql));
+        Assert.Contains("'Score' holds numbers", e.Message);
+        Assert.Equal((1, rql.IndexOf("'abc'", StringComparison.Ordinal) + 1), (e.Line, e.Column));
+        const string between = "from index 'Posts' where Score between 1 and 'x'";
+        Assert.Equal(between.IndexOf("'x'", StringComparison.Ordinal) + 1, (await Assert.ThrowsAsync<RqlException>(() => Run(between))).Column);
+    }
+
+    [Fact]
     public async Task A_long_chain_of_or_is_planned_flat_and_answers_as_in_does()
     {
         // 1,024 equalities (the condition limit): one boolean query of 1,024 clauses, not a 1,023-deep nest of them.
