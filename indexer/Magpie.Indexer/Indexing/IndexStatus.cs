@@ -94,6 +94,16 @@ public sealed class IndexStatus(string index) : Stages.IIndexErrors
         }
     }
 
+    public void Deleted(string documentId)
+    {
+        lock (_lock)
+        {
+            if (_failed.Count == 0 || !_failed.Remove(documentId)) return;
+            _errorCount--;
+            _errors.RemoveAll(e => e.DocumentId == documentId);
+        }
+    }
+
     /// <summary>The worker itself stopped on something other than a document (Lucene gone, feed failed); it retries.</summary>
     public void Failed(string message) { lock (_lock) _failure = message; }
 

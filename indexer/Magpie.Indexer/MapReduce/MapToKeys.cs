@@ -29,7 +29,7 @@ public sealed class MapToKeys(IndexDefinition definition, ScriptLimits limits, I
         var changes = new List<MappedChange>();
         foreach (var change in MapStage.LatestOf(batch, _maps))
         {
-            if (change.Op == ChangeOp.Delete) { changes.AddRange(Documents.Changes(change.Id, [])); continue; }
+            if (change.Op == ChangeOp.Delete) { changes.AddRange(Documents.Changes(change.Id, [])); status.Deleted(change.Id); continue; }
             status.Attempted(1);
             try { changes.AddRange(Documents.Changes(change.Id, _maps.RunJson(change))); }
             catch (ScriptRunException e)

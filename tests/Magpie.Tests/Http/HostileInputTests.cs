@@ -197,6 +197,29 @@ public sealed class HostileInputTests(MagpieFixture fixture) : IClassFixture<Mag
     }
 
     [Fact]
+    public async Task A_deleted_document_is_never_an_index_error_even_for_an_index_defined_after_it()
+    {
+        const string map = """{ "maps": ["map('Fragile', d => { if (d.Bad) throw new Error('bad ' + d.N); return { N: d.N }; })"] }""";
+        await Http.PutIndexAsync("Hostile/FragileBefore", map);
+        Assert.Equal(HttpStatusCode.OK, (await Http.BulkPutAsync([("fragile/1", """{"N":1,"Bad":true}"""), ("fragile/2", """{"N":2}""")])).StatusCode);
+        await Http.QueryNonStaleAsync("from index 'Hostile/FragileBefore'");
+        var before = (await (await Http.GetAsync("indexes/Hostile/FragileBefore")).JsonAsync()).GetProperty("status");
+        Assert.Equal(1, before.GetProperty("errorCount").GetInt64());
+        // Deleted: the error goes with it.
+        Assert.Equal(HttpStatusCode.NoContent, (await Http.DeleteAsync("docs/fragile/1")).StatusCode);
+        await Http.QueryNonStaleAsync("from index 'Hostile/FragileBefore'");
+        before = (await (await Http.GetAsync("indexes/Hostile/FragileBefore")).JsonAsync()).GetProperty("status");
+        Assert.Equal(0, before.GetProperty("errorCount").GetInt64());
+        Assert.Equal(0, before.GetProperty("errors").GetArrayLength());
+        // An index defined afterwards reads the history, and reports nothing for a document that no longer exists.
+        await Http.PutIndexAsync("Hostile/FragileAfter", map);
+        var page = await Http.QueryNonStaleAsync("from index 'Hostile/FragileAfter'");
+        Assert.Equal(1, page.GetProperty("totalResults").GetInt32());
+        var after = (await (await Http.GetAsync("indexes/Hostile/FragileAfter")).JsonAsync()).GetProperty("status");
+        Assert.Equal(0, after.GetProperty("errorCount").GetInt64());
+    }
+
+    [Fact]
     public async Task A_reduce_output_document_over_the_size_limit_fails_its_key_and_the_others_are_written()
     {
         await Http.PutIndexAsync("Hostile/Blobs", """

@@ -89,4 +89,10 @@ public interface IIndexErrors
 
     /// <summary><paramref name="count"/> more documents (or reduce keys) were mapped or reduced, failed ones included.</summary>
     void Attempted(int count);
+
+    /// <summary>
+    /// The document was deleted: what failed for it no longer counts (a deleted document is never an error; a new index that reads
+    /// the change feed from its start meets documents that failed and were deleted long before it was defined).
+    /// </summary>
+    void Deleted(string documentId);
 }

@@ -27,7 +27,7 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, II
         var entries = 0;
         foreach (var change in LatestOf(batch, _maps))
         {
-            if (change.Op == ChangeOp.Delete) { deletes.Add(change.Id); continue; }
+            if (change.Op == ChangeOp.Delete) { deletes.Add(change.Id); status.Deleted(change.Id); continue; }
             status.Attempted(1);
             try
             {
