@@ -6,29 +6,31 @@ using Magpie.Tests.Fixtures;
 namespace Magpie.Tests.Docs;
 
 /// <summary>
-/// The README's examples run as written, in order, with bash and curl against a running Magpie: only the address
-/// (localhost:8080/8082 → this test's port), the RabbitMQ URL and `dotnet run --project magpie --` (→ the built executable)
-/// are swapped. Every curl must answer 2xx, and a comment "→ 201 {…}" must be what comes back.
+/// The README's tour and the examples of the docs pages run as written, in order, with bash, curl and psql against a running
+/// Magpie: only the addresses (localhost:8080/8082 and the PostgreSQL port 5433 → this test's ports), the RabbitMQ URL and
+/// `dotnet run --project magpie --` (→ the built executable) are swapped. Every command must succeed, every curl answer 2xx,
+/// and a comment "→ 201 {…}" must be what comes back.
 /// </summary>
 public sealed class ReadmeExampleTests(RabbitMqFixture rabbit) : IClassFixture<RabbitMqFixture>
 {
     [Fact]
     public async Task The_readme_examples_run_as_written()
     {
-        var readme = await File.ReadAllTextAsync(Path.Combine(RepoPaths.Root, "README.md"));
-        var quickStart = ReadmeExamples.Commands(readme, "# Magpie", after: "Then, from another shell");
-        var etl = ReadmeExamples.Commands(readme, "Queue ETL");
-        var indexes = ReadmeExamples.Commands(readme, "Indexes and queries");
-        Assert.True(quickStart.Count >= 5 && etl.Count >= 3 && indexes.Count >= 3, "the README's example blocks moved: update this test's headings");
+        string Page(string path) => File.ReadAllText(Path.Combine(RepoPaths.Root, path));
+        var tour = ReadmeExamples.Commands(Page("README.md"), "A five-minute tour");
+        var etl = ReadmeExamples.Commands(Page("docs/ETL.md"), null);
+        var indexes = ReadmeExamples.Commands(Page("docs/INDEXES-AND-QUERIES.md"), null);
+        Assert.True(tour.Count >= 12 && etl.Count >= 3 && indexes.Count >= 3, "the example blocks moved: update this test's pages and headings");
 
         await using var magpie = await MagpieProcess.StartAsync();
         var curlHome = Directory.CreateTempSubdirectory("magpie-curlrc-").FullName;
         // Every curl also prints its status on a last line (and fails loudly on a connection error).
         await File.WriteAllTextAsync(Path.Combine(curlHome, ".curlrc"), "-sS\n-w \"\\n%{http_code}\"\n");
-        foreach (var command in quickStart.Concat(etl).Concat(indexes))
+        foreach (var command in tour.Concat(etl).Concat(indexes))
         {
             var runnable = command
                 .Replace("localhost:8080", $"127.0.0.1:{magpie.Port}").Replace("localhost:8082", $"127.0.0.1:{magpie.Port}")
+                .Replace("-p 5433", $"-p {magpie.PgPort}")
                 .Replace("amqp://guest:guest@localhost:5672/", rabbit.Broker.Url)
                 .Replace("dotnet run --project magpie --", $"dotnet {RepoPaths.MagpieDll}");
             var (exit, output) = await BashAsync(runnable, curlHome);

@@ -5,11 +5,12 @@ namespace Magpie.Tests.Docs;
 /// <summary>The README's shell examples as a user copies them: the bash blocks under a heading, split into commands.</summary>
 public static partial class ReadmeExamples
 {
-    /// <summary>The commands of the bash blocks in the section whose heading starts with <paramref name="heading"/> (or, with
-    /// <paramref name="after"/>, the blocks after that line of the section); a command whose quotes are open goes on over the next lines.</summary>
-    public static List<string> Commands(string readme, string heading, string? after = null)
+    /// <summary>The commands of the bash blocks in the section whose heading starts with <paramref name="heading"/> (null: the whole
+    /// page; or, with <paramref name="after"/>, the blocks after that line of the section); a command whose quotes are open goes on
+    /// over the next lines.</summary>
+    public static List<string> Commands(string readme, string? heading, string? after = null)
     {
-        var section = Regex.Split(readme, @"^## ", RegexOptions.Multiline).Single(s => s.StartsWith(heading, StringComparison.Ordinal));
+        var section = heading is null ? readme : Regex.Split(readme, @"^## ", RegexOptions.Multiline).Single(s => s.StartsWith(heading, StringComparison.Ordinal));
         if (after is not null) section = section[(section.IndexOf(after, StringComparison.Ordinal) + after.Length)..];
         var commands = new List<string>();
         foreach (Match block in BashBlock().Matches(section))
