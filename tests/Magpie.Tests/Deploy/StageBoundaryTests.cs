@@ -6,6 +6,7 @@ namespace Magpie.Tests.Deploy;
 /// The stages talk through the contracts in common/ only: each can be run, replaced or split out without the others'
 /// classes (the query side reaches indexes through IIndexDefinitions / ILocalShards / IShardSearcher, never the indexer).
 /// </summary>
+[Trait("Category", "Fast")]
 public class StageBoundaryTests
 {
     private static readonly string[] Stages = ["Magpie.Ingest", "Magpie.Indexer", "Magpie.Query", "Magpie.EtlSinks"];

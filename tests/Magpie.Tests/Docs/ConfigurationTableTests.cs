@@ -5,6 +5,7 @@ using Magpie.Tests.Fixtures;
 namespace Magpie.Tests.Docs;
 
 /// <summary>docs/CONFIGURATION.md's table names every setting <c>magpie run</c> binds, and no setting that does not exist.</summary>
+[Trait("Category", "Fast")]
 public sealed partial class ConfigurationTableTests
 {
     /// <summary>Setting names as the configuration binds them (<c>Pg:Port</c>), read from the settings classes.</summary>

@@ -11,6 +11,7 @@ namespace Magpie.Tests.Documents;
 /// byte for byte, a reader that was reading all along sees nothing twice, and a reader that starts afterwards sees every
 /// live document once.
 /// </summary>
+[Trait("Category", "Fast")]
 public sealed class ChangeLogCompactionTests : IAsyncLifetime
 {
     private readonly string _dir = Directory.CreateTempSubdirectory("magpie-compaction-").FullName;

@@ -8,6 +8,7 @@ namespace Magpie.Tests.Documents;
 /// what the full check refuses, with the same reason: a lone surrogate escape or bytes that are not UTF-8 let through would be a
 /// document a GET can't serve back.
 /// </summary>
+[Trait("Category", "Fast")]
 public class DocumentJsonTests
 {
     /// <summary>Pieces of string text: plain, escaped, pairs, halves of pairs, escaped backslashes before a 'u', and bad UTF-8.</summary>

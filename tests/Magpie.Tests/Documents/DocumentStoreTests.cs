@@ -4,6 +4,7 @@ using Magpie.Ingest.Documents;
 namespace Magpie.Tests.Documents;
 
 /// <summary>The FASTER-backed store in-process: etags, atomicity, patches, recovery from checkpoint + log.</summary>
+[Trait("Category", "Fast")]
 public sealed class DocumentStoreTests : IAsyncLifetime
 {
     private readonly string _dir = Directory.CreateTempSubdirectory("magpie-store-").FullName;

@@ -6,6 +6,7 @@ using Magpie.Ingest.Documents;
 namespace Magpie.Tests.Documents;
 
 /// <summary>The embedded change feed: the committed FasterLog, read from a position and resumed from the one it returns.</summary>
+[Trait("Category", "Fast")]
 public sealed class EmbeddedChangeFeedTests : IAsyncLifetime
 {
     private readonly string _dir = Directory.CreateTempSubdirectory("magpie-feed-").FullName;

@@ -8,6 +8,7 @@ namespace Magpie.Tests.Documents;
 /// The document limits hold while a JSON Patch applies, not only on its result: an operation that would take the document past
 /// the size or depth limit fails the patch before it runs, with little memory spent, and a patch that stays within them applies.
 /// </summary>
+[Trait("Category", "Fast")]
 public class PatchBudgetTests
 {
     private const int Limit = 1024 * 1024;

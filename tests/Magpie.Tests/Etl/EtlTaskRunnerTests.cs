@@ -11,6 +11,7 @@ using Microsoft.Extensions.Logging.Abstractions;
 namespace Magpie.Tests.Etl;
 
 /// <summary>The runner's own reactions to a broker client, with a client that misbehaves on cue.</summary>
+[Trait("Category", "Fast")]
 public sealed class EtlTaskRunnerTests : IDisposable
 {
     private readonly string _dir = Directory.CreateTempSubdirectory("magpie-etl-runner-").FullName;

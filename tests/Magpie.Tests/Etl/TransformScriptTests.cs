@@ -6,6 +6,7 @@ using Magpie.Scripting;
 namespace Magpie.Tests.Etl;
 
 /// <summary>The script API users write against, and the sandbox around it (real Jint, no broker).</summary>
+[Trait("Category", "Fast")]
 public sealed class TransformScriptTests
 {
     private static ChangeEvent Put(string id, string json, long etag = 7) =>

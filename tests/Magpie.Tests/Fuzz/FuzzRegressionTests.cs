@@ -8,6 +8,7 @@ namespace Magpie.Tests.Fuzz;
 /// replayed through the same target functions: each returns or throws only its parser's own client error. A crash, once
 /// fixed, stays fixed.
 /// </summary>
+[Trait("Category", "Fast")]
 public sealed class FuzzRegressionTests
 {
     public static TheoryData<string> Targets() => [.. FuzzTargets.All.Keys];

@@ -12,6 +12,7 @@ using Magpie.Tests.Fixtures;
 namespace Magpie.Tests.Indexing;
 
 /// <summary>Map output through the field rules into real Lucene: what each kind of value is searchable as.</summary>
+[Trait("Category", "Fast")]
 public sealed class EntryFieldsTests
 {
     [Fact]

@@ -10,6 +10,7 @@ namespace Magpie.Tests.Indexing;
 /// single- and multi-valued string and number fields, ranges, aggregations, over several segments with deleted entries,
 /// for a match-all and a filtered query; and the column cache staying within a budget it has to evict to keep.
 /// </summary>
+[Trait("Category", "Fast")]
 public sealed class FacetCountingTests : IAsyncLifetime
 {
     private readonly string _dir = Directory.CreateTempSubdirectory("magpie-facets-").FullName;

@@ -12,6 +12,7 @@ namespace Magpie.Tests.Indexing;
 /// document (missing fields, nulls, nested objects, arrays of anything, huge numbers, duplicate keys, unicode) gets
 /// exactly the entries, or exactly the error, the engine gives.
 /// </summary>
+[Trait("Category", "Fast")]
 public sealed class FieldProjectionTests
 {
     /// <summary>Shallow, and reaching into objects that are often missing or not objects (where the engine throws).</summary>

@@ -10,6 +10,7 @@ namespace Magpie.Tests.Indexing;
 /// The index directory unlinks deleted files on a task of its own (a commit's deletes no longer hold the writer's lock that
 /// refreshes need). For Lucene a deleted file must be gone at once, and no file a commit names may ever go.
 /// </summary>
+[Trait("Category", "Fast")]
 public sealed class IndexDirectoryTests : IDisposable
 {
     private readonly string _dir = System.IO.Directory.CreateTempSubdirectory("magpie-indexdir-").FullName;

@@ -11,6 +11,7 @@ using Microsoft.Extensions.Logging.Abstractions;
 namespace Magpie.Tests.Indexing;
 
 /// <summary>The registry keeps workers in step with the partitions a process owns, whatever one of them does.</summary>
+[Trait("Category", "Fast")]
 public sealed class IndexRegistryTests
 {
     private const string Index = "Orders/ByCustomer";

@@ -17,6 +17,7 @@ using Microsoft.Extensions.Logging.Abstractions;
 namespace Magpie.Tests.Indexing;
 
 /// <summary>The index worker on the embedded change feed of a real store, into real Lucene: the Stack Exchange posts, then changes.</summary>
+[Trait("Category", "Fast")]
 public sealed class IndexWorkerTests : IAsyncLifetime
 {
     private readonly string _dir = Directory.CreateTempSubdirectory("magpie-indexer-").FullName;

@@ -9,6 +9,7 @@ namespace Magpie.Tests.Indexing;
 /// The filter that lets an index add an id it never held without a delete term: it must never call an id new, or say there is
 /// nothing to delete, once it was given that id.
 /// </summary>
+[Trait("Category", "Fast")]
 public sealed class KnownIdsTests
 {
     [Fact]

@@ -56,6 +56,7 @@ public sealed class PostsIndexFixture : IAsyncLifetime
     }
 }
 
+[Trait("Category", "Fast")]
 public sealed class LuceneIndexTests(PostsIndexFixture fx) : IClassFixture<PostsIndexFixture>
 {
     private List<PostsIndexFixture.Post> Posts => fx.Posts;

@@ -6,6 +6,7 @@ using Magpie.Scripting;
 namespace Magpie.Tests.Indexing;
 
 /// <summary>RavenDB-style JS maps on the real Jint engine: entries per document, several maps, errors and the sandbox.</summary>
+[Trait("Category", "Fast")]
 public sealed class MapScriptTests
 {
     private static ChangeEvent Put(string id, string collection, string json) =>

@@ -6,6 +6,7 @@ using Magpie.Indexer.Lucene;
 namespace Magpie.Tests.Indexing;
 
 /// <summary>Merges run below the writes: their threads are niced on Linux, and only they are.</summary>
+[Trait("Category", "Fast")]
 public sealed class MergePriorityTests : IDisposable
 {
     private readonly string _dir = System.IO.Directory.CreateTempSubdirectory("magpie-merge-").FullName;

@@ -12,6 +12,7 @@ namespace Magpie.Tests.Indexing;
 /// The engine's analyzer must cut and lower-case text exactly as 4.8's StandardAnalyzer without stop words did: an index built
 /// before it and the queries after it meet on the same terms, and <c>search()</c> finds what it found.
 /// </summary>
+[Trait("Category", "Fast")]
 public class TextAnalyzerTests
 {
     [Fact]

@@ -9,6 +9,7 @@ namespace Magpie.Tests.MapReduce;
 /// random puts, updates and deletes, and after every batch the tree's result equals the aggregate of every
 /// live entry computed directly. The reduce is RavenDB's JS form on the real Jint engine.
 /// </summary>
+[Trait("Category", "Fast")]
 public sealed class ReduceTreeTests
 {
     private const string SumAndCount = "groupBy(x => x.User).aggregate(g => ({ User: g.key, Count: g.values.reduce((n, v) => n + v.Count, 0), Score: g.values.reduce((s, v) => s + v.Score, 0) }))";

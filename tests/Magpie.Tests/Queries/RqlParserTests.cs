@@ -2,6 +2,7 @@ using Magpie.Query.Rql;
 
 namespace Magpie.Tests.Queries;
 
+[Trait("Category", "Fast")]
 public sealed class RqlParserTests
 {
     [Fact]

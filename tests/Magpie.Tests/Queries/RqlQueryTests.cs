@@ -48,6 +48,7 @@ public sealed class RqlPostsFixture : IAsyncLifetime
     }
 }
 
+[Trait("Category", "Fast")]
 public sealed class RqlQueryTests(RqlPostsFixture fx) : IClassFixture<RqlPostsFixture>
 {
     private List<PostsIndexFixture.Post> Posts => fx.Posts;

@@ -13,6 +13,7 @@ namespace Magpie.Tests.Scripting;
 /// Scripts as a hostile or careless user writes them, on the real Jint 4 sandbox: modern syntax works, and every
 /// way one document's script could hang, crash or poison the process or the next document fails that document only.
 /// </summary>
+[Trait("Category", "Fast")]
 public sealed class ScriptSandboxTests
 {
     private static ChangeEvent Put(string id, string json) =>
