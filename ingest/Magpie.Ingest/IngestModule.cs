@@ -1,3 +1,4 @@
+using Magpie.Http;
 using Magpie.Contracts.Changes;
 using Magpie.Ingest.Changes;
 using Magpie.Ingest.Documents;

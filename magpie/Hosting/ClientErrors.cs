@@ -1,3 +1,4 @@
+using Magpie.Http;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Diagnostics;
 using Microsoft.AspNetCore.Http;
@@ -9,7 +10,7 @@ namespace Magpie.Hosting;
 /// Errors the framework answers before a handler runs get the same RFC 7807 bodies as Magpie's own: a parameter that
 /// does not bind (<c>pageSize=abc</c>), a body shorter than its Content-Length or a broken chunk (Kestrel's
 /// <see cref="BadHttpRequestException"/>), no such route (404), a method the route lacks (405). Client mistakes are
-/// 4xx with a detail that names them, never 500; a full disk is 507 with what to do.
+/// 4xx with a detail that names them, never 500; a module's own status exceptions (a full disk: 507) answer with their status and message.
 /// </summary>
 public static class ClientErrors
 {
@@ -27,12 +28,12 @@ public static class ClientErrors
             StatusCodeSelector = e => e switch
             {
                 BadHttpRequestException bad => bad.StatusCode,
-                _ when Ingest.Http.RequestBody.IsBrokenChunk(e) => StatusCodes.Status400BadRequest,
-                Ingest.Documents.StoreFullException => StatusCodes.Status507InsufficientStorage,
+                _ when ClientBodies.IsBrokenChunk(e) => StatusCodes.Status400BadRequest,
+                IStatusException status => status.StatusCode,
                 _ => StatusCodes.Status500InternalServerError,
             },
             // A client's mistake is answered, not logged as a server failure with a stack trace.
-            SuppressDiagnosticsCallback = c => c.Exception is BadHttpRequestException or Ingest.Documents.StoreFullException || Ingest.Http.RequestBody.IsBrokenChunk(c.Exception),
+            SuppressDiagnosticsCallback = c => c.Exception is BadHttpRequestException or IStatusException || ClientBodies.IsBrokenChunk(c.Exception),
         });
         app.UseStatusCodePages();
     }
@@ -41,8 +42,8 @@ public static class ClientErrors
     {
         var problem = context.ProblemDetails;
         var request = context.HttpContext.Request;
-        if (context.Exception is BadHttpRequestException or Ingest.Documents.StoreFullException) problem.Detail ??= context.Exception.Message;
-        if (context.Exception is { } e && Ingest.Http.RequestBody.IsBrokenChunk(e)) problem.Detail ??= $"the chunked request body is malformed: {e.Message}";
+        if (context.Exception is BadHttpRequestException or IStatusException) problem.Detail ??= context.Exception.Message;
+        if (context.Exception is { } e && ClientBodies.IsBrokenChunk(e)) problem.Detail ??= $"the chunked request body is malformed: {e.Message}";
         problem.Detail ??= problem.Status switch
         {
             StatusCodes.Status404NotFound => $"no resource at {request.Method} {request.Path}",

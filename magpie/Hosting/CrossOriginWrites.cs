@@ -1,3 +1,4 @@
+using Magpie.Http;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Http;
 
@@ -23,8 +24,8 @@ public static class CrossOriginWrites
                 await next(ctx);
                 return;
             }
-            await Results.Problem(statusCode: StatusCodes.Status403Forbidden, title: "Cross-origin write refused",
-                detail: $"a {request.Method} from the web origin {origin} is refused: add it to Magpie:AllowedOrigins to let that site write").ExecuteAsync(ctx);
+            await Problems.Create(StatusCodes.Status403Forbidden, "Cross-origin write refused",
+                $"a {request.Method} from the web origin {origin} is refused: add it to Magpie:AllowedOrigins to let that site write").ExecuteAsync(ctx);
         });
     }
 

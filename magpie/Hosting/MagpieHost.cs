@@ -5,7 +5,7 @@ using Magpie.Hosting.Metrics;
 using Magpie.Hosting.Security;
 using Magpie.Kafka;
 using Magpie.Security;
-using Magpie.Ingest.Http;
+using Magpie.Http;
 using Magpie.Modules;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Http;
@@ -69,7 +69,7 @@ public static class MagpieHost
                     .ExecuteAsync(ctx.HttpContext);
             };
         });
-        builder.AddMetricsEndpoint();
+        builder.AddMetricsEndpoint(modules);
         builder.Services.AddHealthChecks();
         if (!settings.Embedded) builder.Services.AddKafkaReadiness(settings.Kafka!);
         foreach (var m in modules) m.AddServices(builder, settings, security);

@@ -20,6 +20,8 @@ public sealed class IndexerModuleWiring(bool ingestInProcess) : IMagpieModule
 {
     public string Name => "indexer";
 
+    public string? Meter => Indexer.Indexing.IndexingMetrics.MeterName;
+
     public string? Unmet(MagpieSettings settings) => !ingestInProcess && settings.Embedded
         ? "the indexer target alone reads magpie.changes from Kafka: set --kafka (or run --target all)"
         : null;
@@ -58,6 +60,8 @@ public sealed class IndexerModuleWiring(bool ingestInProcess) : IMagpieModule
 public sealed class QueryModuleWiring(bool indexerInProcess) : IMagpieModule
 {
     public string Name => "query";
+
+    public string? Meter => Query.QueryMetrics.MeterName;
 
     public string? Unmet(MagpieSettings settings) => !indexerInProcess && settings.Embedded
         ? "the query target alone asks indexer processes found through Kafka: set --kafka (or run --target all)"

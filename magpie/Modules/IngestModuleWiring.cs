@@ -17,6 +17,8 @@ public sealed class IngestModuleWiring(bool indexerInProcess) : IMagpieModule
 {
     public string Name => "ingest";
 
+    public string? Meter => Ingest.Metrics.IngestMetrics.MeterName;
+
     /// <summary>A data directory that is read-only, full or not a directory stops the start with one line, before anything opens.</summary>
     public string? Unmet(MagpieSettings settings) =>
         settings.MaxJsonDepth is < 1 or > WireJson.MaxDocumentDepth ? $"MaxJsonDepth must be 1 to {WireJson.MaxDocumentDepth}, not {settings.MaxJsonDepth}"

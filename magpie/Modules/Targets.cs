@@ -9,6 +9,9 @@ public interface IMagpieModule
 {
     string Name { get; }
 
+    /// <summary>The module's own meter, exported on <c>/metrics</c> when the target runs it.</summary>
+    string? Meter => null;
+
     /// <summary>Why this module can't run with these settings (e.g. needs Kafka in a split deployment), or null.</summary>
     string? Unmet(MagpieSettings settings) => null;
 

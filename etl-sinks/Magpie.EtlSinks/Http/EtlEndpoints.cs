@@ -1,3 +1,4 @@
+using Magpie.Http;
 using System.Text.Json;
 using Magpie.EtlSinks.Configuration;
 using Magpie.EtlSinks.Scripts;
@@ -65,14 +66,17 @@ public static class EtlEndpoints
             apply();
             return Results.NoContent();
         }
-        catch (EtlConfigException e) { return Results.Problem(detail: e.Message, statusCode: e.Status, title: e.Status == 409 ? "Conflict" : e.Status == 404 ? "Not found" : "Bad request"); }
-        catch (ScriptProblem p) { return Results.Problem(detail: $"transforms[{p.Transform}]: {p.Error.Message}", statusCode: 400, title: "Bad request",
-            extensions: new Dictionary<string, object?> { ["transform"] = p.Transform, ["line"] = p.Error.Line, ["column"] = p.Error.Column }); }
+        catch (EtlConfigException e) { return Problems.Of(e.Status, e.Message); }
+        catch (ScriptProblem p)
+        {
+            return Problems.Of(400, $"transforms[{p.Transform}]: {p.Error.Message}",
+                new Dictionary<string, object?> { ["transform"] = p.Transform, ["line"] = p.Error.Line, ["column"] = p.Error.Column });
+        }
     }
 
-    private static IResult BadRequest(string detail) => Results.Problem(detail: detail, statusCode: 400, title: "Bad request");
+    private static IResult BadRequest(string detail) => Problems.BadRequest(detail);
 
-    private static IResult NotFound(string detail) => Results.Problem(detail: detail, statusCode: 404, title: "Not found");
+    private static IResult NotFound(string detail) => Problems.NotFound(detail);
 
     /// <summary>
     /// A connection as a GET shows it, by one rule: its address comes back, nothing that could be a credential does. Every option

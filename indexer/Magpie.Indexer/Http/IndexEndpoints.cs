@@ -1,3 +1,4 @@
+using Magpie.Http;
 using Magpie.Contracts.Search;
 using System.Text.Json;
 using Magpie.Contracts.Indexes;
@@ -154,10 +155,7 @@ public static class IndexEndpoints
 
     private static IResult NotFound(string name) => Problem(404, $"index '{name}' does not exist");
 
-    private static IResult Problem(int status, string detail) =>
-        Results.Problem(detail: detail, statusCode: status, title: status switch { 404 => "Not found", 503 => "Unavailable", _ => "Bad request" });
+    private static IResult Problem(int status, string detail) => Problems.Of(status, detail);
 
-    private static IResult Problem(IndexDefinitionException e) => Results.Problem(detail: e.Message, statusCode: e.Status,
-        title: e.Status == 404 ? "Not found" : "Bad request",
-        extensions: e.Line is { } line ? new Dictionary<string, object?> { ["line"] = line, ["column"] = e.Column } : null);
+    private static IResult Problem(IndexDefinitionException e) => Problems.Of(e.Status, e.Message, Problems.At(e.Line, e.Column));
 }

@@ -1,3 +1,4 @@
+using Magpie.Http;
 using Magpie.Indexer.Indexing;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Http;
@@ -19,7 +20,7 @@ public static class ShardWaitEndpoint
     {
         app.MapPost("/shards/wait", async (ShardWait wait, IndexRegistry registry, CancellationToken ct) =>
         {
-            if (wait.Target is null || wait.Target.Count == 0) return Results.Problem(detail: "target must name partitions and offsets", statusCode: 400);
+            if (wait.Target is null || wait.Target.Count == 0) return Problems.BadRequest("target must name partitions and offsets");
             var timeout = TimeSpan.FromMilliseconds(Math.Clamp(wait.TimeoutMs, 0, 300_000));
             return Results.Json(new { reached = await registry.WaitForPositionsAsync(wait.Target, timeout, ct) });
         });

@@ -6,7 +6,10 @@ namespace Magpie.Ingest.Documents;
 public sealed class StoreUnavailableException(string message) : IOException(message);
 
 /// <summary>The store cannot take the write for lack of space (HTTP 507): nothing of it was written.</summary>
-public sealed class StoreFullException(string message) : IOException(message);
+public sealed class StoreFullException(string message) : IOException(message), Magpie.Http.IStatusException
+{
+    public int StatusCode => 507;
+}
 
 /// <summary>
 /// Storage health: whether the store can take a write now (<c>/readyz</c>), and the free-space check every write passes

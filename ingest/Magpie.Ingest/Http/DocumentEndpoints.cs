@@ -1,3 +1,4 @@
+using Magpie.Http;
 using System.Text.Json;
 using Magpie.Contracts.Documents;
 using Magpie.Ingest.Documents;
@@ -115,7 +116,7 @@ public static class DocumentEndpoints
             }
             return Results.NoContent();
         }
-        catch (WriteRejectedException e) { return Problems.Rejected(e.Outcome.Error!); }
+        catch (WriteRejectedException e) { return WriteProblems.Rejected(e.Outcome.Error!); }
     }
 
     private static async Task<IResult> WriteOne(HttpContext ctx, DocumentStore store, WriteCommand command)
@@ -128,7 +129,7 @@ public static class DocumentEndpoints
             var body = new { id = outcome.Id, etag = outcome.Etag };
             return outcome.Created ? Results.Created($"/docs/{DocumentId.UrlPath(outcome.Id)}", body) : Results.Ok(body);
         }
-        catch (WriteRejectedException e) { return Problems.Rejected(e.Outcome.Error!); }
+        catch (WriteRejectedException e) { return WriteProblems.Rejected(e.Outcome.Error!); }
     }
 
     private static async Task<IResult> Bulk(HttpContext ctx, DocumentStore store, int maxDepth)
@@ -150,7 +151,7 @@ public static class DocumentEndpoints
         }
         catch (WriteRejectedException e)
         {
-            return Problems.Rejected(e.Outcome.Error!, new Dictionary<string, object?> { ["index"] = e.Index, ["id"] = e.Outcome.Id });
+            return WriteProblems.Rejected(e.Outcome.Error!, new Dictionary<string, object?> { ["index"] = e.Index, ["id"] = e.Outcome.Id });
         }
     }
 

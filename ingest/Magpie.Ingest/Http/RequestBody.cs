@@ -1,3 +1,4 @@
+using Magpie.Http;
 using System.Buffers;
 using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Http.Features;
@@ -27,12 +28,6 @@ public sealed class RequestBody : IDisposable
         var buffer = Interlocked.Exchange(ref _buffer, []);
         if (buffer.Length > 0) ArrayPool<byte>.Shared.Return(buffer);
     }
-
-    /// <summary>
-    /// A chunk size too large for Kestrel's arithmetic (<c>FFFFFFFFFFFFFFFFFF</c>): Kestrel throws an <see cref="IOException"/> over an
-    /// <see cref="OverflowException"/> instead of the <see cref="BadHttpRequestException"/> it throws for other broken chunks. The client's fault: 400.
-    /// </summary>
-    public static bool IsBrokenChunk(Exception e) => e is IOException { InnerException: OverflowException };
 
     /// <summary>Reads the body within Kestrel's size limit; an oversized or empty body becomes a problem response.</summary>
     public static async Task<(RequestBody? Body, IResult? Problem)> ReadAsync(HttpRequest request, CancellationToken ct)
@@ -67,7 +62,7 @@ public sealed class RequestBody : IDisposable
             ArrayPool<byte>.Shared.Return(buffer);
             return (null, Problems.Create(e.StatusCode, e.StatusCode == StatusCodes.Status408RequestTimeout ? "Request timeout" : "Bad request", e.Message));
         }
-        catch (IOException e) when (IsBrokenChunk(e))
+        catch (IOException e) when (ClientBodies.IsBrokenChunk(e))
         {
             ArrayPool<byte>.Shared.Return(buffer);
             return (null, Problems.BadRequest($"the chunked request body is malformed: {e.Message}"));

@@ -1,7 +1,4 @@
-using Magpie.EtlSinks.Tasks;
-using Magpie.Indexer.Indexing;
-using Magpie.Ingest.Metrics;
-using Magpie.Query;
+using Magpie.Modules;
 using Microsoft.AspNetCore.Builder;
 using OpenTelemetry.Metrics;
 
@@ -14,15 +11,11 @@ namespace Magpie.Hosting.Metrics;
 /// </summary>
 public static class MetricsEndpoint
 {
-    private static readonly string[] Meters =
-    [
-        IngestMetrics.MeterName, IndexingMetrics.MeterName, QueryMetrics.MeterName, EtlMetrics.MeterName,
-        "Microsoft.AspNetCore.Hosting", "Microsoft.AspNetCore.Server.Kestrel", "System.Runtime",
-    ];
+    private static readonly string[] Framework = ["Microsoft.AspNetCore.Hosting", "Microsoft.AspNetCore.Server.Kestrel", "System.Runtime"];
 
-    public static void AddMetricsEndpoint(this WebApplicationBuilder builder) =>
+    public static void AddMetricsEndpoint(this WebApplicationBuilder builder, IEnumerable<IMagpieModule> modules) =>
         builder.Services.AddOpenTelemetry().WithMetrics(metrics => metrics
-            .AddMeter(Meters)
+            .AddMeter([.. modules.Select(m => m.Meter).OfType<string>(), .. Framework])
             // promtool's lint reserves a _count suffix for histograms and summaries; these runtime gauges would trip it.
             .AddView("dotnet.assembly.count", new MetricStreamConfiguration { Name = "dotnet.assemblies.loaded" })
             .AddView("dotnet.process.cpu.count", new MetricStreamConfiguration { Name = "dotnet.process.cpus" })

@@ -1,4 +1,4 @@
-using Magpie.Ingest.Http;
+using Magpie.Http;
 using Magpie.Security;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Http;

@@ -1,3 +1,4 @@
+using Magpie.Http;
 using System.Diagnostics;
 using System.Text.Json;
 using Magpie.Contracts;
@@ -146,7 +147,5 @@ public static class QueryEndpoints
         return (request, LocalShardOwner.Parse(request.Query, request.Parameters, request.Facets, request.FacetsOnly));
     }
 
-    private static IResult Problem(QueryProblem e) =>
-        Results.Problem(detail: e.Message, statusCode: e.Status, title: e.Status switch { 404 => "Not found", 410 => "Gone", 503 => "Unavailable", 400 => "Bad request", _ => "Query failed" },
-            extensions: e.Line is null ? null : new Dictionary<string, object?> { ["line"] = e.Line, ["column"] = e.Column });
+    private static IResult Problem(QueryProblem e) => Problems.Of(e.Status, e.Message, Problems.At(e.Line, e.Column));
 }

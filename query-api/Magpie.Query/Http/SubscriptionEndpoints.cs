@@ -1,3 +1,4 @@
+using Magpie.Http;
 using Magpie.Query.Subscriptions;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Http;
@@ -87,6 +88,5 @@ public static class SubscriptionEndpoints
 
     private static IResult Missing(string name) => Problem(404, $"subscription '{name}' does not exist");
 
-    private static IResult Problem(int status, string detail) => Results.Problem(detail: detail, statusCode: status,
-        title: status switch { 404 => "Not found", 409 => "Conflict", 410 => "Gone", _ => "Bad request" });
+    private static IResult Problem(int status, string detail) => Problems.Of(status, detail);
 }

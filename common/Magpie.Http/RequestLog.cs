@@ -3,7 +3,7 @@ using System.Globalization;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.Extensions.Logging;
 
-namespace Magpie.Ingest.Http;
+namespace Magpie.Http;
 
 /// <summary>The seed's request log line: <c>Request #   1: GET -     4 ms - 200 - /docs/users/1</c>.</summary>
 public static class RequestLog
