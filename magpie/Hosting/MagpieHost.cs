@@ -33,6 +33,7 @@ public static class MagpieHost
         // A start that fails (a port in use) is told in one line by `magpie run`, not also as the host's stack trace.
         builder.Logging.AddFilter("Microsoft.Extensions.Hosting.Internal.Host", LogLevel.Critical);
         var startup = LoggerFactory.Create(l => l.AddSimpleConsole(o => o.SingleLine = true)).CreateLogger("Magpie");
+        if (SettingsCheck.Problem(settings) is { } outOfRange) throw new ModuleUnmetException(outOfRange);
         foreach (var m in modules)
             if (m.Unmet(settings) is { } why) throw new ModuleUnmetException($"module '{m.Name}' can't start: {why}");
         var security = HostSecurity.From(settings);
@@ -44,8 +45,8 @@ public static class MagpieHost
         {
             security.Listen(k, settings.HttpPort);
             k.Limits.MaxRequestBodySize = settings.MaxRequestBodyBytes;
-            k.Limits.MinRequestBodyDataRate = new Microsoft.AspNetCore.Server.Kestrel.Core.MinDataRate(Math.Max(1, settings.MinRequestBodyBytesPerSecond), TimeSpan.FromSeconds(5));
-            k.Limits.RequestHeadersTimeout = TimeSpan.FromSeconds(Math.Max(1, settings.RequestHeadersTimeoutSeconds));
+            k.Limits.MinRequestBodyDataRate = new Microsoft.AspNetCore.Server.Kestrel.Core.MinDataRate(settings.MinRequestBodyBytesPerSecond, TimeSpan.FromSeconds(5));
+            k.Limits.RequestHeadersTimeout = TimeSpan.FromSeconds(settings.RequestHeadersTimeoutSeconds);
         });
         // Any document the store accepted can be written back; text comes back unescaped (WireJson).
         builder.Services.ConfigureHttpJsonOptions(o => WireJson.Configure(o.SerializerOptions));

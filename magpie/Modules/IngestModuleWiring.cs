@@ -1,4 +1,3 @@
-using Magpie.Contracts;
 using Magpie.Hosting;
 using Magpie.Hosting.Security;
 using Magpie.Hosting.Health;
@@ -20,9 +19,8 @@ public sealed class IngestModuleWiring(bool indexerInProcess) : IMagpieModule
     public string? Meter => Ingest.Metrics.IngestMetrics.MeterName;
 
     /// <summary>A data directory that is read-only, full or not a directory stops the start with one line, before anything opens.</summary>
-    public string? Unmet(MagpieSettings settings) =>
-        settings.MaxJsonDepth is < 1 or > WireJson.MaxDocumentDepth ? $"MaxJsonDepth must be 1 to {WireJson.MaxDocumentDepth}, not {settings.MaxJsonDepth}"
-        : DocumentStore.Unusable(StoreOptions(settings)) is { } why ? $"cannot use the data directory {Path.Combine(Path.GetFullPath(settings.DataDir), "documents")}: {why}"
+    public string? Unmet(MagpieSettings settings) => DocumentStore.Unusable(StoreOptions(settings)) is { } why
+        ? $"cannot use the data directory {Path.Combine(Path.GetFullPath(settings.DataDir), "documents")}: {why}"
         : null;
 
     private DocumentStoreOptions StoreOptions(MagpieSettings s) => new()
@@ -48,15 +46,15 @@ public sealed class IngestModuleWiring(bool indexerInProcess) : IMagpieModule
         KafkaPartitions = s.KafkaPartitions,
         KafkaReplicationFactor = s.KafkaReplicationFactor,
         ConsumerGroup = s.ConsumerGroup,
-        MaxDocumentBytes = (int)Math.Min(s.MaxRequestBodyBytes, int.MaxValue / 4),
+        MaxDocumentBytes = (int)s.MaxRequestBodyBytes,
         MaxJsonDepth = s.MaxJsonDepth,
-        CheckpointInterval = TimeSpan.FromSeconds(Math.Max(1, s.CheckpointIntervalSeconds)),
-        RelayStallTimeout = TimeSpan.FromSeconds(Math.Max(1, s.RelayStallSeconds)),
-        MinFreeDiskBytes = Math.Max(0, s.MinFreeDiskMegabytes) * (1L << 20),
-        LogMemoryBytes = Math.Max(16, s.LogMemoryMegabytes) * (1L << 20),
+        CheckpointInterval = TimeSpan.FromSeconds(s.CheckpointIntervalSeconds),
+        RelayStallTimeout = TimeSpan.FromSeconds(s.RelayStallSeconds),
+        MinFreeDiskBytes = s.MinFreeDiskMegabytes * (1L << 20),
+        LogMemoryBytes = s.LogMemoryMegabytes * (1L << 20),
         Compaction = s.Compaction.Enabled
-            ? new Ingest.Changes.CompactionOptions(new RevisionRetention(Math.Max(1, s.Compaction.Revisions), s.Compaction.RevisionsSeconds is { } t ? TimeSpan.FromSeconds(t) : null),
-                TimeSpan.FromSeconds(Math.Max(1, s.Compaction.IntervalSeconds)), Math.Max(0, s.Compaction.MinMegabytes) * (1L << 20))
+            ? new Ingest.Changes.CompactionOptions(new RevisionRetention(s.Compaction.Revisions, s.Compaction.RevisionsSeconds is { } t ? TimeSpan.FromSeconds(t) : null),
+                TimeSpan.FromSeconds(s.Compaction.IntervalSeconds), s.Compaction.MinMegabytes * (1L << 20))
             : null,
     };
 }
