@@ -1,3 +1,5 @@
+using Magpie.Indexer.Lucene;
+using Magpie.Indexer.Engine;
 using Magpie.Contracts.Changes;
 using Magpie.Contracts.Documents;
 using Magpie.Kafka.Documents;
@@ -30,8 +32,11 @@ public static class IndexerModule
         // Output collections: through the store when ingest runs here (registered first), else through magpie.documents.
         if (options.Kafka is { } bootstrap)
             services.TryAddSingleton<IDocumentOutput>(sp => new DocumentTopicOutput(bootstrap, sp.GetRequiredService<ILoggerFactory>().CreateLogger("Magpie.Indexer.Output")));
+        // The search engine behind the seam (Engine/IIndexEngine): Lucene.Net in-process. The container disposes it after the registry.
+        services.AddSingleton<IIndexEngine>(sp => new LuceneEngine(sp.GetRequiredService<ILoggerFactory>().CreateLogger("Magpie.Indexes.Engine"),
+            (long)options.FacetCacheMegabytes << 20, (long)options.KnownIdsMegabytes << 20));
         services.AddSingleton(sp => new IndexRegistry(sp.GetRequiredService<IndexDefinitionStore>(), sp.GetRequiredService<IIndexShards>(), options,
-            sp.GetRequiredService<ILoggerFactory>(), sp.GetService<IDocumentOutput>()));
+            sp.GetRequiredService<IIndexEngine>(), sp.GetRequiredService<ILoggerFactory>(), sp.GetService<IDocumentOutput>()));
         services.AddHostedService(sp => sp.GetRequiredService<IndexRegistry>());
         services.AddSingleton<Magpie.Contracts.Indexes.IIndexWaiter>(sp => sp.GetRequiredService<IndexRegistry>());
         services.AddSingleton<Magpie.Contracts.Search.ILocalShards>(sp => sp.GetRequiredService<IndexRegistry>());

@@ -6,7 +6,6 @@ using Magpie.Contracts.Search;
 using Magpie.Indexer.Definitions;
 using Magpie.Indexer.Indexing.Stages;
 using Magpie.Indexer.Engine;
-using Magpie.Indexer.Lucene;
 using Magpie.Indexer.MapReduce;
 using Magpie.Indexer.Shards;
 using Microsoft.Extensions.Hosting;
@@ -20,7 +19,9 @@ namespace Magpie.Indexer.Indexing;
 /// files go; a shard gained (Kafka rebalance) starts a worker on its local Lucene index, resuming from its
 /// commit or rebuilding from the compacted topic; a shard lost stops its worker and keeps the files.
 /// </summary>
-public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards shards, IndexerOptions options, ILoggerFactory logs,
+/// <remarks>The engine (<paramref name="engine"/>, Lucene today) is chosen by the indexer's wiring and owned by whoever made it:
+/// the registry opens, writes and closes indexes in it, and leaves it open.</remarks>
+public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards shards, IndexerOptions options, IIndexEngine engine, ILoggerFactory logs,
     Contracts.Documents.IDocumentOutput? documents = null)
     : IHostedService, IAsyncDisposable, IIndexWaiter, ILocalShards
 {
@@ -33,8 +34,6 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
     /// </summary>
     private readonly record struct WorkerKey(string Name, int Shard, bool MapSide = false);
     private readonly ILogger _log = logs.CreateLogger("Magpie.Indexes");
-    private readonly IIndexEngine _engine = new LuceneEngine(logs.CreateLogger("Magpie.Indexes.Engine"), (long)options.FacetCacheMegabytes << 20,
-        (long)options.KnownIdsMegabytes << 20);
     private bool _disposed;
 
     public async Task StartAsync(CancellationToken cancellationToken)
@@ -183,7 +182,7 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
     private List<(WorkerKey, IndexWorker)> WorkersFor(string name, IndexDefinition definition, int shard)
     {
         IndexWorker Worker(IChangeFeed feed, string directory, Func<IIndexErrors, CancellationToken, IIndexStage> stage) =>
-            new(name, definition, feed, _engine, directory, stage, _log, options.BatchSize) { Shard = shard };
+            new(name, definition, feed, engine, directory, stage, _log, options.BatchSize) { Shard = shard };
         var limits = options.ScriptLimits;
         if (definition.Reduce is null)
             return [(new WorkerKey(name, shard), Worker(shards.FeedOf(shard), DirectoryOf(name, shard), (s, stop) => new MapStage(definition, limits with { Stop = stop }, s, options.StoreSource)))];
@@ -248,7 +247,6 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
             lock (_workers) keys = [.. _workers.Keys];
             foreach (var key in keys) await StopWorkerAsync(key);
             await shards.DisposeAsync();
-            _engine.Dispose();
         }
         finally { _gate.Release(); }
     }

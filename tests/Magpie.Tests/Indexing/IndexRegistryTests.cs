@@ -26,7 +26,8 @@ public sealed class IndexRegistryTests
         await definitions.StartAsync(CancellationToken.None);
         await definitions.PutAsync(Index, new IndexDefinition { Maps = ["map('Orders', o => ({ Customer: o.Customer }))"] }, global::Magpie.Scripting.ScriptLimits.Default);
         var options = new IndexerOptions { DataDir = dir, WorkerStopTimeout = TimeSpan.FromSeconds(1) };
-        var registry = new IndexRegistry(definitions, shards, options, NullLoggerFactory.Instance);
+        using var engine = new Magpie.Indexer.Lucene.LuceneEngine(Microsoft.Extensions.Logging.Abstractions.NullLogger.Instance);
+        var registry = new IndexRegistry(definitions, shards, options, engine, NullLoggerFactory.Instance);
         try
         {
             await registry.StartAsync(CancellationToken.None);
