@@ -1,8 +1,6 @@
 using System.Text.Json;
 using System.Text.RegularExpressions;
 using Magpie.Contracts.Indexes;
-using Magpie.Indexer.MapReduce;
-using Magpie.Indexer.Maps;
 using Magpie.Scripting;
 using Microsoft.Extensions.Hosting;
 
@@ -14,7 +12,9 @@ namespace Magpie.Indexer.Definitions;
 /// embedded, the compacted <c>magpie.indexes</c> topic in Kafka mode. Starts (reads the log) before the
 /// index registry, which is registered after it.
 /// </summary>
-public sealed partial class IndexDefinitionStore(IIndexDefinitionLog log) : IHostedService, IIndexDefinitions
+/// <param name="compile">Checks a definition's scripts (throws <see cref="ScriptSyntaxException"/>): the wiring hands in the
+/// indexer's compiler.</param>
+public sealed partial class IndexDefinitionStore(IIndexDefinitionLog log, Action<IndexDefinition, ScriptLimits> compile) : IHostedService, IIndexDefinitions
 {
     public static readonly JsonSerializerOptions Json = new(Magpie.Contracts.WireJson.Web) { WriteIndented = true };
 
@@ -36,15 +36,7 @@ public sealed partial class IndexDefinitionStore(IIndexDefinitionLog log) : IHos
         foreach (var (field, options) in definition.Fields)
             if (options.Indexing is not (IndexFieldOptions.Search or IndexFieldOptions.Exact or IndexFieldOptions.No))
                 throw new IndexDefinitionException(400, $"fields.{field}.indexing must be \"search\", \"exact\" or \"no\", got '{options.Indexing}'");
-        try
-        {
-            MapScript.Compile(definition.Maps, limits);
-            if (definition.Reduce is { } reduce)
-            {
-                ReduceScript.Compile(reduce, limits);
-                ReduceShape.Check(definition.Maps, reduce);
-            }
-        }
+        try { compile(definition, limits); }
         catch (ScriptSyntaxException e) { throw new IndexDefinitionException(400, e.Message, e.Line, e.Column, e); }
         if (definition.OutputReduceToCollection is not null) OutputCollections.Check(name, definition, Current, limits);
         await log.WriteAsync(name, definition, ct);

@@ -1,4 +1,3 @@
-using Magpie.Modules;
 using Microsoft.AspNetCore.Builder;
 using OpenTelemetry.Metrics;
 
@@ -13,9 +12,10 @@ public static class MetricsEndpoint
 {
     private static readonly string[] Framework = ["Microsoft.AspNetCore.Hosting", "Microsoft.AspNetCore.Server.Kestrel", "System.Runtime"];
 
-    public static void AddMetricsEndpoint(this WebApplicationBuilder builder, IEnumerable<IMagpieModule> modules) =>
+    /// <param name="meters">The meters of the modules this target runs.</param>
+    public static void AddMetricsEndpoint(this WebApplicationBuilder builder, IEnumerable<string> meters) =>
         builder.Services.AddOpenTelemetry().WithMetrics(metrics => metrics
-            .AddMeter([.. modules.Select(m => m.Meter).OfType<string>(), .. Framework])
+            .AddMeter([.. meters, .. Framework])
             // promtool's lint reserves a _count suffix for histograms and summaries; these runtime gauges would trip it.
             .AddView("dotnet.assembly.count", new MetricStreamConfiguration { Name = "dotnet.assemblies.loaded" })
             .AddView("dotnet.process.cpu.count", new MetricStreamConfiguration { Name = "dotnet.process.cpus" })

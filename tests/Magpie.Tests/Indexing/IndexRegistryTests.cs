@@ -22,7 +22,7 @@ public sealed class IndexRegistryTests
         var dir = Directory.CreateTempSubdirectory("magpie-registry-").FullName;
         using var stuck = new ManualResetEventSlim();
         var shards = new OwnedShards(shard => shard == 0 ? new NeverReturningFeed(stuck) : new QuietFeed()) { Owned = [0, 1] };
-        var definitions = new IndexDefinitionStore(new FileDefinitionLog(dir));
+        var definitions = new IndexDefinitionStore(new FileDefinitionLog(dir), Magpie.Indexer.MapReduce.DefinitionCompiler.Check);
         await definitions.StartAsync(CancellationToken.None);
         await definitions.PutAsync(Index, new IndexDefinition { Maps = ["map('Orders', o => ({ Customer: o.Customer }))"] }, global::Magpie.Scripting.ScriptLimits.Default);
         var options = new IndexerOptions { DataDir = dir, WorkerStopTimeout = TimeSpan.FromSeconds(1) };

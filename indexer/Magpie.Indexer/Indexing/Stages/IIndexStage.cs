@@ -36,7 +36,7 @@ public sealed record MappedBatch(FeedRead Source, List<string> Deletes, List<Ind
 }
 
 /// <summary>
-/// What an index does with its feed's batches, for the <see cref="IndexWorker"/> that reads the feed, writes Lucene
+/// What an index does with its feed's batches, for the <c>IndexWorker</c> that reads the feed, writes Lucene
 /// and commits. <see cref="Map"/> runs on the worker's map loop; <see cref="ApplyAsync"/> on its write loop, so the
 /// JavaScript maps of the next batch run while this one is reduced and written. One stage per attempt: a worker that
 /// retries after a failure makes a new one and loads it again.

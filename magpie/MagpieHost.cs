@@ -1,5 +1,6 @@
 using System.Threading.RateLimiting;
 using Magpie.Contracts;
+using Magpie.Hosting;
 using Magpie.Hosting.Health;
 using Magpie.Hosting.Metrics;
 using Magpie.Hosting.Security;
@@ -11,9 +12,9 @@ using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.RateLimiting;
 
-namespace Magpie.Hosting;
+namespace Magpie;
 
-/// <summary>Builds the process for one target: shared HTTP plumbing, then the target's modules.</summary>
+/// <summary>The composition root: builds the process for one target, the shared HTTP plumbing (<c>Hosting/</c>), then the target's modules (<c>Modules/</c>).</summary>
 public static class MagpieHost
 {
     public static WebApplicationBuilder CreateBuilder() => WebApplication.CreateBuilder(new WebApplicationOptions
@@ -70,7 +71,7 @@ public static class MagpieHost
                     .ExecuteAsync(ctx.HttpContext);
             };
         });
-        builder.AddMetricsEndpoint(modules);
+        builder.AddMetricsEndpoint(modules.Select(m => m.Meter).OfType<string>());
         builder.Services.AddHealthChecks();
         if (!settings.Embedded) builder.Services.AddKafkaReadiness(settings.Kafka!);
         foreach (var m in modules) m.AddServices(builder, settings, security);
@@ -94,6 +95,3 @@ public static class MagpieHost
         return app;
     }
 }
-
-/// <summary>A module's needs are not met (settings, data directory): the start stops with this one line.</summary>
-public sealed class ModuleUnmetException(string message) : Exception(message);
