@@ -1,3 +1,4 @@
+using Magpie.Contracts;
 using System.Diagnostics;
 using System.Threading.Channels;
 using Magpie.Contracts.Changes;
@@ -53,7 +54,7 @@ public sealed class EtlTaskRunner(string name, EtlTaskDefinition task, EtlConnec
             return;
         }
         Stats.Resumed(_position);
-        var delay = TimeSpan.FromMilliseconds(task.Reconnect.InitialDelayMs);
+        var backoff = new Backoff(TimeSpan.FromMilliseconds(task.Reconnect.InitialDelayMs), TimeSpan.FromMilliseconds(task.Reconnect.MaxDelayMs));
         while (!ct.IsCancellationRequested)
         {
             var target = CreateTarget();
@@ -62,7 +63,7 @@ public sealed class EtlTaskRunner(string name, EtlTaskDefinition task, EtlConnec
             {
                 await target.OpenAsync(_transforms.SelectMany(t => t.Script.Destinations).Distinct().ToList(), ct);
                 Stats.Running();
-                delay = TimeSpan.FromMilliseconds(task.Reconnect.InitialDelayMs);
+                backoff.Reset();
                 await PublishFromFeedAsync(target, ct);
             }
             catch (OperationCanceledException) when (ct.IsCancellationRequested) { break; }
@@ -71,6 +72,7 @@ public sealed class EtlTaskRunner(string name, EtlTaskDefinition task, EtlConnec
                 // Said before the client is let go: closing a client whose broker has just vanished can take a while itself.
                 var needsUser = e is EtlTargetException { NeedsUser: true };
                 var state = needsUser ? EtlTaskState.Failed : EtlTaskState.Reconnecting;
+                var delay = backoff.Next();
                 nextAttempt = DateTimeOffset.UtcNow + delay;
                 Stats.Interrupted(state, e.Message, nextAttempt.Value);
                 log.LogWarning("ETL task {Task}: {Error}; retrying in {Delay} s", name, e.Message, delay.TotalSeconds);
@@ -81,7 +83,6 @@ public sealed class EtlTaskRunner(string name, EtlTaskDefinition task, EtlConnec
             var wait = due - DateTimeOffset.UtcNow;
             if (wait > TimeSpan.Zero)
                 try { await Task.Delay(wait, ct); } catch (OperationCanceledException) { break; }
-            delay = TimeSpan.FromMilliseconds(Math.Min(delay.TotalMilliseconds * 2, task.Reconnect.MaxDelayMs));
         }
     }
 

@@ -1,3 +1,4 @@
+using Magpie.Contracts;
 using System.Diagnostics;
 using System.Text.Json;
 using System.Threading.Channels;
@@ -163,7 +164,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
 
     private async Task RunAsync(CancellationToken ct)
     {
-        var delay = TimeSpan.FromSeconds(1);
+        var backoff = Backoff.Default();
         while (!ct.IsCancellationRequested)
         {
             IIndexStage? stage = null;
@@ -199,13 +200,13 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
             catch (Exception e)
             {
                 Status.Failed(e.Message);
+                var delay = backoff.Next();
                 log.LogWarning("index {Index}: {Error}; retrying in {Delay} s", name, e.Message, delay.TotalSeconds);
                 // The next attempt resumes from the last commit, state and position together: what this one wrote since is rolled
                 // back. Reusing the open index would load the stage's state from the last refreshed reader, which may be behind the
                 // commit's position (a backlog refreshes once a second) — the map stage would then miss what it already published.
                 CloseIndex();
                 try { await Task.Delay(delay, ct); } catch (OperationCanceledException) { break; }
-                delay = TimeSpan.FromSeconds(Math.Min(delay.TotalSeconds * 2, 30));
             }
             finally { (stage as IDisposable)?.Dispose(); }
         }

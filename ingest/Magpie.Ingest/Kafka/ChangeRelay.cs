@@ -69,7 +69,7 @@ public sealed class ChangeRelay(ChangeLogTail tail, ChangeLogReaders readers, In
         // What Kafka confirmed is what the relay resumes from: the change log keeps everything after it.
         _durableAddress = _position.Load()?.Address ?? 0;
         using var tracked = readers.Track("kafka relay", () => Interlocked.Read(ref _durableAddress));
-        var backoff = TimeSpan.FromSeconds(1);
+        var backoff = Backoff.Default();
         while (!stoppingToken.IsCancellationRequested)
         {
             var published = Interlocked.Read(ref _published);
@@ -80,10 +80,10 @@ public sealed class ChangeRelay(ChangeLogTail tail, ChangeLogReaders readers, In
             catch (OperationCanceledException) when (stoppingToken.IsCancellationRequested) { }
             catch (Exception e)
             {
-                if (Interlocked.Read(ref _published) != published) backoff = TimeSpan.FromSeconds(1);   // it got somewhere before failing
-                logger.LogWarning("change relay stopped ({Error}); resuming from the last confirmed position in {Delay}", e.Message, backoff);
-                await Task.Delay(backoff, stoppingToken).ContinueWith(_ => { });
-                backoff = TimeSpan.FromTicks(Math.Min(backoff.Ticks * 2, TimeSpan.FromSeconds(30).Ticks));
+                if (Interlocked.Read(ref _published) != published) backoff.Reset();   // it got somewhere before failing
+                var delay = backoff.Next();
+                logger.LogWarning("change relay stopped ({Error}); resuming from the last confirmed position in {Delay}", e.Message, delay);
+                await Task.Delay(delay, stoppingToken).ContinueWith(_ => { });
             }
         }
     }

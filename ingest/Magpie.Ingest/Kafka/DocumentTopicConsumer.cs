@@ -33,7 +33,7 @@ public sealed class DocumentTopicConsumer(DocumentStore store, IngestOptions opt
 
     private void Loop(CancellationToken stoppingToken)
     {
-        var backoff = TimeSpan.FromSeconds(1);
+        var backoff = Backoff.Default();
         while (!stoppingToken.IsCancellationRequested)
         {
             try
@@ -43,9 +43,9 @@ public sealed class DocumentTopicConsumer(DocumentStore store, IngestOptions opt
             catch (OperationCanceledException) when (stoppingToken.IsCancellationRequested) { }
             catch (Exception e)
             {
-                logger.LogWarning("input topic consumer stopped ({Error}); uncommitted messages will be re-read, restarting in {Delay}", e.Message, backoff);
-                stoppingToken.WaitHandle.WaitOne(backoff);
-                backoff = TimeSpan.FromTicks(Math.Min(backoff.Ticks * 2, TimeSpan.FromSeconds(30).Ticks));
+                var delay = backoff.Next();
+                logger.LogWarning("input topic consumer stopped ({Error}); uncommitted messages will be re-read, restarting in {Delay}", e.Message, delay);
+                stoppingToken.WaitHandle.WaitOne(delay);
             }
         }
     }

@@ -170,7 +170,7 @@ public sealed class SubscriptionWorker(HttpClient http, SubscriptionWorkerOption
     /// <summary>Runs <paramref name="call"/> until it succeeds: unreachable server, timeouts and 5xx back off and retry; 4xx end the run.</summary>
     private async Task<T> RetryingAsync<T>(Func<CancellationToken, Task<T>> call, CancellationToken ct)
     {
-        var delay = options.RetryDelay;
+        var backoff = new Backoff(options.RetryDelay, options.MaxRetryDelay);
         while (true)
         {
             try { return await call(ct); }
@@ -178,8 +178,7 @@ public sealed class SubscriptionWorker(HttpClient http, SubscriptionWorkerOption
                                       || e is TaskCanceledException && !ct.IsCancellationRequested)
             {
                 OnRetry?.Invoke(e);
-                await Task.Delay(delay, ct);
-                delay = TimeSpan.FromTicks(Math.Min(delay.Ticks * 2, options.MaxRetryDelay.Ticks));
+                await Task.Delay(backoff.Next(), ct);
             }
         }
     }
