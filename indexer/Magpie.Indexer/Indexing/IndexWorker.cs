@@ -265,7 +265,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
                 // stage runs a batch ahead of the writes whenever writes arrive in bursts (a bulk request), caught up or not. And
                 // only when its changes are older than a backlog refresh already: a hiccup of a few hundred milliseconds (a large
                 // merge after a load) also fills batches, and taken for a backlog its writes wait up to a whole second to be
-                // searchable (p99 1.1–1.7 s in a build that refreshed in line and so fell behind more often, 2026-11-27).
+                // searchable (p99 1.1–1.7 s in a build that refreshed in line and so fell behind more often).
                 var behind = more && batch.Source.Count >= batchSize && Late(batch.Source);
                 writing = Task.Run(() => WriteAsync(index, applied, moreWaiting: more, behind, mapped.Reader, attempt.Token), attempt.Token);
             }

@@ -48,7 +48,7 @@ internal sealed class IndexDirectory(DirectoryInfo path) : NIOFSDirectory(path)
     /// <summary>
     /// Files deleted but not yet unlinked. Lucene.Net 4.8 deletes the files a commit no longer needs inside
     /// <c>IndexWriter.FinishCommit</c>, holding the writer's lock, which every refresh needs: 100–440 ms of unlinks (120–370 files
-    /// at ~1 ms each here) held each refresh behind every commit, the freshness tail (2026-11-26 trace). Lucene never writes a name
+    /// at ~1 ms each here) held each refresh behind every commit, the freshness tail (a trace showed it). Lucene never writes a name
     /// twice, so a file that is gone for Lucene can be unlinked a moment later on a task of its own, as long as this directory
     /// answers as if it were gone already.
     /// </summary>

@@ -35,7 +35,7 @@ public static class DocumentJson
     /// <see cref="ValidateObject"/> for a document a parser has already read whole as a well-formed JSON object within
     /// <paramref name="maxDepth"/> (<see cref="WriteCommand.ParsedDepth"/>): only its text is left to check, in two vectorised scans
     /// (valid UTF-8; <c>\u</c> escapes that pair their surrogates) instead of a reader's pass over every string, which was a seventh of
-    /// the bulk write path's CPU (2026-11-27). A document either scan doubts gets the full check, which says where.
+    /// the bulk write path's CPU in a profile. A document either scan doubts gets the full check, which says where.
     /// </summary>
     public static string? ValidateParsedObject(ReadOnlySpan<byte> json, int maxDepth = DefaultMaxDepth) =>
         Utf8.IsValid(json) && !HasLoneSurrogateEscape(json) ? null : ValidateObject(json, maxDepth);
