@@ -9,8 +9,14 @@ public static class RunCommand
 {
     public static Command Create()
     {
-        var target = new Option<string?>("--target", "-t") { Description = "Modules to run: all (default), ingest, indexer, query, sinks" };
-        target.AcceptOnlyFromAmong(Targets.Names);
+        var target = new Option<string?>("--target", "-t") { Description = "Modules to run: all (default), ingest, indexer, query, sinks, or modules with ingest joined by commas (ingest,sinks)" };
+        target.Validators.Add(result =>
+        {
+            if (result.GetValueOrDefault<string?>() is not { } value) return;
+            try { Targets.Parse(value); }
+            catch (ArgumentException e) { result.AddError(e.Message); }
+        });
+        var listTargets = new Option<bool>("--list-targets") { Description = "Print each target, its modules and what it needs, then exit" };
         var dataDir = new Option<string?>("--data-dir") { Description = "Data directory (default ./data)" };
         var httpPort = new Option<int?>("--http-port") { Description = "HTTP port (default 8080)" };
         var kafka = new Option<string?>("--kafka") { Description = "Kafka bootstrap servers; absent = embedded, no Kafka" };
@@ -19,9 +25,15 @@ public static class RunCommand
         var bind = new Option<string?>("--bind") { Description = "Address to listen on: localhost (default), an IP, or * (needs an API key, or --unsecured)" };
         var unsecured = new Option<bool>("--unsecured") { Description = "Listen beyond loopback with no API key: anyone who reaches the port may do anything" };
 
-        var command = new Command("run", "Run Magpie (embedded by default)") { target, dataDir, httpPort, kafka, pgPort, bind, unsecured };
+        var command = new Command("run", "Run Magpie (embedded by default)") { target, dataDir, httpPort, kafka, pgPort, bind, unsecured, listTargets };
         command.SetAction(async (parse, ct) =>
         {
+            if (parse.GetValue(listTargets))
+            {
+                foreach (var (name, needs) in Targets.Described)
+                    Console.WriteLine($"{name,-10} modules: {(name.Contains('…') ? "ingest and any of " + string.Join(", ", Targets.Modules.Skip(1)) : string.Join(", ", Targets.Parse(name))),-36} needs: {needs}");
+                return 0;
+            }
             var builder = MagpieHost.CreateBuilder();
             var settings = MagpieHost.ReadSettings(builder);
             if (parse.GetValue(target) is { } t) settings.Target = t;

@@ -38,7 +38,8 @@ public sealed class HostSecurity
     public string Scheme => Certificate is null ? "http" : "https";
 
     /// <exception cref="ModuleUnmetException">a setting that can't be used: one line, and the start stops.</exception>
-    public static HostSecurity From(MagpieSettings s)
+    /// <param name="callsIndexers">The target's modules call indexer processes over HTTP (a query or an ingest without its indexer, Kafka mode).</param>
+    public static HostSecurity From(MagpieSettings s, bool callsIndexers)
     {
         var keys = Unmet(() => new ApiKeyStore(s.KeysFile ?? ApiKeyStore.DefaultPath(Path.GetFullPath(s.DataDir))), "the API key file");
         var certificate = s.Tls.Certificate is { } cert
@@ -50,7 +51,7 @@ public sealed class HostSecurity
             throw new ModuleUnmetException($"refusing to listen on {s.BindAddress} with no API key: anyone who reaches it could read, write and run scripts. " +
                 $"Create a key first (magpie keys create --role admin --data-dir {s.DataDir}), or pass --unsecured to accept that");
         // Calls between processes carry a key once keys are checked (query → indexers, ingest → indexers when asked to wait).
-        if (!s.Embedded && s.Target is "query" or "ingest" && (keys.Any || security.KeysRequiredWithoutKeys) && serviceKey is null)
+        if (callsIndexers && (keys.Any || security.KeysRequiredWithoutKeys) && serviceKey is null)
             throw new ModuleUnmetException("API keys are on, and this process calls the indexers: give it a key for that " +
                 "(Magpie:ServiceKeyFile, or MAGPIE__SERVICEKEY; a key with the read role is enough)");
         return security;
