@@ -21,7 +21,34 @@ public sealed record RangeFacetSpec(IReadOnlyList<SearchQuery> Ranges, IReadOnly
 /// reported as the bucket's start minus the origin, divided by <paramref name="Unit"/> (ticks → epoch seconds: origin = the
 /// Unix epoch's ticks, unit = ticks per second), as a <see cref="FacetBucket.Number"/>.
 /// </summary>
-public sealed record HistogramFacetSpec(string Field, long Interval, long Origin, long Unit, IReadOnlyList<string> AggregateFields) : FacetSpec(AggregateFields);
+/// <remarks><paramref name="Calendar"/> (<c>year</c>, <c>month</c>, <c>week</c>, <c>day</c>, <c>hour</c>, <c>minute</c>): buckets are calendar
+/// units in UTC, as PostgreSQL's <c>date_trunc</c> makes them (a week starts on Monday), and <paramref name="Interval"/> is not used.</remarks>
+public sealed record HistogramFacetSpec(string Field, long Interval, long Origin, long Unit, IReadOnlyList<string> AggregateFields, string? Calendar = null)
+    : FacetSpec(AggregateFields)
+{
+    public static readonly IReadOnlyList<string> CalendarUnits = ["year", "month", "week", "day", "hour", "minute"];
+
+    /// <summary>The bucket <paramref name="ticks"/> (a UTC date's .NET ticks) falls in: its start, in ticks.</summary>
+    public long BucketStart(long ticks)
+    {
+        if (Calendar is null)
+        {
+            var bucket = Math.DivRem(ticks - Origin, Interval) is var (q, r) && r < 0 ? q - 1 : q;   // floor
+            return Origin + bucket * Interval;
+        }
+        var d = new DateTime(ticks, DateTimeKind.Utc);
+        return Calendar switch
+        {
+            "year" => new DateTime(d.Year, 1, 1).Ticks,
+            "month" => new DateTime(d.Year, d.Month, 1).Ticks,
+            "week" => d.Date.AddDays(-(((int)d.DayOfWeek + 6) % 7)).Ticks,
+            "day" => d.Date.Ticks,
+            "hour" => ticks - ticks % TimeSpan.TicksPerHour,
+            "minute" => ticks - ticks % TimeSpan.TicksPerMinute,
+            _ => throw new ArgumentException($"unknown calendar unit '{Calendar}'"),
+        };
+    }
+}
 
 /// <summary>The values of one aggregated field in a bucket: how many, their sum, min and max (mergeable across shards).</summary>
 public sealed record FieldTotals(long N, double Sum,

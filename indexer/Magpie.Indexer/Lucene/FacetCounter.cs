@@ -49,6 +49,7 @@ internal sealed class FacetCounter : ICollector
         public double[][][] Sum = [], Min = [], Max = [];
         public FixedBitSet[] Ranges = [];
         public FacetColumns.Column[] Aggregates = [];
+        public bool[] AggregatesDates = [];   // [field] → a date field (@ticks): its values are aggregated as epoch seconds
     }
 
     private readonly FacetColumns _columns;
@@ -93,6 +94,7 @@ internal sealed class FacetCounter : ICollector
             var spec = _specs[i];
             var s = _segment[i];
             s.Aggregates = [.. spec.AggregateFields.Select(f => _columns.Numbers(_index, reader, f))];
+            s.AggregatesDates = [.. spec.AggregateFields.Select(f => f.EndsWith(Contracts.Indexes.EntryFields.Ticks, StringComparison.Ordinal))];
             switch (spec)
             {
                 case RangeFacetSpec r:
@@ -128,7 +130,7 @@ internal sealed class FacetCounter : ICollector
         {
             var s = segments[i];
             var fields = s.Aggregates.Length;
-            for (var a = 0; a < fields; a++) Aggregate(s.Aggregates[a], doc, a);
+            for (var a = 0; a < fields; a++) Aggregate(s.Aggregates[a], doc, a, s.AggregatesDates[a]);
             if (_isRange[i])
             {
                 var ranges = s.Ranges;
@@ -190,11 +192,11 @@ internal sealed class FacetCounter : ICollector
         long? current = null;
         for (var ord = 0; ord < slotOf.Length; ord++)
         {
-            var bucket = Math.DivRem(column.Numbers![ord] - h.Origin, h.Interval) is var (q, r) && r < 0 ? q - 1 : q;   // floor
-            if (bucket != current)
+            var start = h.BucketStart(column.Numbers![ord]);
+            if (start != current)
             {
-                values.Add((double)(bucket * h.Interval / h.Unit));
-                current = bucket;
+                values.Add((double)(start - h.Origin) / h.Unit);
+                current = start;
             }
             slotOf[ord] = values.Count - 1;
         }
@@ -208,8 +210,9 @@ internal sealed class FacetCounter : ICollector
             if (_n[a] > 0) totals.Add(_n[a], _sum[a], _min[a], _max[a], a);
     }
 
-    /// <summary>This document's values of aggregated field <paramref name="a"/> (double fields: their sortable longs decoded).</summary>
-    private void Aggregate(FacetColumns.Column c, int doc, int a)
+    /// <summary>This document's values of aggregated field <paramref name="a"/> (double fields: their sortable longs decoded; dates,
+    /// <paramref name="dates"/>: their ticks as epoch seconds, which a double holds to well under a microsecond).</summary>
+    private void Aggregate(FacetColumns.Column c, int doc, int a, bool dates)
     {
         _n[a] = 0;
         int from, to;
@@ -222,7 +225,8 @@ internal sealed class FacetCounter : ICollector
         double sum = 0, min = double.PositiveInfinity, max = double.NegativeInfinity;
         for (var k = from; k < to; k++)
         {
-            var v = NumericUtils.SortableInt64ToDouble(c.Numbers![c.Ords[k]]);
+            var raw = c.Numbers![c.Ords[k]];
+            var v = dates ? (raw - DateTime.UnixEpoch.Ticks) / (double)TimeSpan.TicksPerSecond : NumericUtils.SortableInt64ToDouble(raw);
             sum += v;
             min = Math.Min(min, v);
             max = Math.Max(max, v);

@@ -1,3 +1,4 @@
+using Magpie.Contracts.Search;
 using System.Text.Json;
 using Magpie.Query.Rql;
 
@@ -52,7 +53,14 @@ public static class FacetJson
                     throw Bad("\"interval\" (seconds, a whole number > 0) buckets the dates of \"field\"");
                 interval = seconds;
             }
-            result.Add(new RqlFacet(name, field, ranges, aggregations, Options(f, Bad)) { IntervalSeconds = interval });
+            string? calendar = null;
+            if (f.TryGetProperty("calendar", out var ce))
+            {
+                if (field is null || interval is not null || ce.ValueKind != JsonValueKind.String || !HistogramFacetSpec.CalendarUnits.Contains(ce.GetString()!))
+                    throw Bad($"\"calendar\" ({string.Join(", ", HistogramFacetSpec.CalendarUnits)}) buckets the dates of \"field\", instead of \"interval\"");
+                calendar = ce.GetString();
+            }
+            result.Add(new RqlFacet(name, field, ranges, aggregations, Options(f, Bad)) { IntervalSeconds = interval, Calendar = calendar });
         }
         return result;
     }

@@ -18,9 +18,12 @@ public static class FacetPlan
         var planner = new QueryPlanner(definition, parameters);
         return facets.Select(f =>
         {
-            IReadOnlyList<string> aggregates = [.. f.Aggregations.Select(a => a.Field + EntryFields.Number).Distinct()];
+            // A date field's values (its @ticks, as the SQL runner names them for min/max of a timestamp) are aggregated as epoch seconds.
+            IReadOnlyList<string> aggregates = [.. f.Aggregations.Select(a => a.Field.EndsWith(EntryFields.Ticks, StringComparison.Ordinal) ? a.Field : a.Field + EntryFields.Number).Distinct()];
             if (f.Field is { } dates && f.IntervalSeconds is { } seconds)
                 return new HistogramFacetSpec(dates + EntryFields.Ticks, seconds * TimeSpan.TicksPerSecond, DateTime.UnixEpoch.Ticks, TimeSpan.TicksPerSecond, aggregates);
+            if (f.Field is { } calendarDates && f.Calendar is { } unit)
+                return new HistogramFacetSpec(calendarDates + EntryFields.Ticks, 1, DateTime.UnixEpoch.Ticks, TimeSpan.TicksPerSecond, aggregates, unit);
             if (f.Field is { } field)
             {
                 var search = definition.FieldOptions(field).Indexing == IndexFieldOptions.Search;

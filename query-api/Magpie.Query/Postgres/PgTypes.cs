@@ -28,7 +28,8 @@ public static class PgValues
         PgType.Bool => Convert.ToBoolean(value, CultureInfo.InvariantCulture) ? "t" : "f",
         PgType.Int8 or PgType.Int4 => Convert.ToInt64(value, CultureInfo.InvariantCulture).ToString(CultureInfo.InvariantCulture),
         PgType.Float8 => Double(Convert.ToDouble(value, CultureInfo.InvariantCulture)),
-        PgType.TimestampTz => ((DateTime)value).ToUniversalTime().ToString("yyyy-MM-dd HH:mm:ss.ffffff", CultureInfo.InvariantCulture) + "+00",
+        // As PostgreSQL prints it: the fraction without trailing zeros, none at all on a whole second.
+        PgType.TimestampTz => ((DateTime)value).ToUniversalTime().ToString("yyyy-MM-dd HH:mm:ss.FFFFFF", CultureInfo.InvariantCulture) + "+00",
         _ => value as string ?? Convert.ToString(value, CultureInfo.InvariantCulture) ?? "",
     });
 

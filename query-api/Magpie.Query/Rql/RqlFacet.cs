@@ -9,6 +9,9 @@ public sealed record RqlFacet(string Name, string? Field, IReadOnlyList<RqlRange
 {
     /// <summary>A date histogram: <see cref="Field"/>'s ISO dates counted per bucket of this many seconds (values: the bucket's start, epoch seconds).</summary>
     public long? IntervalSeconds { get; init; }
+
+    /// <summary>A date histogram by calendar unit (<c>year</c>, <c>month</c>, <c>week</c>, <c>day</c>, <c>hour</c>, <c>minute</c>, UTC), as PostgreSQL's <c>date_trunc</c> buckets.</summary>
+    public string? Calendar { get; init; }
 }
 
 /// <summary>One range of a range facet: the condition as written (its label in the answer), and parsed.</summary>

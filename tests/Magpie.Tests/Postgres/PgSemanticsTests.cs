@@ -36,7 +36,18 @@ public sealed partial class PgSemanticsTests(PgSampleFixture fx) : IClassFixture
         $"""SELECT count(*) FROM {Table} WHERE "PostTypeId" IN (1, '2')""",
         $"""SELECT "PostTypeId", count(*) FROM {Table} WHERE "Title" IS NULL GROUP BY 1 ORDER BY 1""",
         $"""SELECT "PostTypeId", count(*), sum("Score") FROM {Table} WHERE NOT ("Score" BETWEEN 0 AND 2) GROUP BY 1 ORDER BY 1""",
+        // Grafana users' time buckets and date ranges: date_trunc by calendar unit, min and max of a timestamp.
+        $"""SELECT date_trunc('year', "CreationDate") AS y, count(*) FROM {Table} GROUP BY 1 ORDER BY 1""",
+        $"""SELECT date_trunc('month', "CreationDate"), count(*), avg("Score") FROM {Table} WHERE "CreationDate" >= '2014-01-01' GROUP BY 1 ORDER BY 1""",
+        $"""SELECT date_trunc('week', "CreationDate") AS w, count(*) FROM {Table} WHERE "CreationDate" < '2012-01-01' GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 5""",
+        $"""SELECT date_trunc('day', "CreationDate") AS d, max("Score") FROM {Table} GROUP BY 1 ORDER BY 1 DESC LIMIT 5""",
+        $"""SELECT date_trunc('hour', "CreationDate") AS h, count(*) FROM {Table} GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 3""",
+        $"""SELECT min("CreationDate"), max("CreationDate"), count("CreationDate") FROM {Table}""",
+        $"""SELECT "PostTypeId", min("CreationDate"), max("CreationDate") FROM {Table} GROUP BY 1 ORDER BY 1""",
+        $"""SELECT "CreationDate" FROM {Table} WHERE "Score" > 30 ORDER BY 1 LIMIT 3""",
         // Refused by both, with the same SQLSTATE.
+        $"""SELECT date_trunc('fortnight', "CreationDate"), count(*) FROM {Table} GROUP BY 1""",
+        $"""SELECT sum("CreationDate") FROM {Table}""",
         $"""SELECT count(*) FROM {Table} WHERE "CreationDate" > 5""",
         $"""SELECT count(*) FROM {Table} WHERE "Score" > 'abc'""",
         $"""SELECT count(*) FROM {Table} WHERE "Title" = 5""",

@@ -95,10 +95,19 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
         SqlExpr? key = select.GroupBy.Count == 0 ? null : ItemFor(select.GroupBy[0], select) ?? select.GroupBy[0];
         string? keyField = null;
         long? interval = null;
+        string? calendar = null;
         switch (key)
         {
             case null: break;
             case SqlColumn c: keyField = field(c.Name); break;
+            case SqlCall { Name: "date_trunc", Args: [SqlLiteral { Value: string unit }, SqlColumn t] }:
+                keyField = field(t.Name);
+                if (typeOf(keyField) != PgType.TimestampTz)
+                    throw new PgException("42883", $"function date_trunc(unknown, {SqlToRql.TypeName(typeOf(keyField))}) does not exist");
+                calendar = unit.Trim().ToLowerInvariant();
+                if (!HistogramFacetSpec.CalendarUnits.Contains(calendar))
+                    throw new PgException("22023", $"unit \"{SqlText.Shorten(unit)}\" not recognized for type timestamp with time zone (Magpie buckets by {string.Join(", ", HistogramFacetSpec.CalendarUnits)})");
+                break;
             case SqlBinary { Op: "*", Left: SqlCall { Name: "floor", Args: [SqlBinary { Op: "/", Left: SqlExtractEpoch { Of: SqlColumn t }, Right: SqlLiteral { Value: double n } }] }, Right: SqlLiteral { Value: double m } }
                 when n == m && n >= 1 && n == Math.Floor(n):
                 keyField = field(t.Name);
@@ -109,21 +118,29 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
         }
 
         var aggregated = new List<string>();
-        int Aggregated(string f)
+        // A timestamp column is aggregated over its dates (@ticks, as epoch seconds): count, min and max, as PostgreSQL has them.
+        int Aggregated(string f, string fn)
         {
-            if (typeOf(f) != PgType.Float8) throw new PgException(PgException.FeatureNotSupported, $"column \"{f}\" is not numeric: sum/avg/min/max/count(column) take numbers");
-            if (!aggregated.Contains(f)) aggregated.Add(f);
-            return aggregated.IndexOf(f);
+            var type = typeOf(f);
+            if (type == PgType.TimestampTz && fn is "sum" or "avg")
+                throw new PgException("42883", $"function {fn}(timestamp with time zone) does not exist");
+            if (type is not (PgType.Float8 or PgType.TimestampTz))
+                throw new PgException(PgException.FeatureNotSupported, $"column \"{f}\" is not numeric: sum/avg/min/max/count(column) take numbers (min/max/count also dates)");
+            var name = type == PgType.TimestampTz ? f + EntryFields.Ticks : f;
+            if (!aggregated.Contains(name)) aggregated.Add(name);
+            return aggregated.IndexOf(name);
         }
-        var keyType = interval is not null ? PgType.Float8 : keyField is null ? PgType.Text : typeOf(keyField) == PgType.Float8 ? PgType.Float8 : PgType.Text;
+        var keyType = calendar is not null ? PgType.TimestampTz : interval is not null ? PgType.Float8
+            : keyField is null ? PgType.Text : typeOf(keyField) == PgType.Float8 ? PgType.Float8 : PgType.Text;
         var outputs = new List<Output>();
         foreach (var item in select.Items)
         {
             var e = item.Expr;
             if (key is not null && Same(e, key))
             {
-                outputs.Add(new Output(item.Alias ?? (e is SqlColumn c ? c.Name : "?column?"), keyType,
-                    b => b.Number is { } num ? num : b.Text == EntryFields.NullValue ? null : b.Text, e));
+                outputs.Add(new Output(item.Alias ?? (e is SqlColumn c ? c.Name : e is SqlCall { Name: var call } ? call : "?column?"), keyType,
+                    calendar is not null ? b => b.Number is { } start ? EpochSeconds(start) : null
+                    : b => b.Number is { } num ? num : b.Text == EntryFields.NullValue ? null : b.Text, e));
                 continue;
             }
             if (e is not SqlCall { Name: var fn, Args: [var arg] } || !Aggregates.Contains(fn))
@@ -131,12 +148,15 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
             var name = item.Alias ?? fn;
             if (fn == "count" && arg is SqlStar) { outputs.Add(new Output(name, PgType.Int8, b => b.Count, e)); continue; }
             if (arg is not SqlColumn col) throw new PgException(PgException.FeatureNotSupported, $"{fn}() takes a column here");
-            var at = Aggregated(field(col.Name));
+            var at = Aggregated(field(col.Name), fn);
+            var dates = typeOf(field(col.Name)) == PgType.TimestampTz;
             outputs.Add(fn switch
             {
                 "count" => new Output(name, PgType.Int8, b => b.Fields[at].N, e),
                 "sum" => new Output(name, PgType.Float8, b => b.Fields[at].N > 0 ? b.Fields[at].Sum : null, e),
                 "avg" => new Output(name, PgType.Float8, b => b.Fields[at].N > 0 ? b.Fields[at].Sum / b.Fields[at].N : null, e),
+                "min" when dates => new Output(name, PgType.TimestampTz, b => b.Fields[at].N > 0 ? EpochSeconds(b.Fields[at].Min) : null, e),
+                "max" when dates => new Output(name, PgType.TimestampTz, b => b.Fields[at].N > 0 ? EpochSeconds(b.Fields[at].Max) : null, e),
                 "min" => new Output(name, PgType.Float8, b => b.Fields[at].N > 0 ? b.Fields[at].Min : null, e),
                 _ => new Output(name, PgType.Float8, b => b.Fields[at].N > 0 ? b.Fields[at].Max : null, e),
             });
@@ -145,6 +165,7 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
         var facet = new Dictionary<string, object> { ["name"] = "sql", ["sum"] = aggregated };
         if (keyField is not null) facet["field"] = keyField;
         if (interval is { } seconds) facet["interval"] = seconds;
+        if (calendar is not null) facet["calendar"] = calendar;
         var request = new CoordinatorRequest { Query = from, Facets = [JsonSerializer.SerializeToElement(facet)], FacetsOnly = true };
         ShardPage page;
         try { page = await coordinator.PageAsync(request, LocalShardOwner.Parse(from, null, request.Facets, facetsOnly: true), 1, 0, null, false, ct); }
@@ -185,6 +206,10 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
         return same >= 0 ? same : throw new PgException(PgException.FeatureNotSupported, "ORDER BY over groups takes output columns, aliases or positions");
     }
 
+    /// <summary>A date the facet engine gave as epoch seconds, to the microsecond PostgreSQL keeps.</summary>
+    private static DateTime EpochSeconds(double seconds) =>
+        DateTime.UnixEpoch.AddTicks((long)Math.Round(seconds * 1_000_000) * 10);
+
     private static int Compare(object? a, object? b) => (a, b) switch
     {
         (null, null) => 0,
@@ -192,6 +217,7 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
         (_, null) => -1,
         (double x, double y) => x.CompareTo(y),
         (long x, long y) => x.CompareTo(y),
+        (DateTime x, DateTime y) => x.CompareTo(y),
         _ => string.CompareOrdinal(Convert.ToString(a, System.Globalization.CultureInfo.InvariantCulture), Convert.ToString(b, System.Globalization.CultureInfo.InvariantCulture)),
     };
 

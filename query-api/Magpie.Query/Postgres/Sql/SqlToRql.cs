@@ -117,7 +117,7 @@ public sealed class SqlToRql(Func<string, string> field, Func<string, PgType> ty
     private static PgException NoOperator(PgType column, string literal, string op) => new(PgException.UndefinedFunction,
         $"operator does not exist: {TypeName(column)} {op} {literal} (compare a {TypeName(column)} column with a {(column == PgType.TimestampTz ? "timestamp such as '2012-01-01T00:00:00Z'" : "quoted string")})");
 
-    private static string TypeName(PgType type) => type switch
+    internal static string TypeName(PgType type) => type switch
     {
         PgType.Float8 => "double precision", PgType.Int4 => "integer", PgType.Int8 => "bigint",
         PgType.TimestampTz => "timestamp with time zone", PgType.Bool => "boolean", PgType.Json => "json", _ => "text",
