@@ -19,15 +19,16 @@ public sealed class ReadmeExampleTests(RabbitMqFixture rabbit) : IClassFixture<R
         string Page(string path) => File.ReadAllText(Path.Combine(RepoPaths.Root, path));
         var tour = ReadmeExamples.Commands(Page("README.md"), "A five-minute tour");
         var etl = ReadmeExamples.Commands(Page("docs/ETL.md"), null);
-        var indexes = ReadmeExamples.Commands(Page("docs/INDEXES-AND-QUERIES.md"), null);
+        var indexes = ReadmeExamples.Commands(Page("docs/INDEXES.md"), null).Concat(ReadmeExamples.Commands(Page("docs/QUERIES.md"), null)).ToList();
         var postgres = ReadmeExamples.Commands(Page("docs/POSTGRESQL.md"), null);
+        var pages = new[] { "docs/HTTP-API.md", "docs/OPERATIONS.md" }.SelectMany(p => ReadmeExamples.Commands(Page(p), null)).ToList();
         Assert.True(tour.Count >= 12 && etl.Count >= 3 && indexes.Count >= 3 && postgres.Count >= 5, "the example blocks moved: update this test's pages and headings");
 
         await using var magpie = await MagpieProcess.StartAsync();
         var curlHome = Directory.CreateTempSubdirectory("magpie-curlrc-").FullName;
         // Every curl also prints its status on a last line (and fails loudly on a connection error).
         await File.WriteAllTextAsync(Path.Combine(curlHome, ".curlrc"), "-sS\n-w \"\\n%{http_code}\"\n");
-        foreach (var command in tour.Concat(etl).Concat(indexes).Concat(postgres))
+        foreach (var command in tour.Concat(etl).Concat(indexes).Concat(postgres).Concat(pages))
         {
             var runnable = command
                 .Replace("localhost:8080", $"127.0.0.1:{magpie.Port}").Replace("localhost:8082", $"127.0.0.1:{magpie.Port}")
