@@ -4,7 +4,6 @@ using Magpie.Hosting.Health;
 using Magpie.Indexer;
 using Magpie.Indexer.Indexing;
 using Magpie.Query;
-using Magpie.Query.Postgres;
 using Microsoft.AspNetCore.Builder;
 
 namespace Magpie.Modules;

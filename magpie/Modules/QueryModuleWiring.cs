@@ -1,8 +1,6 @@
 using Magpie.Hosting;
 using Magpie.Hosting.Security;
-using Magpie.Hosting.Health;
 using Magpie.Indexer;
-using Magpie.Indexer.Indexing;
 using Magpie.Query;
 using Magpie.Query.Postgres;
 using Microsoft.AspNetCore.Builder;

@@ -13,20 +13,26 @@ namespace Magpie.Tests.Postgres;
 /// </summary>
 public sealed class PgConnectionControlTests
 {
-    [Fact]
-    public async Task Tls_cancel_requests_statement_timeouts_and_the_connection_limit_behave_like_postgresql()
+    /// <summary>A Magpie with the deployment's one certificate (Magpie:Tls, PEM: HTTPS and the PostgreSQL endpoint alike), a
+    /// read key named grafana, and <paramref name="settings"/>; and a connection string for it.</summary>
+    private static async Task<(MagpieProcess Magpie, TestCertificate Certificate, string Secret, Func<string, string> Connection)> StartAsync(params (string Name, string Value)[] settings)
     {
-        // The deployment's one certificate (Magpie:Tls, PEM) serves HTTPS and the PostgreSQL endpoint alike.
         var certificate = TestCertificate.Create();
         var dataDir = Directory.CreateTempSubdirectory("magpie-pg-tls-").FullName;
         var secret = await TestKeys.CreateAsync(dataDir, "read", "grafana");
         var environment = certificate.Environment();
-        environment["MAGPIE__PG__STATEMENTTIMEOUTSECONDS"] = "2";
-        environment["MAGPIE__PG__MAXCONNECTIONS"] = "3";
-        environment["MAGPIE__PG__STARTUPTIMEOUTSECONDS"] = "2";
-        await using var magpie = await MagpieProcess.StartAsync(dataDir: dataDir, environment: environment);
-        string Connection(string sslMode) =>
-            $"Host=127.0.0.1;Port={magpie.PgPort};Username=grafana;Password={secret};Database=magpie;Pooling=false;SSL Mode={sslMode};Server Compatibility Mode=NoTypeLoading";
+        foreach (var (name, value) in settings) environment[name] = value;
+        var magpie = await MagpieProcess.StartAsync(dataDir: dataDir, environment: environment);
+        return (magpie, certificate, secret, sslMode =>
+            $"Host=127.0.0.1;Port={magpie.PgPort};Username=grafana;Password={secret};Database=magpie;Pooling=false;SSL Mode={sslMode};Server Compatibility Mode=NoTypeLoading;Timeout=5");
+    }
+
+    [Fact]
+    public async Task Tls_cancel_requests_statement_timeouts_and_the_connection_limit_behave_like_postgresql()
+    {
+        var (started, certificate, secret, Connection) = await StartAsync(("MAGPIE__PG__STATEMENTTIMEOUTSECONDS", "2"), ("MAGPIE__PG__MAXCONNECTIONS", "3"),
+            ("MAGPIE__PG__STARTUPTIMEOUTSECONDS", "2"));
+        await using var magpie = started;
 
         // TLS: Npgsql and psql insist on it and get it.
         await using (var tls = new NpgsqlConnection(Connection("Require")))
@@ -111,14 +117,9 @@ public sealed class PgConnectionControlTests
     [Fact]
     public async Task Silent_sockets_huge_startup_messages_and_plain_connections_to_a_tls_server_lock_nobody_out()
     {
-        var certificate = TestCertificate.Create();
-        var dataDir = Directory.CreateTempSubdirectory("magpie-pg-flood-").FullName;
-        var secret = await TestKeys.CreateAsync(dataDir, "read", "grafana");
-        var environment = certificate.Environment();
-        environment["MAGPIE__PG__MAXCONNECTIONS"] = "8";
-        environment["MAGPIE__PG__MAXPENDINGCONNECTIONS"] = "32";
-        await using var magpie = await MagpieProcess.StartAsync(dataDir: dataDir, environment: environment);
-        var connection = $"Host=127.0.0.1;Port={magpie.PgPort};Username=grafana;Password={secret};Database=magpie;Pooling=false;SSL Mode=Require;Server Compatibility Mode=NoTypeLoading;Timeout=5";
+        var (started, certificate, secret, connectionFor) = await StartAsync(("MAGPIE__PG__MAXCONNECTIONS", "8"), ("MAGPIE__PG__MAXPENDINGCONNECTIONS", "32"));
+        await using var magpie = started;
+        var connection = connectionFor("Require");
 
         // The probe's flood, scaled to these limits: twice as many silent sockets as may be pending, each reopened when it closes.
         using var stop = new CancellationTokenSource();
