@@ -82,7 +82,7 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
         {
             // A zero-byte read waits for the client's first bytes without taking them, so the connection is marked as heard while
             // they still wait on the socket: no newer connection can take it for a silent one in between (PgAdmission looks there).
-            await _wire.Stream.ReadAsync(Memory<byte>.Empty, ct);
+            _ = await _wire.Stream.ReadAsync(Memory<byte>.Empty, ct);
             admission.Heard();
             var body = await _wire.ReadStartupAsync(ct);
             if (body is null) return null;
