@@ -22,9 +22,10 @@ internal sealed class RunBudget(ScriptLimits limits) : Constraint
 
     public override void Check()
     {
+        if (_deadline == long.MaxValue) return;   // no run yet: the host's own set-up before the sandbox is sealed
         if (Stopwatch.GetTimestamp() > _deadline) throw new TimeoutException();
         var allocated = GC.GetAllocatedBytesForCurrentThread() - _allocatedAtStart;
-        if (_deadline != long.MaxValue && allocated > limits.MaxAllocatedBytes)
+        if (allocated > limits.MaxAllocatedBytes)
             throw new Jint.Runtime.MemoryLimitExceededException($"Script has allocated {allocated} but is limited to {limits.MaxAllocatedBytes}");
     }
 

@@ -42,7 +42,6 @@ public static class ScriptShape
                     break;
                 case '(' or '[' or '{':
                     open.Push(false);
-                    if (open.Count > MaxNesting) throw TooDeep(label, line, column, lineOffset);
                     i++;
                     break;
                 case ')' or ']' or '}':
@@ -54,6 +53,7 @@ public static class ScriptShape
                     i++;
                     break;
             }
+            // A bracket or a template's ${ opened past the budget.
             if (open.Count > MaxNesting) throw TooDeep(label, line, column, lineOffset);
         }
     }

@@ -30,8 +30,8 @@ public static class RunCommand
         {
             if (parse.GetValue(listTargets))
             {
-                foreach (var (name, needs) in Targets.Described)
-                    Console.WriteLine($"{name,-10} modules: {(name.Contains('…') ? "ingest and any of " + string.Join(", ", Targets.Modules.Skip(1)) : string.Join(", ", Targets.Parse(name))),-36} needs: {needs}");
+                foreach (var (name, modules, needs) in Targets.Described)
+                    Console.WriteLine($"{name,-10} modules: {modules,-36} needs: {needs}");
                 return 0;
             }
             var builder = MagpieHost.CreateBuilder();

@@ -32,14 +32,14 @@ public static class Targets
     public static readonly string[] Modules = ["ingest", "indexer", "query", "sinks"];
 
     /// <summary>What <c>magpie run --list-targets</c> prints: each target, its modules, and what it needs.</summary>
-    public static readonly (string Target, string Needs)[] Described =
+    public static readonly (string Target, string Modules, string Needs)[] Described =
     [
-        ("all", "nothing: embedded, every module in one process (the default)"),
-        ("ingest", "a data directory; with --kafka, publishes changes to magpie.changes and reads magpie.documents"),
-        ("indexer", "--kafka: reads magpie.changes, owns the index shards of its partitions, answers query processes"),
-        ("query", "--kafka: finds the indexers through their consumer group, fans queries out (HTTP and PostgreSQL)"),
-        ("sinks", "--kafka: reads magpie.changes, runs the ETL tasks"),
-        ("ingest,…", "any modules with ingest, in one process, talking in process (e.g. ingest,sinks: writes and ETL on one box)"),
+        ("all", "ingest, indexer, query, sinks", "nothing: embedded, every module in one process (the default)"),
+        ("ingest", "ingest", "a data directory; with --kafka, publishes changes to magpie.changes and reads magpie.documents"),
+        ("indexer", "indexer", "--kafka: reads magpie.changes, owns the index shards of its partitions, answers query processes"),
+        ("query", "query", "--kafka: finds the indexers through their consumer group, fans queries out (HTTP and PostgreSQL)"),
+        ("sinks", "sinks", "--kafka: reads magpie.changes, runs the ETL tasks"),
+        ("ingest,…", "ingest and any of indexer, query, sinks", "one process, the modules talking in process (e.g. ingest,sinks: writes and ETL on one box)"),
     ];
 
     /// <summary>The module names of <paramref name="target"/>, in pipeline order; throws <see cref="ArgumentException"/> saying what is wrong.</summary>
@@ -70,7 +70,7 @@ public static class Targets
         return modules;
     }
 
-    /// <summary>Whether this target's modules call indexer processes over HTTP (and so need a service key once keys are on).</summary>
-    public static bool CallsIndexers(string target, bool embedded) =>
-        !embedded && ModulesOf(target) is var modules && !modules.Any(m => m is IndexerModuleWiring) && modules.Any(m => m is QueryModuleWiring or IngestModuleWiring);
+    /// <summary>Whether <paramref name="modules"/> call indexer processes over HTTP (and so need a service key once keys are on).</summary>
+    public static bool CallsIndexers(IReadOnlyList<IMagpieModule> modules, bool embedded) =>
+        !embedded && !modules.Any(m => m is IndexerModuleWiring) && modules.Any(m => m is QueryModuleWiring or IngestModuleWiring);
 }

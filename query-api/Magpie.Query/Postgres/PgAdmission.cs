@@ -38,7 +38,12 @@ public sealed class PgAdmission(PgOptions options)
         public string Source { get; }
         public CancellationToken Evicted => _evicted.Token;
 
-        internal void Evict() => _evicted.Cancel();
+        /// <summary>A newer connection takes its place. The session may be ending meanwhile (its token already disposed): then nothing is left to stop.</summary>
+        internal void Evict()
+        {
+            try { _evicted.Cancel(); }
+            catch (ObjectDisposedException) { }
+        }
 
         /// <summary>Its first message arrived: no longer silent, so no newer connection closes it.</summary>
         public void Heard() => _owner.Leave(this);
@@ -63,7 +68,7 @@ public sealed class PgAdmission(PgOptions options)
     public Pending Enter(string source, Func<bool> bytesWaiting)
     {
         var pending = new Pending(this, source, bytesWaiting);
-        var evicted = new List<Pending>();
+        Pending? evicted = null;
         lock (_lock)
         {
             if (_pending.Count >= options.MaxPendingConnections)
@@ -82,12 +87,12 @@ public sealed class PgAdmission(PgOptions options)
                 {
                     _pending.Remove(victim);
                     victim.Value.Node = null;
-                    evicted.Add(victim.Value);
+                    evicted = victim.Value;
                 }
             }
             pending.Node = _pending.AddLast(pending);
         }
-        foreach (var e in evicted) e.Evict();
+        evicted?.Evict();   // outside the lock: the victim's cancellation runs its session's callbacks
         return pending;
     }
 

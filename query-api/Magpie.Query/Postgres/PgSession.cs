@@ -18,8 +18,6 @@ namespace Magpie.Query.Postgres;
 public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2? certificate, IPgStatements statements, PgCancellations cancellations,
     PgAdmission.Pending admission)
 {
-    private readonly string source = admission.Source;
-
     /// <summary>The session took one of the server's slots (its owner gives it back when the session ends).</summary>
     public bool HoldsSlot { get; private set; }
 
@@ -158,7 +156,7 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
     /// <summary>The failure is answered late (<see cref="FailedLogins"/>); too many waiting from this address: refused at once.</summary>
     private async Task<PgException> FailedAsync(string user, PgException failed, CancellationToken ct)
     {
-        if (options.FailedLogins is { } failures && !await failures.FailedAsync(source, "PostgreSQL", $"user \"{SqlText.Shorten(user)}\"", ct))
+        if (options.FailedLogins is { } failures && !await failures.FailedAsync(admission.Source, "PostgreSQL", $"user \"{SqlText.Shorten(user)}\"", ct))
             return new PgException(PgException.TooManyConnections, "too many failed logins from this address are waiting for an answer; retry later", fatal: true);
         return failed;
     }

@@ -44,9 +44,8 @@ public sealed class PgStatements(PgCatalog catalog, SqlRunner sql, QueryCoordina
         var query = LocalShardOwner.Parse(rql, null, null);
         if (query.Facets.Count > 0)
         {
-            ShardPage page;
-            try { page = await coordinator.PageAsync(request, query, 1, 0, null, false, ct); }
-            catch (QueryProblem e) { throw QueryHits.Problem(e); }
+            // A query's problem becomes its SQLSTATE where every statement's failure is answered (PgSession).
+            var page = await coordinator.PageAsync(request, query, 1, 0, null, false, ct);
             var facets = Facets.FacetResults.Shape(query.Facets, page.Facets!);
             return PgRows.Of([new("facet", PgType.Text), new("value", PgType.Text), new("count", PgType.Int8)],
                 facets.SelectMany(f => f.Values.Select(v => new object?[] { f.Name, v.Value is null ? null : Convert.ToString(v.Value, System.Globalization.CultureInfo.InvariantCulture), v.Count })));

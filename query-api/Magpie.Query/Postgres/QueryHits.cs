@@ -4,23 +4,19 @@ using Magpie.Query.Shards;
 
 namespace Magpie.Query.Postgres;
 
-/// <summary>Every hit of a query, page after page from one snapshot (a coordinator stream), its problems as PostgreSQL errors.</summary>
+/// <summary>
+/// Every hit of a query, page after page from one snapshot (a coordinator stream). A query's problem (<see cref="QueryProblem"/>),
+/// however late it surfaces, is answered as its PostgreSQL error (<see cref="Problem"/>) where the session answers every failed
+/// statement.
+/// </summary>
 public static class QueryHits
 {
     public static async IAsyncEnumerable<ShardHit> StreamAsync(QueryCoordinator coordinator, CoordinatorRequest request, RqlQuery query,
         [EnumeratorCancellation] CancellationToken ct = default)
     {
-        QueryStream stream;
-        try { stream = await coordinator.StreamAsync(request, query, ct); }
-        catch (QueryProblem e) { throw Problem(e); }
-        await using var _ = stream;
-        await using var pages = stream.PagesAsync(ct).GetAsyncEnumerator(ct);
-        while (true)
-        {
-            try { if (!await pages.MoveNextAsync()) yield break; }
-            catch (QueryProblem e) { throw Problem(e); }
-            foreach (var hit in pages.Current.Hits) yield return hit;
-        }
+        await using var stream = await coordinator.StreamAsync(request, query, ct);
+        await foreach (var page in stream.PagesAsync(ct))
+            foreach (var hit in page.Hits) yield return hit;
     }
 
     public static PgException Problem(QueryProblem e) => e.Status switch

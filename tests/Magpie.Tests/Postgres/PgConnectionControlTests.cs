@@ -134,7 +134,7 @@ public sealed class PgConnectionControlTests
                 {
                     await silent.ConnectAsync("127.0.0.1", magpie.PgPort, stop.Token);
                     // Holds the socket without a byte until the server closes it (or the flood stops).
-                    await silent.GetStream().ReadAsync(new byte[1], stop.Token);
+                    _ = await silent.GetStream().ReadAsync(new byte[1], stop.Token);
                 }
                 catch (Exception e) when (e is OperationCanceledException or IOException or System.Net.Sockets.SocketException) { }
             }

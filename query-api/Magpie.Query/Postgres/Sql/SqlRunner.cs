@@ -167,9 +167,7 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
         if (interval is { } seconds) facet["interval"] = seconds;
         if (calendar is not null) facet["calendar"] = calendar;
         var request = new CoordinatorRequest { Query = from, Facets = [JsonSerializer.SerializeToElement(facet)], FacetsOnly = true };
-        ShardPage page;
-        try { page = await coordinator.PageAsync(request, LocalShardOwner.Parse(from, null, request.Facets, facetsOnly: true), 1, 0, null, false, ct); }
-        catch (QueryProblem e) { throw QueryHits.Problem(e); }
+        var page = await coordinator.PageAsync(request, LocalShardOwner.Parse(from, null, request.Facets, facetsOnly: true), 1, 0, null, false, ct);
         var buckets = page.Facets![0];
         var rows = buckets.Select(b => outputs.Select(o => o.Value(b)).ToArray()).ToList();
 
