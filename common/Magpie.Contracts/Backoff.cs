@@ -7,8 +7,6 @@ namespace Magpie.Contracts;
 /// </summary>
 public sealed class Backoff(TimeSpan initial, TimeSpan max)
 {
-    /// <summary>The defaults of the server's own loops: 1 s, doubling to 30 s.</summary>
-    public static Backoff Default() => new(TimeSpan.FromSeconds(1), TimeSpan.FromSeconds(30));
 
     /// <summary>The delay to wait now.</summary>
     public TimeSpan Current { get; private set; } = initial <= max ? initial : max;
@@ -23,4 +21,16 @@ public sealed class Backoff(TimeSpan initial, TimeSpan max)
 
     /// <summary>The loop got somewhere: the next failure waits the initial delay again.</summary>
     public void Reset() => Current = initial <= max ? initial : max;
+}
+
+/// <summary>
+/// The retry delays of the server's own loops (the input consumer, the change relay, an index's worker): settings
+/// <c>RetryDelayMilliseconds</c> and <c>MaxRetryDelaySeconds</c>, 1 s doubling to 30 s unless set.
+/// </summary>
+public sealed record RetryDelays(TimeSpan Initial, TimeSpan Max)
+{
+    public static RetryDelays Default { get; } = new(TimeSpan.FromSeconds(1), TimeSpan.FromSeconds(30));
+
+    /// <summary>A back-off for one loop.</summary>
+    public Backoff Start() => new(Initial, Max);
 }

@@ -1,3 +1,4 @@
+using Magpie.Contracts;
 using Magpie.Scripting;
 
 namespace Magpie.Indexer;
@@ -18,6 +19,9 @@ public sealed class IndexerOptions
 
     /// <summary>Changes per index batch: <see cref="DefaultBatchSize"/>.</summary>
     public int BatchSize { get; init; } = DefaultBatchSize;
+
+    /// <summary>How long an index's worker waits before trying again after a failure (the feed unreachable, a write failed).</summary>
+    public RetryDelays Retry { get; init; } = RetryDelays.Default;
 
     /// <summary>
     /// How long stopping one index worker (a definition changed, a partition lost) may hold up the others. Workers start and stop

@@ -1,3 +1,4 @@
+using Magpie.Contracts;
 namespace Magpie.Ingest;
 
 public sealed record IngestOptions
@@ -32,6 +33,9 @@ public sealed record IngestOptions
     /// the relay gives up on its producer and resends from the last confirmed position with a new one.
     /// </summary>
     public TimeSpan RelayStallTimeout { get; init; } = TimeSpan.FromSeconds(30);
+
+    /// <summary>How long the input consumer and the change relay wait before trying again after a failure.</summary>
+    public RetryDelays Retry { get; init; } = RetryDelays.Default;
 
     public int MaxDocumentBytes { get; init; } = 16 * 1024 * 1024;
     public int MaxJsonDepth { get; init; } = 64;

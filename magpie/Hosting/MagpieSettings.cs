@@ -1,3 +1,4 @@
+using Magpie.Contracts;
 namespace Magpie.Hosting;
 
 /// <summary>
@@ -65,6 +66,12 @@ public sealed class MagpieSettings
 
     /// <summary>Kafka mode: seconds a relay batch may get no delivery report while Kafka answers before the relay rebuilds its producer.</summary>
     public int RelayStallSeconds { get; set; } = 30;
+
+    /// <summary>The server's retrying loops (input consumer, change relay, index workers): the first wait after a failure, doubling to <see cref="MaxRetryDelaySeconds"/>.</summary>
+    public int RetryDelayMilliseconds { get; set; } = 1000;
+    public int MaxRetryDelaySeconds { get; set; } = 30;
+
+    public RetryDelays Retry => new(TimeSpan.FromMilliseconds(RetryDelayMilliseconds), TimeSpan.FromSeconds(MaxRetryDelaySeconds));
 
     /// <summary>The change log's compaction (<c>Magpie:Compaction:*</c>): how many versions of each document it keeps, and how often it runs.</summary>
     public CompactionSettings Compaction { get; set; } = new();

@@ -48,5 +48,6 @@ public sealed class IndexerModuleWiring(bool ingestInProcess) : IMagpieModule
         KafkaReplicationFactor = s.KafkaReplicationFactor,
         FacetCacheMegabytes = s.FacetCacheMegabytes,
         KnownIdsMegabytes = s.KnownIdsMegabytes,
+        Retry = s.Retry,
     };
 }

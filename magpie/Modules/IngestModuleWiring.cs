@@ -50,6 +50,7 @@ public sealed class IngestModuleWiring(bool indexerInProcess) : IMagpieModule
         MaxJsonDepth = s.MaxJsonDepth,
         CheckpointInterval = TimeSpan.FromSeconds(s.CheckpointIntervalSeconds),
         RelayStallTimeout = TimeSpan.FromSeconds(s.RelayStallSeconds),
+        Retry = s.Retry,
         MinFreeDiskBytes = s.MinFreeDiskMegabytes * (1L << 20),
         LogMemoryBytes = s.LogMemoryMegabytes * (1L << 20),
         Compaction = s.Compaction.Enabled

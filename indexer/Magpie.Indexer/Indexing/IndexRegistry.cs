@@ -182,7 +182,7 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
     private List<(WorkerKey, IndexWorker)> WorkersFor(string name, IndexDefinition definition, int shard)
     {
         IndexWorker Worker(IChangeFeed feed, string directory, Func<IIndexErrors, CancellationToken, IIndexStage> stage) =>
-            new(name, definition, feed, engine, directory, stage, _log, options.BatchSize) { Shard = shard };
+            new(name, definition, feed, engine, directory, stage, _log, options.BatchSize, options.Retry) { Shard = shard };
         var limits = options.ScriptLimits;
         if (definition.Reduce is null)
             return [(new WorkerKey(name, shard), Worker(shards.FeedOf(shard), DirectoryOf(name, shard), (s, stop) => new MapStage(definition, limits with { Stop = stop }, s, options.StoreSource)))];

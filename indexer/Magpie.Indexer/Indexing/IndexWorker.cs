@@ -21,7 +21,7 @@ namespace Magpie.Indexer.Indexing;
 /// changed index) is wiped and rebuilt from the beginning of the feed.
 /// </summary>
 public sealed class IndexWorker(string name, IndexDefinition definition, IChangeFeed feed, IIndexEngine engine, string directory,
-    Func<IIndexErrors, CancellationToken, IIndexStage> stages, ILogger log, int batchSize = IndexerOptions.DefaultBatchSize) : IAsyncDisposable, ILocalShard
+    Func<IIndexErrors, CancellationToken, IIndexStage> stages, ILogger log, int batchSize = IndexerOptions.DefaultBatchSize, RetryDelays? retry = null) : IAsyncDisposable, ILocalShard
 {
     public const string PositionKey = "magpie.position", EtagKey = "magpie.etag", DefinitionKey = "magpie.definition", SourceKey = "magpie.source";
 
@@ -164,7 +164,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
 
     private async Task RunAsync(CancellationToken ct)
     {
-        var backoff = Backoff.Default();
+        var backoff = (retry ?? RetryDelays.Default).Start();
         while (!ct.IsCancellationRequested)
         {
             IIndexStage? stage = null;

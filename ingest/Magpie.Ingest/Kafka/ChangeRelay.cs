@@ -69,7 +69,7 @@ public sealed class ChangeRelay(ChangeLogTail tail, ChangeLogReaders readers, In
         // What Kafka confirmed is what the relay resumes from: the change log keeps everything after it.
         _durableAddress = _position.Load()?.Address ?? 0;
         using var tracked = readers.Track("kafka relay", () => Interlocked.Read(ref _durableAddress));
-        var backoff = Backoff.Default();
+        var backoff = options.Retry.Start();
         while (!stoppingToken.IsCancellationRequested)
         {
             var published = Interlocked.Read(ref _published);

@@ -33,7 +33,7 @@ public sealed class DocumentTopicConsumer(DocumentStore store, IngestOptions opt
 
     private void Loop(CancellationToken stoppingToken)
     {
-        var backoff = Backoff.Default();
+        var backoff = options.Retry.Start();
         while (!stoppingToken.IsCancellationRequested)
         {
             try

@@ -7,6 +7,7 @@ using Confluent.Kafka;
 using Magpie.Contracts;
 using Magpie.Kafka;
 using Magpie.Producers.Sources;
+using Magpie.Tests.Docs;
 using Magpie.Tests.Etl;
 using Magpie.Tests.Fixtures;
 using Magpie.Tests.Http;
@@ -163,6 +164,19 @@ public sealed class ComposeSmokeTests(ITestOutputHelper output)
             output.WriteLine($"prometheus: up {string.Join(", ", up.Select(u => u.Labels["job"]))}; documents written {written.FirstOrDefault().Value}");
             Assert.Equal(["magpie-indexer", "magpie-indexer", "magpie-ingest", "magpie-query", "magpie-sinks"], up.Select(u => u.Labels["job"]).Order());
             Assert.Equal(Posts + 1, written.Single().Value);
+
+            // The compose page's commands after `docker compose up`, with compose's published ports mapped to the processes.
+            var page = ReadmeExamples.Blocks(File.ReadAllText(Path.Combine(RepoPaths.Root, "docs", "KAFKA-AND-COMPOSE.md")), "docker compose up");
+            Assert.Equal(["docker compose up --build        # first build of the image takes a few minutes"], page[0]);
+            await using var shell = await DocsShell.CreateAsync(swaps: new()
+            {
+                ["docker compose exec ingest cat /keys/admin.key"] = $"cat {keysVolume}/admin.key",
+                ["localhost:9094"] = kafka.BootstrapServers,
+                ["localhost:8080"] = $"127.0.0.1:{ingest.Port}",
+                ["localhost:8082"] = $"127.0.0.1:{query.Port}",
+                ["port=5433"] = $"port={query.PgPort}",
+            });
+            await shell.RunAsync(page.Skip(1));
         }
         finally
         {

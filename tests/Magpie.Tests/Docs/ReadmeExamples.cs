@@ -8,13 +8,19 @@ public static partial class ReadmeExamples
     /// <summary>The commands of the bash blocks in the section whose heading starts with <paramref name="heading"/> (null: the whole
     /// page; or, with <paramref name="after"/>, the blocks after that line of the section); a command whose quotes are open goes on
     /// over the next lines.</summary>
-    public static List<string> Commands(string readme, string? heading, string? after = null)
+    public static List<string> Commands(string readme, string? heading, string? after = null) =>
+        Blocks(readme, heading, after).SelectMany(b => b).ToList();
+
+    /// <summary>As <see cref="Commands"/>, block by block.</summary>
+    public static List<List<string>> Blocks(string readme, string? heading, string? after = null)
     {
         var section = heading is null ? readme : Regex.Split(readme, @"^## ", RegexOptions.Multiline).Single(s => s.StartsWith(heading, StringComparison.Ordinal));
         if (after is not null) section = section[(section.IndexOf(after, StringComparison.Ordinal) + after.Length)..];
-        var commands = new List<string>();
+        var blocks = new List<List<string>>();
         foreach (Match block in BashBlock().Matches(section))
         {
+            var commands = new List<string>();
+            blocks.Add(commands);
             string? open = null;
             foreach (var line in block.Groups[1].Value.Split('\n'))
             {
@@ -27,7 +33,7 @@ public static partial class ReadmeExamples
             }
             if (open is not null) throw new InvalidOperationException($"a README command never closes its quote: {open}");
         }
-        return commands;
+        return blocks;
     }
 
     /// <summary>What a command's trailing comment promises after "→ status": the status and, if given, the JSON body.</summary>

@@ -40,6 +40,9 @@ public sealed class MagpieProcess : IAsyncDisposable
         set => Http.DefaultRequestHeaders.Authorization = value is null ? null : new("Bearer", value);
     }
 
+    /// <summary>Options added to `magpie run` after the ones the fixture gives (e.g. `--bind 0.0.0.0`).</summary>
+    public IReadOnlyList<string> Arguments { get; init; } = [];
+
     private MagpieProcess(string dataDir, string? kafka, string target, Dictionary<string, string> environment)
     {
         DataDir = dataDir;
@@ -55,9 +58,12 @@ public sealed class MagpieProcess : IAsyncDisposable
     }
 
     public static async Task<MagpieProcess> StartAsync(string? kafka = null, string target = "all", string? dataDir = null,
-        Dictionary<string, string>? environment = null)
+        Dictionary<string, string>? environment = null, IReadOnlyList<string>? arguments = null)
     {
-        var magpie = new MagpieProcess(dataDir ?? Directory.CreateTempSubdirectory("magpie-data-").FullName, kafka, target, environment ?? []);
+        var magpie = new MagpieProcess(dataDir ?? Directory.CreateTempSubdirectory("magpie-data-").FullName, kafka, target, environment ?? [])
+        {
+            Arguments = arguments ?? [],
+        };
         await magpie.StartAsync();
         return magpie;
     }
@@ -78,6 +84,7 @@ public sealed class MagpieProcess : IAsyncDisposable
         foreach (var a in new[] { RepoPaths.MagpieDll, "run", "--target", Target, "--data-dir", DataDir, "--http-port", Port.ToString() })
             psi.ArgumentList.Add(a);
         if (Kafka is not null) { psi.ArgumentList.Add("--kafka"); psi.ArgumentList.Add(Kafka); }
+        foreach (var a in Arguments) psi.ArgumentList.Add(a);
         psi.Environment["MAGPIE__CHECKPOINTINTERVALSECONDS"] = "5";
         psi.Environment["MAGPIE__CONSUMERGROUP"] = _consumerGroup;
         psi.Environment["MAGPIE__ADVERTISEDURL"] = BaseUrl.ToString();

@@ -15,6 +15,8 @@ public sealed class StartupRefusalTests
     [InlineData("MAGPIE__PG__MAXCONNECTIONS", "-3", "setting Pg:MaxConnections must be 1 to 100,000, not -3")]
     [InlineData("MAGPIE__MAXJSONDEPTH", "100000", "setting MaxJsonDepth must be 1 to 512, not 100,000")]
     [InlineData("MAGPIE__COMPACTION__REVISIONS", "0", "setting Compaction:Revisions must be 1 or more, not 0")]
+    [InlineData("MAGPIE__MAXRETRYDELAYSECONDS", "0", "setting MaxRetryDelaySeconds must be 1 to 86,400, not 0")]
+    [InlineData("MAGPIE__RETRYDELAYMILLISECONDS", "60000", "setting RetryDelayMilliseconds (60,000) must not exceed MaxRetryDelaySeconds (30 s)")]
     public async Task A_setting_out_of_range_stops_magpie_run_with_one_line(string variable, string value, string expected)
     {
         var dataDir = Directory.CreateTempSubdirectory("magpie-settings-").FullName;
