@@ -20,6 +20,9 @@ public static partial class EntryFields
     public const string NullValue = "NULL_VALUE";
     public const string CaseSensitive = "@cs", Number = "@num", Ticks = "@ticks", Stored = "@stored";
 
+    /// <summary>Every entry's source document id, as written (one exact term).</summary>
+    public const string Id = "@id";
+
     /// <summary>The whole document (or reduce result) kept in its entries, where no store is beside the index (Kafka mode, reduce results).</summary>
     public const string Source = "@source";
 

@@ -24,8 +24,30 @@ public sealed record TermRangeQuery(string Field, string? Lower, string? Upper, 
 
 public sealed record PrefixQuery(string Field, string Prefix) : SearchQuery;
 
-/// <summary>The text analyzed like a full-text field; any term matches, more matches score higher.</summary>
-public sealed record FullTextQuery(string Field, string Text) : SearchQuery;
+/// <summary>
+/// RavenDB's <c>search()</c>: the text in its search syntax (words analyzed like the field, <c>"quoted phrases"</c>, <c>espress*</c>,
+/// <c>*presso</c>, <c>espreso~</c>, <c>-excluded</c>); any word matches, or every one with <paramref name="AllWords"/>; more matches
+/// score higher. With <paramref name="Proximity"/> the words (no operators) must occur within that many positions of each other.
+/// </summary>
+public sealed record FullTextQuery(string Field, string Text, bool AllWords = false, int? Proximity = null) : SearchQuery;
+
+/// <summary>
+/// Terms of the field within some edits of <paramref name="Term"/> (Levenshtein, a transposition counts one): <paramref name="Fuzziness"/>
+/// 1 or 2 is the edits; below 1 it is a similarity as Lucene 3 and RavenDB read it (0.6: edits up to 40 % of the term's length, at most 2).
+/// </summary>
+public sealed record FuzzyQuery(string Field, string Term, float Fuzziness) : SearchQuery;
+
+/// <summary>Terms matching a pattern where <c>*</c> is any run of characters and <c>?</c> one character (a leading <c>*</c> scans the field's terms).</summary>
+public sealed record WildcardQuery(string Field, string Pattern) : SearchQuery;
+
+/// <summary>Terms a .NET regular expression finds a match in (unanchored; <c>^…$</c> for the whole term), within the engine's time limit.</summary>
+public sealed record RegexQuery(string Field, string Pattern) : SearchQuery;
+
+/// <summary>Lucene's own query syntax, with <paramref name="Field"/> as the default field.</summary>
+public sealed record LuceneSyntaxQuery(string Field, string Text) : SearchQuery;
+
+/// <summary>The inner query with its scores multiplied by <paramref name="Factor"/>.</summary>
+public sealed record BoostQuery(SearchQuery Inner, float Factor) : SearchQuery;
 
 /// <summary>Entries that have at least one value for the field.</summary>
 public sealed record ExistsQuery(string Field) : SearchQuery;

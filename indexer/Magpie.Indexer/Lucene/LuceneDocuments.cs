@@ -1,3 +1,4 @@
+using Magpie.Contracts.Indexes;
 using System.Buffers.Binary;
 using System.Text;
 using Lucene.Net.Documents;
@@ -23,7 +24,7 @@ namespace Magpie.Indexer.Lucene;
 /// </summary>
 internal static class LuceneDocuments
 {
-    public const string Id = "@id", Exists = "@exists";
+    public const string Id = EntryFields.Id, Exists = "@exists";
 
     /// <summary>Trie precision for numbers: 8 bits a level (4.8's default of 4 writes twice the terms; ranges stay a few thousand terms at most).</summary>
     public const int PrecisionStep = 8;

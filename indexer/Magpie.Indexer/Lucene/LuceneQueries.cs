@@ -4,6 +4,7 @@ using Lucene.Net.Queries;
 using Lucene.Net.Search;
 using Lucene.Net.Util;
 using Magpie.Contracts.Search;
+using Magpie.Indexer.Lucene.Text;
 using Analyzer = Lucene.Net.Analysis.Analyzer;
 using BoolQuery = Magpie.Contracts.Search.BoolQuery;
 using Query = Lucene.Net.Search.Query;
@@ -23,7 +24,13 @@ internal static class LuceneQueries
         DoubleRangeQuery r => NumericRangeQuery.NewDoubleRange(r.Field, LuceneDocuments.PrecisionStep, r.Lower, r.Upper, true, true),
         Contracts.Search.TermRangeQuery r => global::Lucene.Net.Search.TermRangeQuery.NewStringRange(r.Field, r.Lower, r.Upper, r.IncludeLower, r.IncludeUpper),
         Contracts.Search.PrefixQuery p => new global::Lucene.Net.Search.PrefixQuery(new Term(p.Field, p.Prefix)),
-        FullTextQuery f => FullText(f.Field, f.Text, analyzer, scored),
+        FullTextQuery f => SearchSyntax.Build(f, analyzer, scored),
+        Contracts.Search.FuzzyQuery f => new global::Lucene.Net.Search.FuzzyQuery(new Term(f.Field, f.Term), SearchSyntax.FuzzyEdits(f.Fuzziness, f.Term)),
+        Contracts.Search.WildcardQuery w => w.Pattern.Length <= SearchSyntax.MaxPatternChars ? new global::Lucene.Net.Search.WildcardQuery(new Term(w.Field, w.Pattern))
+            : throw new IndexEngineException($"a pattern is longer than {SearchSyntax.MaxPatternChars} characters"),
+        RegexQuery r => new RegexTermsQuery(r.Field, r.Pattern),
+        LuceneSyntaxQuery l => LuceneSyntax.Parse(l, analyzer),
+        BoostQuery b => Boosted(Build(b.Inner, analyzer, scored), b.Factor),
         ExistsQuery e => new global::Lucene.Net.Search.TermQuery(new Term(LuceneDocuments.Exists, e.Field)),
         TermsQuery t when t.Values.Count == 0 => new BooleanQuery(),
         TermsQuery t => new ConstantScoreQuery(new TermsFilter(t.Field, t.Values.Select(v => new BytesRef(v)).ToList())),
@@ -56,23 +63,11 @@ internal static class LuceneQueries
         return q;
     }
 
-    /// <summary>The text through the same analyzer as the field; any of its terms matches (RavenDB's search() default). No terms: nothing matches.</summary>
-    private static Query FullText(string field, string text, Analyzer analyzer, bool scored)
+    /// <summary>The query with its score multiplied (a copy: built queries may be shared).</summary>
+    private static Query Boosted(Query inner, float factor)
     {
-        var terms = new List<string>();
-        using (var tokens = analyzer.GetTokenStream(field, text))
-        {
-            var term = tokens.AddAttribute<ICharTermAttribute>();
-            tokens.Reset();
-            while (tokens.IncrementToken()) terms.Add(term.ToString());
-            tokens.End();
-        }
-        if (terms.Count == 0) return new BooleanQuery();   // matches nothing
-        if (!scored && !terms.Any(t => t.EndsWith('*')))
-            return new ConstantScoreQuery(new TermsFilter(field, terms.Select(t => new BytesRef(t)).ToList()));
-        var q = new BooleanQuery();
-        foreach (var t in terms)
-            q.Add(t.EndsWith('*') ? new global::Lucene.Net.Search.PrefixQuery(new Term(field, t[..^1])) : new global::Lucene.Net.Search.TermQuery(new Term(field, t)), Occur.SHOULD);
+        var q = (Query)inner.Clone();
+        q.Boost *= factor;
         return q;
     }
 }

@@ -30,10 +30,17 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
         RqlNot n => BoolQuery.Not(Plan(n.Inner)),
         RqlCompare c => Compare(c),
         RqlBetween b => Range(b.Field, Resolve(b.Low), true, Resolve(b.High), true, b.Exact, b.Low, b.High),
+        RqlIn { All: true } i => BoolQuery.And([.. i.Values.Select(v => Equal(i.Field, Resolve(v), i.Exact))]),
         RqlIn i => BoolQuery.Or([.. i.Values.Select(v => Equal(i.Field, Resolve(v), i.Exact))]),
-        RqlStartsWith s => Resolve(s.Prefix) is string prefix ? new PrefixQuery(s.Field, prefix.ToLowerInvariant()) : throw Bad(s.Prefix, "startsWith needs a string"),
-        RqlSearch s => Resolve(s.Terms) is string terms ? new FullTextQuery(s.Field, terms) : throw Bad(s.Terms, "search needs a string"),
-        RqlExists x => BoolQuery.Or(new ExistsQuery(x.Field), new ExistsQuery(x.Field + EntryFields.Number)),
+        RqlStartsWith s => new PrefixQuery(Indexed(s.Field), Term(s.Field, Text(s.Prefix, "startsWith"))),
+        RqlEndsWith s => new WildcardQuery(Indexed(s.Field), "*" + EscapeWildcards(Term(s.Field, Text(s.Suffix, "endsWith")))),
+        RqlSearch s => new FullTextQuery(NotId(s.Field, "search"), Text(s.Terms, "search"), s.AllWords),
+        RqlProximity p => new FullTextQuery(NotId(p.Search.Field, "proximity"), Text(p.Search.Terms, "search"), Proximity: WholeNumber(p.Distance, "proximity's distance", 0, MaxProximity)),
+        RqlFuzzy f => Fuzzy(f),
+        RqlBoost b => new Magpie.Contracts.Search.BoostQuery(Plan(b.Inner), (float)Number(b.Factor, "boost's factor", double.Epsilon, MaxBoost)),
+        RqlRegex r => new RegexQuery(Indexed(r.Field), Text(r.Pattern, "regex")),
+        RqlLucene l => new LuceneSyntaxQuery(NotId(l.Field, "lucene"), Text(l.Text, "lucene")),
+        RqlExists x => Exists(x.Field),
         _ => throw new ArgumentOutOfRangeException(nameof(e)),
     };
 
@@ -43,6 +50,40 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
     /// </summary>
     private static IEnumerable<SearchQuery> Flat(SearchQuery q, Func<BoolQuery, IReadOnlyList<SearchQuery>> clauses) =>
         q is BoolQuery b && clauses(b) is { Count: > 0 } same && b.Must.Count + b.Should.Count + b.MustNot.Count == same.Count ? same : [q];
+
+    /// <summary>Entries with any value (null too) for the field; numbers alone live on <c>F@num</c>.</summary>
+    private static SearchQuery Exists(string field) => BoolQuery.Or(new ExistsQuery(field), new ExistsQuery(field + EntryFields.Number));
+
+    public const int MaxProximity = 1_000;
+    public const double MaxBoost = 1_000_000;
+
+    /// <summary>The field a value is searched on: <c>id()</c> is the entry's id term.</summary>
+    private static string Indexed(string field) => field == RqlFields.Id ? EntryFields.Id : field;
+
+    /// <summary>A term as the field holds it: ids as written, other strings lower-cased.</summary>
+    private static string Term(string field, string value) => field == RqlFields.Id ? value : value.ToLowerInvariant();
+
+    private static string NotId(string field, string function) =>
+        field != RqlFields.Id ? field : throw new RqlException($"{function}() searches text fields: id() is compared with =, in, startsWith or endsWith", 1, 1);
+
+    private static string EscapeWildcards(string s) => s.Replace("\\", "\\\\").Replace("*", "\\*").Replace("?", "\\?");
+
+    private SearchQuery Fuzzy(RqlFuzzy f)
+    {
+        var value = Text(f.Value, "fuzzy");
+        if (IsSearch(f.Field) && value.AsSpan().IndexOfAny(' ', '\t', '\n') >= 0)
+            throw Bad(f.Value, $"fuzzy() on the search field '{f.Field}' takes one word (search(Field, 'a~ b~') makes several fuzzy)");
+        var factor = f.Factor is { } given ? Number(given, "fuzzy's factor", 0, 2) : 2;
+        return new Magpie.Contracts.Search.FuzzyQuery(NotId(f.Field, "fuzzy"), value.ToLowerInvariant(), (float)factor);
+    }
+
+    private string Text(RqlValue v, string function) => Resolve(v) is string s ? s : throw Bad(v, $"{function} needs a string");
+
+    private double Number(RqlValue v, string what, double min, double max) =>
+        Resolve(v) is double d && d >= min && d <= max ? d : throw Bad(v, $"{what} must be a number from {min:G3} to {max:N0}");
+
+    private int WholeNumber(RqlValue v, string what, int min, int max) =>
+        Resolve(v) is double d && d == Math.Floor(d) && d >= min && d <= max ? (int)d : throw Bad(v, $"{what} must be a whole number from {min} to {max:N0}");
 
     private SearchQuery Compare(RqlCompare c)
     {
@@ -61,7 +102,10 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
 
     private SearchQuery Equal(string field, object? value, bool exact) => value switch
     {
-        null => new LuceneTermQuery(field, EntryFields.NullValue),
+        string id when field == RqlFields.Id => new LuceneTermQuery(EntryFields.Id, id),
+        _ when field == RqlFields.Id => throw new RqlException("id() is compared with a string", 1, 1),
+        // RavenDB's null token, or no value at all: "= null" matches a field that is null or missing.
+        null => BoolQuery.Or(new LuceneTermQuery(field, EntryFields.NullValue), BoolQuery.Not(Exists(field))),
         bool b => new LuceneTermQuery(field, b ? "true" : "false"),
         double d => new DoubleRangeQuery(field + EntryFields.Number, d, d),
         string s when IsSearch(field) => new FullTextQuery(field, s),
@@ -74,6 +118,9 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
     /// <param name="lowAt">Where the low bound is written (errors point there), <paramref name="highAt"/> the high one.</param>
     private SearchQuery Range(string field, object? low, bool includeLow, object? high, bool includeHigh, bool exact, RqlValue lowAt, RqlValue highAt)
     {
+        if (field == RqlFields.Id)
+            return low is string or null && high is string or null ? new TermRangeQuery(EntryFields.Id, (string?)low, (string?)high, includeLow, includeHigh)
+                : throw Bad(low is string ? highAt : lowAt, "id() is compared with a string");
         if ((low ?? high) is string && numberFields?.Value.Contains(field) == true) (low, high) = (AsNumber(field, low, lowAt), AsNumber(field, high, highAt));
         if (low is double or null && high is double or null && (low ?? high) is double)
         {

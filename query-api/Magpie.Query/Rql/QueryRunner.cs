@@ -26,6 +26,7 @@ public static class QueryRunner
     public static async Task<QueryPlan> PlanAsync(IReadOnlyList<IShardSearcher> shards, IndexDefinition definition, RqlQuery query,
         IReadOnlyDictionary<string, JsonElement>? parameters, IReadOnlyCollection<string>? numericSorts = null, CancellationToken ct = default)
     {
+        StaticIndexFields.Check(query, definition, () => shards.SelectMany(s => s.FieldNames()));
         var numberFields = new Lazy<IReadOnlySet<string>>(() => QueryPlanner.NumberFieldsOf(shards.SelectMany(s => s.FieldNames())));
         var where = new QueryPlanner(definition, parameters, numberFields).Where(query.Where);
         var sort = new List<SortField>();

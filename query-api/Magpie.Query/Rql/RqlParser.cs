@@ -167,12 +167,7 @@ public sealed class RqlParser
         return new RqlFacet(name, field, ranges, aggregations, options);
     }
 
-    private static string? FirstField(RqlExpression e) => e switch
-    {
-        RqlAnd a => FirstField(a.Left), RqlOr o => FirstField(o.Left), RqlNot n => FirstField(n.Inner),
-        RqlCompare c => c.Field, RqlBetween b => b.Field, RqlIn i => i.Field, RqlStartsWith s => s.Field, RqlSearch s => s.Field, RqlExists x => x.Field,
-        _ => null,
-    };
+    private static string? FirstField(RqlExpression e) => RqlConditionFields.Of(e).Select(f => f.Field).FirstOrDefault();
 
     private System.Text.Json.JsonElement ParameterValue(string name, int position) =>
         _parameters is not null && _parameters.TryGetValue(name, out var value) ? value
@@ -219,7 +214,7 @@ public sealed class RqlParser
             return inner;
         }
         if (++_clauses > QueryLimits.MaxClauses) throw RqlLexer.Error(_text, Current.Position, QueryLimits.TooManyClauses);
-        if (Current.Kind == RqlTokenKind.Identifier && Next.IsSymbol("("))
+        if (Current.Kind == RqlTokenKind.Identifier && Next.IsSymbol("(") && !IsIdField())
         {
             var function = Current.Text.ToLowerInvariant();
             var at = _at;
@@ -227,16 +222,71 @@ public sealed class RqlParser
             RqlExpression result = function switch
             {
                 "startswith" => new RqlStartsWith(Field(), AfterComma()),
-                "search" => new RqlSearch(Field(), AfterComma()),
+                "endswith" => new RqlEndsWith(Field(), AfterComma()),
+                "search" => Search(),
                 "exists" => new RqlExists(Field()),
                 "exact" => Comparison(exact: true),
-                _ => throw RqlLexer.Error(_text, _tokens[at].Position, $"unknown function '{_tokens[at].Text}' (expected startsWith, search, exact or exists)"),
+                "regex" => new RqlRegex(Field(), AfterComma()),
+                "lucene" => new RqlLucene(Field(), AfterComma()),
+                "fuzzy" => Fuzzy(),
+                "proximity" => Proximity(),
+                "boost" => Boost(),
+                _ => throw RqlLexer.Error(_text, _tokens[at].Position,
+                    $"unknown function '{_tokens[at].Text}' (expected search, startsWith, endsWith, exists, exact, fuzzy, proximity, boost, regex or lucene)"),
             };
             Expect(")");
             return result;
         }
         return Comparison(exact: false);
     }
+
+    /// <summary><c>search(F, 'text' [, and|or])</c>, after <c>search(</c>.</summary>
+    private RqlSearch Search()
+    {
+        var field = Field();
+        var terms = AfterComma();
+        if (!Accept(",")) return new RqlSearch(field, terms);
+        if (Current.Is("and") || Current.Is("or"))
+        {
+            var all = Current.Is("and");
+            _at++;
+            return new RqlSearch(field, terms, all);
+        }
+        throw Expected("and or or (how the words combine)");
+    }
+
+    /// <summary><c>fuzzy(F = 'value' [, factor])</c>, after <c>fuzzy(</c>.</summary>
+    private RqlFuzzy Fuzzy()
+    {
+        var field = Field();
+        if (!Current.IsSymbol("=")) throw Expected($"'=' after '{field}' (fuzzy(Field = 'value', 0.8))");
+        _at++;
+        var value = Value();
+        return new RqlFuzzy(field, value, Accept(",") ? Value() : null);
+    }
+
+    /// <summary><c>proximity(search(F, 'a b'), n)</c>, after <c>proximity(</c>.</summary>
+    private RqlProximity Proximity()
+    {
+        if (!(Current.Is("search") && Next.IsSymbol("("))) throw Expected("search(…) inside proximity (proximity(search(Body, 'burr grinder'), 3))");
+        _at += 2;
+        var search = Search();
+        Expect(")");
+        if (search.AllWords) throw RqlLexer.Error(_text, _tokens[_at - 2].Position, "proximity() takes search(Field, 'words') without and/or: every word must occur");
+        return new RqlProximity(search, AfterComma());
+    }
+
+    /// <summary><c>boost(expression, factor)</c>, after <c>boost(</c>.</summary>
+    private RqlBoost Boost()
+    {
+        Enter();
+        var inner = Or();
+        _depth--;
+        return new RqlBoost(inner, AfterComma());
+    }
+
+    /// <summary><c>id()</c> at the current token: a field, not a function call.</summary>
+    private bool IsIdField() => Current.Is("id") && Next.IsSymbol("(") && _at + 2 < _tokens.Count && _tokens[_at + 2].IsSymbol(")");
 
     private RqlValue AfterComma()
     {
@@ -254,6 +304,8 @@ public sealed class RqlParser
             Expect("and");
             return new RqlBetween(field, low, Value(), exact);
         }
+        var all = Current.Is("all") && Next.Is("in");
+        if (all) _at++;
         if (Current.Is("in"))
         {
             _at++;
@@ -265,7 +317,7 @@ public sealed class RqlParser
                 values.Add(Value());
             } while (Accept(","));
             Expect(")");
-            return new RqlIn(field, values, exact);
+            return new RqlIn(field, values, exact, all);
         }
         if (Current.Kind == RqlTokenKind.Symbol && Current.Text is "=" or "!=" or "<" or "<=" or ">" or ">=")
         {
@@ -273,12 +325,17 @@ public sealed class RqlParser
             _at++;
             return new RqlCompare(field, op, Value(), exact);
         }
-        throw Expected($"an operator after '{field}' (=, !=, <, <=, >, >=, between, in)");
+        throw Expected($"an operator after '{field}' (=, !=, <, <=, >, >=, between, in, all in)");
     }
 
     private string Field()
     {
         var t = Current;
+        if (IsIdField())
+        {
+            _at += 3;
+            return RqlFields.Id;
+        }
         if (t.Kind == RqlTokenKind.Identifier && !IsKeyword(t)) { _at++; return t.Text; }
         if (t.Kind == RqlTokenKind.String) { _at++; return (string)t.Value!; }
         throw Expected("a field name");

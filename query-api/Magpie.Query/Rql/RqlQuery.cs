@@ -20,6 +20,38 @@ public sealed record RqlOrder(string? Field, bool Descending, string? As)
 
 public sealed record RqlProjection(string Field, string Alias);
 
+/// <summary>The fields a condition reads, each with whether it reads it as full text (search, proximity, lucene).</summary>
+public static class RqlConditionFields
+{
+    public static IEnumerable<(string Field, bool Text)> Of(RqlExpression? e) => e switch
+    {
+        null => [],
+        RqlAnd a => Of(a.Left).Concat(Of(a.Right)),
+        RqlOr o => Of(o.Left).Concat(Of(o.Right)),
+        RqlNot n => Of(n.Inner),
+        RqlBoost b => Of(b.Inner),
+        RqlSearch s => [(s.Field, true)],
+        RqlProximity p => [(p.Search.Field, true)],
+        RqlLucene l => [(l.Field, true)],
+        RqlCompare c => [(c.Field, false)],
+        RqlBetween b => [(b.Field, false)],
+        RqlIn i => [(i.Field, false)],
+        RqlStartsWith s => [(s.Field, false)],
+        RqlEndsWith s => [(s.Field, false)],
+        RqlExists x => [(x.Field, false)],
+        RqlFuzzy f => [(f.Field, false)],
+        RqlRegex r => [(r.Field, false)],
+        _ => throw new ArgumentOutOfRangeException(nameof(e), e.GetType().Name),
+    };
+}
+
+/// <summary>Field names with a meaning of their own.</summary>
+public static class RqlFields
+{
+    /// <summary><c>id()</c>: the document's id (as written; compared exactly).</summary>
+    public const string Id = "id()";
+}
+
 public abstract record RqlExpression;
 
 public sealed record RqlAnd(RqlExpression Left, RqlExpression Right) : RqlExpression;
@@ -29,9 +61,28 @@ public sealed record RqlNot(RqlExpression Inner) : RqlExpression;
 /// <summary><c>f = v</c>, <c>f != v</c>, <c>f &lt; v</c>, …; <see cref="Exact"/> inside <c>exact(…)</c>.</summary>
 public sealed record RqlCompare(string Field, string Operator, RqlValue Value, bool Exact = false) : RqlExpression;
 public sealed record RqlBetween(string Field, RqlValue Low, RqlValue High, bool Exact = false) : RqlExpression;
-public sealed record RqlIn(string Field, IReadOnlyList<RqlValue> Values, bool Exact = false) : RqlExpression;
+/// <summary><c>f in (…)</c>: any of the values; <c>f all in (…)</c> (<see cref="All"/>): every one of them (the field's values hold them all).</summary>
+public sealed record RqlIn(string Field, IReadOnlyList<RqlValue> Values, bool Exact = false, bool All = false) : RqlExpression;
 public sealed record RqlStartsWith(string Field, RqlValue Prefix) : RqlExpression;
-public sealed record RqlSearch(string Field, RqlValue Terms) : RqlExpression;
+/// <summary><c>search(F, 'text' [, and|or])</c>: the text in RavenDB's search syntax (<c>FullTextQuery</c>); <see cref="AllWords"/> with <c>and</c>.</summary>
+public sealed record RqlSearch(string Field, RqlValue Terms, bool AllWords = false) : RqlExpression;
+
+/// <summary><c>proximity(search(F, 'a b'), n)</c>: the words within n positions of each other.</summary>
+public sealed record RqlProximity(RqlSearch Search, RqlValue Distance) : RqlExpression;
+
+/// <summary><c>fuzzy(F = 'value', factor)</c>: terms within some edits of the value (factor: edits 1–2, or a similarity below 1).</summary>
+public sealed record RqlFuzzy(string Field, RqlValue Value, RqlValue? Factor) : RqlExpression;
+
+/// <summary><c>boost(expression, factor)</c>: the expression's scores multiplied.</summary>
+public sealed record RqlBoost(RqlExpression Inner, RqlValue Factor) : RqlExpression;
+
+public sealed record RqlEndsWith(string Field, RqlValue Suffix) : RqlExpression;
+
+/// <summary><c>regex(F, 'pattern')</c>: a .NET regular expression over the field's terms.</summary>
+public sealed record RqlRegex(string Field, RqlValue Pattern) : RqlExpression;
+
+/// <summary><c>lucene(F, 'text')</c>: Lucene's query syntax with F as the default field.</summary>
+public sealed record RqlLucene(string Field, RqlValue Text) : RqlExpression;
 public sealed record RqlExists(string Field) : RqlExpression;
 
 /// <summary>A literal (string, number, boolean, null) or a <c>$parameter</c> resolved at execution.</summary>

@@ -47,32 +47,28 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
         return indexName;
     }
 
-    /// <summary>Each field by its dotted path; a missing step gives null instead of a TypeError.</summary>
+    /// <summary>Each field by its dotted path; a missing step leaves the field out of the entry (so <c>exists()</c> tells missing from null) instead of a TypeError.</summary>
     private static string Map(string collection, IEnumerable<string> fields) =>
         $"map('{collection}', function (d) {{ function get(o, path) {{ var steps = path.split('.'); " +
-        "for (var i = 0; i < steps.length; i++) { if (o === null || o === undefined) return null; o = o[steps[i]]; } " +
-        "return o === undefined ? null : o; } " +
+        "for (var i = 0; i < steps.length; i++) { if (o === null || o === undefined) return undefined; o = o[steps[i]]; } " +
+        "return o; } " +
         $"return {{ {string.Join(", ", fields.Select(f => $"'{f}': get(d, '{f}')"))} }}; }})";
 
+    /// <summary>An auto index of this version's map (an older one wrote null for a missing field) with every field, each indexed as asked.</summary>
     private static bool Covers(IndexDefinition d, IReadOnlySet<string> exact, IReadOnlySet<string> search) =>
-        d.Maps.Count == 1 && exact.All(f => d.Maps[0].Contains($"'{f}': get(") && d.FieldOptions(f).Indexing == IndexFieldOptions.Exact)
+        d.Maps.Count == 1 && d.Maps[0].Contains("return undefined;", StringComparison.Ordinal) && exact.All(f => d.Maps[0].Contains($"'{f}': get(") && d.FieldOptions(f).Indexing == IndexFieldOptions.Exact)
         && search.All(f => d.Maps[0].Contains($"'{f}': get(") && d.FieldOptions(f).Indexing == IndexFieldOptions.Search);
 
     private static void Collect(RqlExpression? e, ISet<string> exact, ISet<string> search)
     {
-        switch (e)
-        {
-            case RqlAnd a: Collect(a.Left, exact, search); Collect(a.Right, exact, search); break;
-            case RqlOr o: Collect(o.Left, exact, search); Collect(o.Right, exact, search); break;
-            case RqlNot n: Collect(n.Inner, exact, search); break;
-            case RqlSearch s: search.Add(s.Field); exact.Remove(s.Field); break;
-            case RqlCompare c: Add(c.Field); break;
-            case RqlBetween b: Add(b.Field); break;
-            case RqlIn i: Add(i.Field); break;
-            case RqlStartsWith s: Add(s.Field); break;
-            case RqlExists x: Add(x.Field); break;
-        }
-        void Add(string field) { if (!search.Contains(field)) exact.Add(field); }
+        // id() is every entry's own term: no field of the map.
+        foreach (var (field, text) in RqlConditionFields.Of(e).Where(f => f.Field != RqlFields.Id))
+            if (text)
+            {
+                search.Add(field);
+                exact.Remove(field);
+            }
+            else if (!search.Contains(field)) exact.Add(field);
     }
 
     [GeneratedRegex("^[A-Za-z0-9_][A-Za-z0-9_.-]{0,60}$")]

@@ -60,7 +60,7 @@ public sealed class RqlParserTests
     [InlineData("from Posts\nwhere A = 'open", "unclosed string", 2, 11)]
     [InlineData("from Posts where (A = 1", "expected ')'", 1, 24)]
     [InlineData("from Posts where A = 1 limit -3", "non-negative whole number", 1, 30)]
-    [InlineData("from Posts where fuzzy(A, 'x')", "unknown function 'fuzzy'", 1, 18)]
+    [InlineData("from Posts where soundex(A, 'x')", "unknown function 'soundex'", 1, 18)]
     [InlineData("from Posts where A = 1 order Score", "expected 'by'", 1, 30)]
     [InlineData("from Posts where A = 1 garbage", "expected where, order by, select, limit", 1, 24)]
     [InlineData("from Posts where A = 1 # x", "unexpected character '#'", 1, 24)]
