@@ -44,6 +44,10 @@ public static class IndexerModule
     }
 
     /// <summary>The definitions alone (a query process reads them too); started before anything that uses them.</summary>
+    /// <summary>Documents run one at a time through a definition and a query as an index would run them (subscriptions filter with it).</summary>
+    public static IServiceCollection AddDocumentFilters(this IServiceCollection services, IndexerOptions options) =>
+        services.AddSingleton<Magpie.Contracts.Search.IDocumentFilters>(new Lucene.LuceneDocumentFilters(options.ScriptLimits));
+
     public static IServiceCollection AddIndexDefinitions(this IServiceCollection services, IndexerOptions options)
     {
         services.AddSingleton<IIndexDefinitionLog>(sp => options.Kafka is { } kafka

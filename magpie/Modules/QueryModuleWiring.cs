@@ -27,6 +27,7 @@ public sealed class QueryModuleWiring(bool indexerInProcess) : IMagpieModule
         var indexer = IndexerModuleWiring.Options(settings, indexerInProcess);
         // Alone, the query target reads the definitions itself (from magpie.indexes); with the indexer, the indexer registered them.
         if (!indexerInProcess) builder.Services.AddIndexDefinitions(indexer);
+        builder.Services.AddDocumentFilters(indexer);
         builder.Services.AddQueries(new QueryOptions
         {
             DataDir = indexer.DataDir, Kafka = indexer.Kafka, IndexerGroup = indexer.IndexerGroup, PeerClient = security.PeerClient,

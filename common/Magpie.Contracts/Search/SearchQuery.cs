@@ -86,3 +86,19 @@ public sealed record SearchHit(string Id, float Score, IReadOnlyDictionary<strin
 
 /// <summary>The exact number of matching entries and one page of them.</summary>
 public sealed record SearchPage(long TotalHits, IReadOnlyList<SearchHit> Hits);
+
+/// <summary>
+/// Runs one document at a time through an index definition's maps and a planned query, with the mapping, analyzer and
+/// query engine the index itself uses — so a condition means the same on a changed document (a subscription) as in the index.
+/// </summary>
+public interface IDocumentFilters
+{
+    /// <exception cref="IndexEngineException">The query is one the engine refuses (as it would refuse it on the index).</exception>
+    IDocumentFilter Create(Indexes.IndexDefinition definition, SearchQuery query);
+}
+
+public interface IDocumentFilter
+{
+    /// <summary>Whether the document's entries (what the maps make of it) match; a document the maps refuse matches nothing.</summary>
+    bool Matches(Changes.ChangeEvent change);
+}

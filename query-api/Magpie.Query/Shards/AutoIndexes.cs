@@ -15,6 +15,24 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
 {
     public async Task<string> IndexForAsync(RqlQuery query, CancellationToken ct)
     {
+        var (indexName, definition, exact, search) = Plan(query);
+        var prefix = $"Auto/{query.From.Name}/";
+        foreach (var (name, d) in definitions.Current.Where(d => d.Key.StartsWith(prefix, StringComparison.OrdinalIgnoreCase)))
+            if (Covers(d, exact, search)) return name;
+        try { await definitions.PutAsync(indexName, definition, ct); }
+        catch (IndexDefinitionException e) { throw new QueryProblem(e.Status, $"the automatic index {indexName} was refused: {e.Message}"); }
+        return indexName;
+    }
+
+    /// <summary>The automatic index a query over a collection needs (its name and definition), whether or not it exists.</summary>
+    public static (string Name, IndexDefinition Definition) DefinitionFor(RqlQuery query)
+    {
+        var (name, definition, _, _) = Plan(query);
+        return (name, definition);
+    }
+
+    private static (string Name, IndexDefinition Definition, SortedSet<string> Exact, SortedSet<string> Search) Plan(RqlQuery query)
+    {
         var collection = query.From.Name;
         if (!CollectionPattern().IsMatch(collection)) throw new QueryProblem(400, $"'{collection}' is not a collection name this version can index automatically");
         var exact = new SortedSet<string>(StringComparer.Ordinal);
@@ -31,20 +49,14 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
         if (exact.Concat(search).FirstOrDefault(f => !FieldPattern().IsMatch(f)) is { } bad)
             throw new QueryProblem(400, $"'{bad}' can't be indexed automatically: fields are letters, digits, '_' and '.' paths");
 
-        var prefix = $"Auto/{collection}/";
-        foreach (var (name, d) in definitions.Current.Where(d => d.Key.StartsWith(prefix, StringComparison.OrdinalIgnoreCase)))
-            if (Covers(d, exact, search)) return name;
-
         var fields = exact.Select(f => (Field: f, Search: false)).Concat(search.Select(f => (Field: f, Search: true))).OrderBy(f => f.Field, StringComparer.Ordinal).ToList();
-        var indexName = prefix + (fields.Count == 0 ? "All" : "By" + string.Join("And", fields.Select(f => f.Search ? f.Field + "_search" : f.Field)));
+        var indexName = $"Auto/{collection}/" + (fields.Count == 0 ? "All" : "By" + string.Join("And", fields.Select(f => f.Search ? f.Field + "_search" : f.Field)));
         var definition = new IndexDefinition
         {
             Maps = [Map(collection, fields.Select(f => f.Field))],
             Fields = fields.Where(f => f.Search).ToDictionary(f => f.Field, _ => new IndexFieldOptions { Indexing = IndexFieldOptions.Search }),
         };
-        try { await definitions.PutAsync(indexName, definition, ct); }
-        catch (IndexDefinitionException e) { throw new QueryProblem(e.Status, $"the automatic index {indexName} was refused: {e.Message}"); }
-        return indexName;
+        return (indexName, definition, exact, search);
     }
 
     /// <summary>Each field by its dotted path; a missing step leaves the field out of the entry (so <c>exists()</c> tells missing from null) instead of a TypeError.</summary>

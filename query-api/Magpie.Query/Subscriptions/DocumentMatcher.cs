@@ -1,36 +1,50 @@
-using System.Globalization;
 using System.Text.Json;
 using System.Text.Json.Nodes;
+using Magpie.Contracts.Changes;
+using Magpie.Contracts.Search;
 using Magpie.Query.Rql;
+using Magpie.Query.Shards;
 
 namespace Magpie.Query.Subscriptions;
 
 /// <summary>
-/// An RQL <c>where</c> and <c>select</c> applied to one document in memory, for subscriptions (which follow the change
-/// feed, not an index). The same rules as the indexes: strings compare case-insensitively unless inside
-/// <c>exact()</c>, numbers as numbers, ISO dates as text (which orders them), arrays match when any element does,
-/// <c>= null</c> matches a missing or null field; <c>search()</c> matches any of its words (a trailing * is a prefix).
-/// Fields are property paths (<c>Address.City</c>).
+/// A subscription's RQL <c>where</c> and <c>select</c> applied to one changed document. The <c>where</c> is planned against the
+/// automatic index the same query would use, and the document runs through that index's map and the engine's query
+/// (<see cref="IDocumentFilters"/>): a condition means exactly what it means in a query. <c>select</c> picks property paths
+/// (<c>Address.City</c>).
 /// </summary>
 public sealed class DocumentMatcher
 {
     private readonly RqlQuery _query;
+    private readonly IDocumentFilter? _filter;
 
-    private DocumentMatcher(RqlQuery query) => _query = query;
+    private DocumentMatcher(RqlQuery query, IDocumentFilter? filter)
+    {
+        _query = query;
+        _filter = filter;
+    }
 
-    /// <summary>Throws <see cref="RqlException"/> for a query a subscription can't run: not over a collection, with parameters, ordering or paging.</summary>
-    public static DocumentMatcher For(RqlQuery query)
+    /// <summary>Throws <see cref="RqlException"/> for a query a subscription can't run: not over a collection, with parameters, ordering or paging,
+    /// or a condition the engine refuses.</summary>
+    public static DocumentMatcher For(RqlQuery query, IDocumentFilters filters)
     {
         if (query.From.IsIndex) throw new RqlException("a subscription follows a collection: use 'from Collection', not 'from index'", 1, 1);
         if (query.OrderBy.Count > 0 || query.Limit is not null) throw new RqlException("a subscription delivers in change order: no 'order by' or 'limit'", 1, 1);
         if (query.Facets.Count > 0) throw new RqlException("a subscription delivers documents: facets are for POST /queries", 1, 1);
-        if (query.Where is { } w && HasParameter(w)) throw new RqlException("a subscription query can't use $parameters", 1, 1);
-        return new DocumentMatcher(query);
+        if (query.Where is null) return new DocumentMatcher(query, null);
+        if (HasParameter(query.Where)) throw new RqlException("a subscription query can't use $parameters", 1, 1);
+        try
+        {
+            var (_, definition) = AutoIndexes.DefinitionFor(query);
+            return new DocumentMatcher(query, filters.Create(definition, new QueryPlanner(definition, null).Where(query.Where)));
+        }
+        catch (QueryProblem e) { throw new RqlException(e.Message, 1, 1); }
+        catch (IndexEngineException e) { throw new RqlException(e.Message, 1, 1); }
     }
 
     public string Collection => _query.From.Name;
 
-    public bool Matches(JsonElement document) => _query.Where is not { } where || Eval(where, document);
+    public bool Matches(ChangeEvent change) => _filter?.Matches(change) ?? true;
 
     /// <summary>The document itself, or with <c>select</c> an object of the selected fields under their aliases.</summary>
     public JsonNode? Project(JsonElement document)
@@ -40,39 +54,6 @@ public sealed class DocumentMatcher
         foreach (var p in _query.Select)
             result[p.Alias] = Values(document, p.Field).FirstOrDefault() is { ValueKind: not JsonValueKind.Undefined } v ? JsonNode.Parse(v.GetRawText()) : null;
         return result;
-    }
-
-    private static bool Eval(RqlExpression e, JsonElement d) => e switch
-    {
-        RqlAnd a => Eval(a.Left, d) && Eval(a.Right, d),
-        RqlOr o => Eval(o.Left, d) || Eval(o.Right, d),
-        RqlNot n => !Eval(n.Inner, d),
-        RqlCompare c => c.Operator == "!=" ? !Any(d, c.Field, v => Compare(v, c.Value.Literal, c.Exact) == 0)
-            : Any(d, c.Field, v => Compare(v, c.Value.Literal, c.Exact) is { } r && c.Operator switch
-            {
-                "=" => r == 0, "<" => r < 0, "<=" => r <= 0, ">" => r > 0, ">=" => r >= 0,
-                _ => throw new RqlException($"unknown operator {c.Operator}", 1, 1),
-            }),
-        RqlBetween b => Any(d, b.Field, v => Compare(v, b.Low.Literal, b.Exact) >= 0 && Compare(v, b.High.Literal, b.Exact) <= 0),
-        RqlIn i => Any(d, i.Field, v => i.Values.Any(x => Compare(v, x.Literal, i.Exact) == 0)),
-        RqlStartsWith s => Any(d, s.Field, v => v.ValueKind == JsonValueKind.String && v.GetString()!.StartsWith(Text(s.Prefix.Literal), StringComparison.OrdinalIgnoreCase)),
-        RqlSearch s => Any(d, s.Field, v => v.ValueKind == JsonValueKind.String && SearchMatches(v.GetString()!, Text(s.Terms.Literal))),
-        RqlExists x => Values(d, x.Field).Any(v => v.ValueKind != JsonValueKind.Undefined),
-        _ => throw new RqlException($"{e.GetType().Name} is not supported in subscriptions", 1, 1),
-    };
-
-    /// <summary>Any value at the path (array elements one by one; a missing field is one null) satisfies <paramref name="test"/>.</summary>
-    private static bool Any(JsonElement d, string field, Func<JsonElement, bool> test)
-    {
-        foreach (var v in Values(d, field))
-        {
-            if (v.ValueKind == JsonValueKind.Array)
-            {
-                if (v.EnumerateArray().Any(test)) return true;
-            }
-            else if (test(v)) return true;
-        }
-        return false;
     }
 
     /// <summary>The values at a dotted path, through arrays; Undefined when the path is missing.</summary>
@@ -89,40 +70,6 @@ public sealed class DocumentMatcher
         return current;
     }
 
-    /// <summary>Order of a document value against a literal; null when they can't be compared (a number against text).</summary>
-    private static int? Compare(JsonElement v, object? literal, bool exact) => (v.ValueKind, literal) switch
-    {
-        (JsonValueKind.Undefined or JsonValueKind.Null, null) => 0,
-        (JsonValueKind.Undefined or JsonValueKind.Null, _) => null,
-        (_, null) => null,
-        (JsonValueKind.Number, double n) => v.GetDouble().CompareTo(n),
-        (JsonValueKind.Number, string s) when double.TryParse(s, NumberStyles.Float, CultureInfo.InvariantCulture, out var n) => v.GetDouble().CompareTo(n),
-        (JsonValueKind.String, string s) => string.Compare(v.GetString(), s, exact ? StringComparison.Ordinal : StringComparison.OrdinalIgnoreCase),
-        (JsonValueKind.String, double n) => string.Compare(v.GetString(), n.ToString(CultureInfo.InvariantCulture), StringComparison.Ordinal),
-        (JsonValueKind.True, bool b) => b ? 0 : 1,
-        (JsonValueKind.False, bool b) => b ? -1 : 0,
-        _ => null,
-    };
-
-    private static bool SearchMatches(string text, string terms)
-    {
-        var words = Words(text).ToHashSet();
-        return Words(terms).Any(t => t.EndsWith('*') ? words.Any(w => w.StartsWith(t[..^1], StringComparison.Ordinal)) : words.Contains(t));
-    }
-
-    private static IEnumerable<string> Words(string text)
-    {
-        var clean = new string(text.ToLowerInvariant().Select(c => char.IsLetterOrDigit(c) || c == '*' ? c : ' ').ToArray());
-        return clean.Split(' ', StringSplitOptions.RemoveEmptyEntries);
-    }
-
-    private static string Text(object? literal) => literal switch
-    {
-        string s => s,
-        double n => n.ToString(CultureInfo.InvariantCulture),
-        _ => literal?.ToString() ?? "",
-    };
-
     private static bool HasParameter(RqlExpression e) => e switch
     {
         RqlAnd a => HasParameter(a.Left) || HasParameter(a.Right),
@@ -133,6 +80,12 @@ public sealed class DocumentMatcher
         RqlIn i => i.Values.Any(v => v.IsParameter),
         RqlStartsWith s => s.Prefix.IsParameter,
         RqlSearch s => s.Terms.IsParameter,
+        RqlProximity p => p.Search.Terms.IsParameter || p.Distance.IsParameter,
+        RqlBoost b => HasParameter(b.Inner) || b.Factor.IsParameter,
+        RqlFuzzy f => f.Value.IsParameter || f.Factor?.IsParameter == true,
+        RqlEndsWith s => s.Suffix.IsParameter,
+        RqlRegex r => r.Pattern.IsParameter,
+        RqlLucene l => l.Text.IsParameter,
         _ => false,
     };
 }

@@ -174,6 +174,6 @@ public sealed class Subscription(SubscriptionState state, DocumentMatcher matche
     {
         if (!string.Equals(change.Collection, matcher.Collection, StringComparison.OrdinalIgnoreCase)) return false;
         if (change.Etag <= _state.AfterEtag || _state.AfterTime is { } t && change.LastModified < t) return false;
-        return change.Op == ChangeOp.Delete ? _state.Definition.IncludeDeletes : matcher.Matches(change.Document!.Value);
+        return change.Op == ChangeOp.Delete ? _state.Definition.IncludeDeletes : matcher.Matches(change);
     }
 }

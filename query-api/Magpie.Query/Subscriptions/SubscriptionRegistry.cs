@@ -3,6 +3,7 @@ using System.Text;
 using System.Text.Json;
 using System.Text.RegularExpressions;
 using Magpie.Contracts.Changes;
+using Magpie.Contracts.Search;
 using Magpie.Contracts.Storage;
 using Magpie.Query.Rql;
 
@@ -28,8 +29,11 @@ public sealed partial class SubscriptionRegistry
     private readonly Lock _lock = new();
     private readonly Dictionary<string, Subscription> _subscriptions = new(StringComparer.Ordinal);
 
-    public SubscriptionRegistry(string dataDir, IChangeFeed feed)
+    private readonly IDocumentFilters _filters;
+
+    public SubscriptionRegistry(string dataDir, IChangeFeed feed, IDocumentFilters filters)
     {
+        _filters = filters;
         _directory = Path.Combine(dataDir, "subscriptions");
         _feed = feed;
         if (!Directory.Exists(_directory)) return;
@@ -102,9 +106,9 @@ public sealed partial class SubscriptionRegistry
 
     private readonly Dictionary<string, IDisposable> _tracked = new(StringComparer.Ordinal);
 
-    private static DocumentMatcher Matcher(string query)
+    private DocumentMatcher Matcher(string query)
     {
-        try { return DocumentMatcher.For(RqlParser.Parse(query ?? "")); }
+        try { return DocumentMatcher.For(RqlParser.Parse(query ?? ""), _filters); }
         catch (RqlException e) { throw new SubscriptionException(400, $"query: {e.Message}"); }
     }
 
