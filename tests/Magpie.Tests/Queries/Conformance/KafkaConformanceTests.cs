@@ -1,0 +1,54 @@
+using Magpie.Tests.Fixtures;
+using Magpie.Tests.Http;
+
+namespace Magpie.Tests.Queries.Conformance;
+
+/// <summary>The conformance cases in Kafka mode, sharded: ingest, two indexers splitting four partitions, a query process merging them.</summary>
+public sealed class KafkaConformanceFixture : IAsyncLifetime
+{
+    private KafkaBroker _broker = null!;
+    private readonly List<MagpieProcess> _processes = [];
+    public MagpieProcess Query { get; private set; } = null!;
+    public List<SamplePost> Posts { get; } = SamplePost.Load();
+
+    private static Dictionary<string, string> Group => new() { ["MAGPIE__KAFKAPARTITIONS"] = "4", ["MAGPIE__INDEXERGROUP"] = "conformance" };
+
+    public async Task InitializeAsync()
+    {
+        _broker = await KafkaBroker.StartOwnedAsync();
+        var kafka = _broker.BootstrapServers;
+        var ingest = await Start(kafka, "ingest");
+        var (exit, output) = await MagpieCli.RunAsync(TimeSpan.FromMinutes(5), "produce", "stackexchange", "--dir", RepoPaths.StackExchangeSample, "--url", ingest.BaseUrl.ToString());
+        if (exit != 0) throw new InvalidOperationException(output);
+        var indexer = await Start(kafka, "indexer");
+        await Start(kafka, "indexer");
+        Query = await Start(kafka, "query");
+        await indexer.Http.PutIndexAsync(RqlConformance.StaticIndex, RqlConformance.StaticDefinition);
+        await SplitDeployment.RelayCaughtUpAsync(ingest);
+    }
+
+    private async Task<MagpieProcess> Start(string kafka, string target)
+    {
+        var process = await MagpieProcess.StartAsync(kafka, target, environment: Group);
+        _processes.Add(process);
+        return process;
+    }
+
+    public async Task DisposeAsync()
+    {
+        foreach (var p in _processes) await p.DisposeAsync();
+        await _broker.DisposeAsync();
+    }
+}
+
+public sealed class KafkaConformanceTests(KafkaConformanceFixture fx) : IClassFixture<KafkaConformanceFixture>
+{
+    [Theory]
+    [MemberData(nameof(RqlConformanceTests.Names), MemberType = typeof(RqlConformanceTests))]
+    public async Task Sharded_answers_are_the_independently_computed_ones(string name)
+    {
+        var (rql, expected) = RqlConformance.Cases[name];
+        var want = fx.Posts.Where(expected).Select(p => p.Id).Order(StringComparer.Ordinal).ToList();
+        Assert.Equal(want, await RqlAnswers.IdsAsync(fx.Query.Http, rql));
+    }
+}
