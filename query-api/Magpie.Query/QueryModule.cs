@@ -34,7 +34,8 @@ public static class QueryModule
         else services.AddSingleton<IShardDirectory>(sp => new LocalShardDirectory(sp.GetRequiredService<LocalShardOwner>()));
         // Subscriptions follow the change log embedded, every partition of magpie.changes in Kafka mode.
         services.AddSingleton(sp => new SubscriptionRegistry(options.DataDir,
-            options.Kafka is { } bootstrap ? new KafkaChangeFeed(bootstrap) : sp.GetRequiredService<IChangeFeed>(), sp.GetRequiredService<IDocumentFilters>()));
+            options.Kafka is { } bootstrap ? new KafkaChangeFeed(bootstrap) : sp.GetRequiredService<IChangeFeed>(), sp.GetRequiredService<IDocumentFilters>(),
+            options.Kafka is null ? sp.GetService<IDocumentLookup>() : null));
         return services.AddSingleton<AutoIndexes>().AddSingleton<QueryCoordinator>();
     }
 

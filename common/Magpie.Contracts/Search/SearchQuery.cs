@@ -78,11 +78,19 @@ public sealed record SortField(SortKind Kind, string Field, bool Descending = fa
 /// null = all stored fields; <see cref="Snapshot"/> (a held point in time) searches that point in time, 0 = now.
 /// </summary>
 public sealed record SearchRequest(SearchQuery Query, IReadOnlyList<SortField> Sort, int PageSize, int Skip = 0, SearchCursor? After = null,
-    IReadOnlyList<string>? StoredFields = null, long Snapshot = 0);
+    IReadOnlyList<string>? StoredFields = null, long Snapshot = 0)
+{
+    /// <summary>Each hit with the engine's explanation of its score (<c>include explanations()</c>).</summary>
+    public bool Explain { get; init; }
+}
 
 /// <summary>One hit: the source document's id, its score (0 unless sorted by score), its stored values (string, long, double, or
 /// <c>byte[]</c>: JSON kept as UTF-8), its cursor.</summary>
-public sealed record SearchHit(string Id, float Score, IReadOnlyDictionary<string, IReadOnlyList<object>> Stored, SearchCursor Cursor);
+public sealed record SearchHit(string Id, float Score, IReadOnlyDictionary<string, IReadOnlyList<object>> Stored, SearchCursor Cursor)
+{
+    /// <summary>How the engine scored the hit, when the request asked (<see cref="SearchRequest.Explain"/>).</summary>
+    public string? Explanation { get; init; }
+}
 
 /// <summary>The exact number of matching entries and one page of them.</summary>
 public sealed record SearchPage(long TotalHits, IReadOnlyList<SearchHit> Hits);

@@ -222,7 +222,7 @@ internal sealed class LuceneIndex : IIndexPersistence
 
     private SearchPage Search(IndexSearcher searcher, SearchRequest request)
     {
-        var byScore = request.Sort.Any(s => s.Kind == SortKind.Score);
+        var byScore = request.Sort.Any(s => s.Kind == SortKind.Score) || request.Explain;
         var query = WithoutState(searcher, LuceneQueries.Build(request.Query, _engine.Analyzer, scored: byScore));
         // The document id last: the unique key that makes cursors survive refreshes and merges and mean the same in every shard.
         var fields = request.Sort.Select(SortOf).Append(new ColumnSort(LuceneDocuments.Id, false, _engine.Columns, this)).ToArray();
@@ -242,7 +242,10 @@ internal sealed class LuceneIndex : IIndexPersistence
         {
             var hit = (FieldDoc)top.ScoreDocs[i];
             var doc = stored is null ? searcher.Doc(hit.Doc) : searcher.Doc(hit.Doc, stored);
-            hits[i - from] = new SearchHit(doc.Get(LuceneDocuments.Id), float.IsNaN(hit.Score) ? 0f : hit.Score, StoredValues(doc), SortValues.ToCursor(hit));
+            hits[i - from] = new SearchHit(doc.Get(LuceneDocuments.Id), float.IsNaN(hit.Score) ? 0f : hit.Score, StoredValues(doc), SortValues.ToCursor(hit))
+            {
+                Explanation = request.Explain ? searcher.Explain(query, hit.Doc).ToString() : null,
+            };
         }
         return new SearchPage(top.TotalHits, hits);
     }

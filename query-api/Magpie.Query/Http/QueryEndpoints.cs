@@ -49,6 +49,7 @@ public static class QueryEndpoints
             try
             {
                 var (request, query) = await ReadAsync(ctx);
+                var parsed = Stopwatch.GetElapsedTime(started).TotalMilliseconds;
                 if (query.FacetsOnly) kind = "facets";
                 var pageSize = query.Limit ?? request.PageSize;
                 var start = query.Offset ?? request.Start;
@@ -67,6 +68,9 @@ public static class QueryEndpoints
                     indexEtag = page.IndexEtag,
                     durationMs = Math.Round(Stopwatch.GetElapsedTime(started).TotalMilliseconds, 2),
                     nextCursor = !query.FacetsOnly && pageSize > 0 && page.Hits.Count == pageSize ? page.Hits[^1].Cursor : null,
+                    includes = page.Included,
+                    timings = query.Timings ? Timings(page, parsed, started) : null,
+                    explanations = query.Explanations ? page.Hits.Where(h => h.Id is not null).GroupBy(h => h.Id!).ToDictionary(g => g.Key, g => g.Select(h => h.Explanation)) : null,
                 });
             }
             catch (QueryProblem e) { return Problem(e); }
@@ -98,15 +102,20 @@ public static class QueryEndpoints
             try
             {
                 // Headers are gone after the first page: a shard failing later can only end the stream early (the client sees it cut short).
+                // Included documents follow the page that refers to them, each once in the stream, as {"@include": document}.
+                var sent = new HashSet<string>(StringComparer.Ordinal);
+                async Task WriteLineAsync(object value)
+                {
+                    var line = JsonSerializer.SerializeToUtf8Bytes(value, json);
+                    await ctx.Response.Body.WriteAsync(line, ctx.RequestAborted);
+                    await ctx.Response.Body.WriteAsync(NewLine, ctx.RequestAborted);
+                    bytes += line.Length + 1;
+                }
                 await foreach (var page in stream.PagesAsync(ctx.RequestAborted))
                 {
-                    foreach (var hit in page.Hits)
-                    {
-                        var line = JsonSerializer.SerializeToUtf8Bytes(hit.Result, json);
-                        await ctx.Response.Body.WriteAsync(line, ctx.RequestAborted);
-                        await ctx.Response.Body.WriteAsync(NewLine, ctx.RequestAborted);
-                        bytes += line.Length + 1;
-                    }
+                    foreach (var hit in page.Hits) await WriteLineAsync(hit.Result);
+                    foreach (var (id, document) in page.Included ?? [])
+                        if (sent.Add(id)) await WriteLineAsync(new Dictionary<string, JsonElement> { ["@include"] = document });
                     await ctx.Response.Body.FlushAsync(ctx.RequestAborted);
                     if (ctx.RequestAborted.IsCancellationRequested) break;
                 }
@@ -145,6 +154,15 @@ public static class QueryEndpoints
         catch (JsonException e) { throw new QueryProblem(400, $"body is not a query request: {e.Message}"); }
         if (request is null || string.IsNullOrWhiteSpace(request.Query)) throw new QueryProblem(400, "body needs \"query\": an RQL query");
         return (request, LocalShardOwner.Parse(request.Query, request.Parameters, request.Facets, request.FacetsOnly));
+    }
+
+    /// <summary><c>include timings()</c>: parsing here, then each stage as long as the slowest owner took, and the whole request.</summary>
+    private static Dictionary<string, double> Timings(ShardPage page, double parsed, long started)
+    {
+        var timings = new Dictionary<string, double> { ["parse"] = Math.Round(parsed, 3) };
+        foreach (var (stage, ms) in page.Timings ?? []) timings[stage] = ms;
+        timings["total"] = Math.Round(Stopwatch.GetElapsedTime(started).TotalMilliseconds, 3);
+        return timings;
     }
 
     private static IResult Problem(QueryProblem e) => Problems.Of(e.Status, e.Message, Problems.At(e.Line, e.Column));

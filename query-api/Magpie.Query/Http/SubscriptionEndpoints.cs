@@ -46,7 +46,7 @@ public static class SubscriptionEndpoints
             try
             {
                 var batch = await s.NextAsync(worker, opening, maxDocs ?? 100, TimeSpan.FromMilliseconds(Math.Clamp(waitMs ?? 30_000, 0, 120_000)), ct);
-                return batch is null ? Results.NoContent() : Results.Json(new { batchId = batch.Id, items = batch.Items });
+                return batch is null ? Results.NoContent() : Results.Json(new { batchId = batch.Id, items = batch.Items, includes = batch.Includes });
             }
             catch (SubscriptionInUseException e) { return Problem(409, e.Message); }
         });

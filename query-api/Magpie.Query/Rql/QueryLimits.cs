@@ -19,6 +19,18 @@ public static class QueryLimits
     /// <summary>Values in one <c>in (…)</c> list.</summary>
     public const int MaxInValues = 1024;
 
+    /// <summary><c>load … as …</c> clauses in a query.</summary>
+    public const int MaxLoads = 16;
+
+    /// <summary>Documents loaded for one result (a load of an array of ids counts each), by <c>load</c> and by <c>load()</c> in a projection.</summary>
+    public const int MaxLoadedPerResult = 64;
+
+    /// <summary><c>include</c> paths in a query.</summary>
+    public const int MaxIncludePaths = 16;
+
+    /// <summary>Documents included beside one page.</summary>
+    public const int MaxIncludedPerPage = 4096;
+
     /// <summary>Terms (columns, literals, calls) in one SQL statement: arithmetic chains count too.</summary>
     public const int MaxSqlTerms = 4 * MaxClauses;
 

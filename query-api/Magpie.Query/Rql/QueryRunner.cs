@@ -10,12 +10,15 @@ namespace Magpie.Query.Rql;
 /// </summary>
 public sealed record QueryPlan(SearchQuery Where, IReadOnlyList<SortField> Sort, IReadOnlyList<string>? StoredFields)
 {
+    /// <summary>Each hit with its score explanation (<c>include explanations()</c>).</summary>
+    public bool Explain { get; init; }
+
     /// <summary>Fields this plan sorts numerically (an owner reports them so the coordinator can align owners).</summary>
     public IReadOnlyList<string> NumericSorts => Sort.Where(s => s.Kind == SortKind.Double).Select(s => s.Field[..^EntryFields.Number.Length]).ToList();
 
     /// <param name="snapshot">A point in time held on <paramref name="index"/> (a stream's), or 0 for now.</param>
     public Task<SearchPage> PageAsync(IShardSearcher index, int pageSize, int skip, SearchCursor? after, CancellationToken ct = default, long snapshot = 0) =>
-        index.SearchAsync(new SearchRequest(Where, Sort, pageSize, skip, after, StoredFields, snapshot), ct);
+        index.SearchAsync(new SearchRequest(Where, Sort, pageSize, skip, after, StoredFields, snapshot) { Explain = Explain }, ct);
 }
 
 /// <summary>Plans a parsed query against an index's shards: where → Lucene query, order by → sort fields, select → stored fields.</summary>
@@ -33,7 +36,7 @@ public static class QueryRunner
         foreach (var order in query.OrderBy) sort.Add(await SortOfAsync(shards, order, numericSorts, ct));
         // With select: the projected stored fields, and the document source where the index keeps it (Kafka mode).
         IReadOnlyList<string>? stored = query.Select.Count > 0 ? [.. query.Select.Select(s => s.Field + EntryFields.Stored), EntryFields.Source] : null;
-        return new QueryPlan(where, sort, stored);
+        return new QueryPlan(where, sort, stored) { Explain = query.Explanations };
     }
 
     /// <summary>
@@ -43,6 +46,7 @@ public static class QueryRunner
     private static async Task<SortField> SortOfAsync(IReadOnlyList<IShardSearcher> shards, RqlOrder order, IReadOnlyCollection<string>? numericSorts, CancellationToken ct)
     {
         if (order.IsScore) return SortField.Score with { Descending = order.Descending };
+        if (order.Field == RqlFields.Id) return new SortField(SortKind.String, EntryFields.Id, order.Descending);
         var numeric = order.As switch
         {
             "long" or "double" => true,

@@ -3,7 +3,7 @@ using System.Text;
 
 namespace Magpie.Query.Rql;
 
-internal enum RqlTokenKind { Identifier, String, Number, Parameter, Symbol, End }
+internal enum RqlTokenKind { Identifier, String, Number, Parameter, Symbol, Script, End }
 
 internal sealed record RqlToken(RqlTokenKind Kind, string Text, object? Value, int Position)
 {
@@ -11,7 +11,11 @@ internal sealed record RqlToken(RqlTokenKind Kind, string Text, object? Value, i
     public bool IsSymbol(string symbol) => Kind == RqlTokenKind.Symbol && Text == symbol;
 }
 
-/// <summary>Splits RQL into tokens: identifiers (dotted paths allowed), 'strings' and "strings" with backslash escapes, numbers, $parameters, symbols.</summary>
+/// <summary>
+/// Splits RQL into tokens: identifiers (dotted paths allowed, <c>Lines[].Product</c> too), 'strings' and "strings" with backslash
+/// escapes, numbers, $parameters, symbols, and a JavaScript block <c>{ … }</c> (a projection or a declared function's body) as one
+/// token, to its matching brace outside strings, template literals and comments.
+/// </summary>
 internal static class RqlLexer
 {
     public static List<RqlToken> Tokenize(string text)
@@ -51,9 +55,19 @@ internal static class RqlLexer
                 if (i == start + 1) throw Error(text, start, "a parameter needs a name: $name");
                 tokens.Add(new RqlToken(RqlTokenKind.Parameter, text[start..i], text[(start + 1)..i], start));
             }
+            else if (c == '{')
+            {
+                i = ScriptEnd(text, i);
+                tokens.Add(new RqlToken(RqlTokenKind.Script, text[start..i], null, start));
+            }
             else if (char.IsLetter(c) || c is '_' or '@')
             {
-                while (i < text.Length && (char.IsLetterOrDigit(text[i]) || text[i] is '_' or '.' or '@' or '/')) i++;
+                while (i < text.Length)
+                {
+                    if (char.IsLetterOrDigit(text[i]) || text[i] is '_' or '.' or '@' or '/') i++;
+                    else if (text[i] == '[' && i + 1 < text.Length && text[i + 1] == ']') i += 2;   // Lines[].Product: every element
+                    else break;
+                }
                 tokens.Add(new RqlToken(RqlTokenKind.Identifier, text[start..i], null, start));
             }
             else
@@ -67,6 +81,31 @@ internal static class RqlLexer
         }
         tokens.Add(new RqlToken(RqlTokenKind.End, "end of query", null, text.Length));
         return tokens;
+    }
+
+    /// <summary>Where the JavaScript block opening at <paramref name="open"/> ends (after its closing brace).</summary>
+    private static int ScriptEnd(string text, int open)
+    {
+        var depth = 0;
+        for (var i = open; i < text.Length; i++)
+        {
+            var c = text[i];
+            if (c is '\'' or '"' or '`')
+            {
+                for (i++; i < text.Length && text[i] != c; i++) if (text[i] == '\\') i++;
+                if (i >= text.Length) break;
+            }
+            else if (c == '/' && i + 1 < text.Length && text[i + 1] == '/') { while (i < text.Length && text[i] != '\n') i++; }
+            else if (c == '/' && i + 1 < text.Length && text[i + 1] == '*')
+            {
+                var close = text.IndexOf("*/", i + 2, StringComparison.Ordinal);
+                if (close < 0) break;
+                i = close + 1;
+            }
+            else if (c == '{') depth++;
+            else if (c == '}' && --depth == 0) return i + 1;
+        }
+        throw Error(text, open, "a JavaScript block '{' that never closes");
     }
 
     /// <summary>A minus sign starts a negative number where a value is expected: after an operator, comma, opening parenthesis or keyword.</summary>

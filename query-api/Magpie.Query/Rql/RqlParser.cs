@@ -45,6 +45,8 @@ public sealed class RqlParser
 
     private RqlQuery Query()
     {
+        var functions = new List<string>();
+        while (Current.Is("declare")) functions.Add(Declared());
         Expect("from");
         RqlSource source;
         if (Current.Is("index"))
@@ -56,6 +58,8 @@ public sealed class RqlParser
         }
         else if (Current.Kind == RqlTokenKind.Identifier && !IsKeyword(Current)) { source = new RqlSource(Current.Text, IsIndex: false); _at++; }
         else throw Expected("index 'Name' or a collection name");
+        string? alias = null;
+        if (Current.Is("as")) { _at++; alias = Name("an alias after 'as' (from Posts as p)"); }
 
         RqlExpression? where = null;
         if (Current.Is("where")) { _at++; where = Or(); }
@@ -66,21 +70,59 @@ public sealed class RqlParser
             Expect("by");
             do orderBy.Add(Order()); while (Accept(","));
         }
-        var select = new List<RqlProjection>();
-        var facets = new List<RqlFacet>();
-        if (Current.Is("select"))
+        var loads = new List<RqlLoad>();
+        if (Current.Is("load"))
         {
             _at++;
             do
             {
+                var path = WithoutAlias(Field(), alias);
+                Expect("as");
+                var name = Name("a name for the loaded document (load p.OwnerUserId as u)");
+                if (name == alias || loads.Any(l => l.Alias == name)) throw RqlLexer.Error(_text, _tokens[_at - 1].Position, $"'{name}' names two things in this query");
+                if (loads.Count == QueryLimits.MaxLoads) throw RqlLexer.Error(_text, _tokens[_at - 1].Position, $"at most {QueryLimits.MaxLoads} loads in a query");
+                loads.Add(new RqlLoad(path, name));
+            } while (Accept(","));
+        }
+        var select = new List<RqlProjection>();
+        var facets = new List<RqlFacet>();
+        string? script = null;
+        if (Current.Is("select"))
+        {
+            _at++;
+            if (Current.Kind == RqlTokenKind.Script)
+            {
+                if (alias is null) throw RqlLexer.Error(_text, Current.Position, "a JavaScript projection reads the document by its alias: from Posts as p select { Title: p.Title }");
+                script = Current.Text;
+                _at++;
+            }
+            else do
+            {
                 if (Current.Is("facet") && Next.IsSymbol("(")) { facets.Add(Facet()); continue; }
-                var field = Field();
-                var alias = field;
-                if (Current.Is("as")) { _at++; alias = Field(); }
-                select.Add(new RqlProjection(field, alias));
+                var field = WithoutAlias(Field(), alias);
+                var fieldAlias = field;
+                if (Current.Is("as")) { _at++; fieldAlias = Field(); }
+                select.Add(new RqlProjection(field, fieldAlias));
             } while (Accept(","));
             if (facets.Count > 0 && select.Count > 0)
                 throw RqlLexer.Error(_text, _tokens[_at - 1].Position, "select either facet(…) or fields, not both (the request body's \"facets\" come beside results)");
+        }
+        else if (functions.Count > 0 || loads.Count > 0) throw Expected("select { … }: declared functions and loads are for a JavaScript projection");
+        var includes = new List<string>();
+        bool timings = false, explanations = false;
+        if (Current.Is("include"))
+        {
+            _at++;
+            do
+            {
+                if (Current.Is("timings") && Next.IsSymbol("(")) { _at += 2; Expect(")"); timings = true; }
+                else if (Current.Is("explanations") && Next.IsSymbol("(")) { _at += 2; Expect(")"); explanations = true; }
+                else
+                {
+                    if (includes.Count == QueryLimits.MaxIncludePaths) throw RqlLexer.Error(_text, Current.Position, $"at most {QueryLimits.MaxIncludePaths} include paths in a query");
+                    includes.Add(WithoutAlias(Field(), alias));
+                }
+            } while (Accept(","));
         }
         int? limit = null, offset = null;
         if (Current.Is("limit"))
@@ -90,9 +132,42 @@ public sealed class RqlParser
             if (Current.Is("offset")) { _at++; offset = Count("offset"); }
             else if (Accept(",")) { offset = limit; limit = Count("limit"); }   // limit m, n (offset, count)
         }
-        if (Current.Kind != RqlTokenKind.End) throw Expected("where, order by, select, limit or the end of the query");
-        return new RqlQuery(source, where, orderBy, select, limit, offset) { Facets = facets, FacetsOnly = facets.Count > 0 };
+        if (Current.Kind != RqlTokenKind.End) throw Expected("where, order by, load, select, include, limit or the end of the query");
+        return new RqlQuery(source, where, orderBy, select, limit, offset)
+        {
+            Facets = facets, FacetsOnly = facets.Count > 0, Alias = alias, Functions = functions, Loads = loads, Script = script,
+            Includes = includes, Timings = timings, Explanations = explanations,
+        };
     }
+
+    /// <summary><c>declare function name(a, b) { … }</c>: its text from <c>function</c> on.</summary>
+    private string Declared()
+    {
+        _at++;
+        var start = Current.Position;
+        Expect("function");
+        Name("a function name (declare function name(x) { … })");
+        Expect("(");
+        if (!Current.IsSymbol(")"))
+            do Name("a parameter name"); while (Accept(","));
+        Expect(")");
+        if (Current.Kind != RqlTokenKind.Script) throw Expected("the function's body { … }");
+        var end = Current.Position + Current.Text.Length;
+        _at++;
+        return _text[start..end];
+    }
+
+    /// <summary>A plain name (an alias, a function or parameter name): an identifier that is not a keyword and holds no path.</summary>
+    private string Name(string what)
+    {
+        if (Current.Kind == RqlTokenKind.Identifier && !IsKeyword(Current) && Current.Text.All(c => char.IsLetterOrDigit(c) || c is '_' or '$'))
+            return _tokens[_at++].Text;
+        throw Expected(what);
+    }
+
+    /// <summary>A path written from the query's alias (<c>p.Title</c>) is the document's path (<c>Title</c>).</summary>
+    private static string WithoutAlias(string path, string? alias) =>
+        alias is not null && path.StartsWith(alias + ".", StringComparison.Ordinal) ? path[(alias.Length + 1)..] : path;
 
     private RqlOrder Order()
     {
@@ -382,7 +457,7 @@ public sealed class RqlParser
     private static string Describe(RqlToken t) => t.Kind == RqlTokenKind.End ? "the end of the query" : $"'{t.Text}'";
 
     private static readonly HashSet<string> Keywords = new(StringComparer.OrdinalIgnoreCase)
-        { "from", "index", "where", "and", "or", "not", "order", "by", "select", "limit", "offset", "between", "in", "as", "asc", "desc" };
+        { "from", "index", "where", "and", "or", "not", "order", "by", "select", "limit", "offset", "between", "in", "as", "asc", "desc", "load", "include", "declare" };
 
     private static bool IsKeyword(RqlToken t) => Keywords.Contains(t.Text);
 }

@@ -8,7 +8,34 @@ public sealed record RqlQuery(RqlSource From, RqlExpression? Where, IReadOnlyLis
 
     /// <summary><c>select facet(…)</c> and nothing else: the answer is the facets (and the total), no results.</summary>
     public bool FacetsOnly { get; init; }
+
+    /// <summary><c>from Posts as p</c>: the name a JavaScript projection reads the document by.</summary>
+    public string? Alias { get; init; }
+
+    /// <summary><c>declare function f(x) { … }</c>: each function's text, callable from the projection.</summary>
+    public IReadOnlyList<string> Functions { get; init; } = [];
+
+    /// <summary><c>load p.OwnerUserId as u</c>: documents read from the store for each result, named for the projection.</summary>
+    public IReadOnlyList<RqlLoad> Loads { get; init; } = [];
+
+    /// <summary><c>select { … }</c>: the JavaScript object literal each result becomes.</summary>
+    public string? Script { get; init; }
+
+    /// <summary><c>include ParentId</c>: documents the results refer to, returned once each beside the page.</summary>
+    public IReadOnlyList<string> Includes { get; init; } = [];
+
+    /// <summary><c>include timings()</c>: the stages' milliseconds beside the answer.</summary>
+    public bool Timings { get; init; }
+
+    /// <summary><c>include explanations()</c>: Lucene's score explanation of each hit.</summary>
+    public bool Explanations { get; init; }
+
+    /// <summary>Whether results need their documents read from a document store (loads and includes).</summary>
+    public bool ReadsRelatedDocuments => Loads.Count > 0 || Includes.Count > 0;
 }
+
+/// <summary><c>load Path as Alias</c>: the path holds an id (or an array of ids).</summary>
+public sealed record RqlLoad(string Path, string Alias);
 
 public sealed record RqlSource(string Name, bool IsIndex);
 

@@ -38,7 +38,7 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
         var exact = new SortedSet<string>(StringComparer.Ordinal);
         var search = new SortedSet<string>(StringComparer.Ordinal);
         Collect(query.Where, exact, search);
-        foreach (var o in query.OrderBy.Where(o => !o.IsScore)) if (!search.Contains(o.Field!)) exact.Add(o.Field!);
+        foreach (var o in query.OrderBy.Where(o => !o.IsScore && o.Field != RqlFields.Id)) if (!search.Contains(o.Field!)) exact.Add(o.Field!);
         // Facets count the values of their fields, ranges and aggregated fields: those are indexed (exact) too.
         foreach (var f in query.Facets)
         {

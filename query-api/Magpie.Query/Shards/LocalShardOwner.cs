@@ -1,9 +1,12 @@
+using System.Diagnostics;
 using System.Text.Json;
 using Magpie.Contracts.Documents;
 using Magpie.Contracts.Indexes;
 using Magpie.Contracts.Search;
 using Magpie.Query.Facets;
+using Magpie.Query.Projections;
 using Magpie.Query.Rql;
+using Magpie.Scripting;
 
 namespace Magpie.Query.Shards;
 
@@ -83,9 +86,12 @@ public sealed class LocalShardOwner(IIndexDefinitions definitions, ILocalShards 
         QueryPlan plan;
         SearchPage[] pages;
         IReadOnlyList<IReadOnlyList<FacetBucket>>? facets = null;
+        var clock = Stopwatch.StartNew();
+        double planned = 0, searched = 0;
         try
         {
             plan = await QueryRunner.PlanAsync(indexes, definition, query, request.Parameters, request.NumericSorts, ct);
+            planned = clock.Elapsed.TotalMilliseconds;
             if (query.Facets.Count > 0)
             {
                 var specs = FacetPlan.Specs(query.Facets, definition, request.Parameters);
@@ -105,17 +111,29 @@ public sealed class LocalShardOwner(IIndexDefinitions definitions, ILocalShards 
         }
         catch (RqlException e) { throw new QueryProblem(400, e.Message, e.Line, e.Column); }
         catch (IndexEngineException e) { throw new QueryProblem(400, $"the index refused the query: {e.Message}"); }
+        searched = clock.Elapsed.TotalMilliseconds;
 
         // Each hit's result may need its document from the store (a read of the log): several at once, so a page
         // does not wait on one read after another (a streamed projection of 300k hits: 11 s one by one).
+        var results = new HitResults(query, documents, ScriptLimits.Default);
         var page = pages[0].Hits;
-        var results = new JsonElement?[page.Count];
+        var resolved = new (JsonElement? Result, IReadOnlyList<string> Includes)[page.Count];
         await Parallel.ForEachAsync(Enumerable.Range(0, page.Count), new ParallelOptions { MaxDegreeOfParallelism = ResultReads, CancellationToken = ct },
-            async (i, token) => results[i] = await ResultOf(page[i], query, token));
+            async (i, token) => resolved[i] = await results.ResultOfAsync(page[i], token));
         var hits = new List<ShardHit>(page.Count);
         for (var i = 0; i < page.Count; i++)
-            if (results[i] is { } r) hits.Add(new ShardHit(r, page[i].Cursor.ToString()));
-        return new ShardPage(pages.Sum(p => p.TotalHits), hits, stale, shards.Max(s => s.Worker.IndexedEtag), plan.NumericSorts, lease, facets);
+            if (resolved[i].Result is { } r)
+                hits.Add(new ShardHit(r, page[i].Cursor.ToString())
+                {
+                    Includes = resolved[i].Includes.Count > 0 ? resolved[i].Includes : null,
+                    Id = query.Explanations ? page[i].Id : null, Explanation = page[i].Explanation,
+                });
+        var included = await results.IncludedAsync(hits.SelectMany(h => h.Includes ?? []), ct);
+        return new ShardPage(pages.Sum(p => p.TotalHits), hits, stale, shards.Max(s => s.Worker.IndexedEtag), plan.NumericSorts, lease, facets)
+        {
+            Included = included,
+            Timings = query.Timings ? new() { ["plan"] = planned, ["search"] = searched - planned, ["results"] = clock.Elapsed.TotalMilliseconds - searched } : null,
+        };
     }
 
     /// <summary>The query with its facets: RQL's <c>select facet(…)</c>, then the request body's (<see cref="FacetJson"/>).</summary>
@@ -128,45 +146,4 @@ public sealed class LocalShardOwner(IIndexDefinitions definitions, ILocalShards 
         }
         catch (RqlException e) { throw new QueryProblem(400, e.Message, e.Line, e.Column); }
     }
-
-    /// <summary>
-    /// The document (as GET /docs returns it), or with select: the projected fields, from stored values or else the document;
-    /// ordered by <c>score()</c>, with the hit's score as <c>@metadata.@index-score</c>.
-    /// </summary>
-    private async Task<JsonElement?> ResultOf(SearchHit hit, RqlQuery query, CancellationToken ct)
-    {
-        var result = await UnscoredResultOf(hit, query, ct);
-        return result is { ValueKind: JsonValueKind.Object } r && query.OrderBy.Any(o => o.IsScore) ? DocumentMetadata.WithIndexScore(r, hit.Score) : result;
-    }
-
-    private async Task<JsonElement?> UnscoredResultOf(SearchHit hit, RqlQuery query, CancellationToken ct)
-    {
-        JsonElement? document = null;
-        async Task<JsonElement?> Document()
-        {
-            if (document is not null) return document;
-            if (hit.Stored.TryGetValue(EntryFields.Source, out var source) && source.Count > 0)
-                return document = StoredJson(source[0]);
-            return document = documents is null ? null : await documents.GetAsync(hit.Id, ct);
-        }
-        if (query.Select.Count == 0) return await Document();
-        var projection = new Dictionary<string, JsonElement?>();
-        foreach (var p in query.Select)
-        {
-            if (hit.Stored.TryGetValue(p.Field + EntryFields.Stored, out var stored) && stored.Count > 0)
-                projection[p.Alias] = StoredJson(stored[0]);
-            else if (await Document() is { } d && d.TryGetProperty(p.Field, out var value))
-                projection[p.Alias] = value;
-            else projection[p.Alias] = null;
-        }
-        return JsonSerializer.SerializeToElement(projection);
-    }
-
-    /// <summary>A stored JSON value: UTF-8 bytes (documents a Kafka-mode map index keeps) or a string (projections, reduce results).</summary>
-    private static JsonElement StoredJson(object value) => value switch
-    {
-        byte[] utf8 => JsonDocument.Parse(utf8).RootElement,
-        string text => JsonDocument.Parse(text).RootElement,
-        _ => throw new InvalidOperationException($"a stored JSON value of type {value.GetType().Name}"),
-    };
 }

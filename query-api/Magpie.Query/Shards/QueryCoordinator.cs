@@ -1,4 +1,5 @@
 using System.Runtime.CompilerServices;
+using System.Text.Json;
 using Magpie.Contracts.Indexes;
 using Magpie.Contracts.Search;
 using Magpie.Query.Facets;
@@ -87,7 +88,20 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
 
         var hits = single ? pages[0].Hits : ShardMerge.Page(pages.SelectMany(p => p.Hits), h => SearchCursor.Parse(h.Cursor)!, query, skip, take);
         var facets = query.Facets.Count == 0 ? null : FacetResults.Merge([.. pages.Select(p => p.Facets ?? throw new QueryProblem(502, $"a shard owner answered without the facets asked"))]);
-        return (new ShardPage(pages.Sum(p => p.TotalResults), hits, !complete || pages.Any(p => p.IsStale), pages.Max(p => p.IndexEtag), numeric, Facets: facets), owners);
+        // The documents the kept hits include, each once, from whichever owner read it.
+        Dictionary<string, JsonElement>? included = null;
+        if (pages.Any(p => p.Included is not null))
+        {
+            var all = pages.SelectMany(p => p.Included ?? []).GroupBy(d => d.Key).ToDictionary(g => g.Key, g => g.First().Value);
+            included = hits.SelectMany(h => h.Includes ?? []).Distinct().Where(all.ContainsKey).ToDictionary(id => id, id => all[id]);
+        }
+        return (new ShardPage(pages.Sum(p => p.TotalResults), hits, !complete || pages.Any(p => p.IsStale), pages.Max(p => p.IndexEtag), numeric, Facets: facets)
+        {
+            Included = included,
+            // Owners work side by side: a stage takes as long as its slowest owner.
+            Timings = pages.Any(p => p.Timings is not null)
+                ? pages.SelectMany(p => p.Timings ?? []).GroupBy(t => t.Key).ToDictionary(g => g.Key, g => Math.Round(g.Max(t => t.Value), 3)) : null,
+        }, owners);
     }
 
     internal static async Task ReleaseAsync(IEnumerable<HeldOwner> owners) =>

@@ -45,14 +45,29 @@ public sealed record ShardQuery
     public bool FacetsOnly { get; init; }
 }
 
-public sealed record ShardHit(JsonElement Result, string Cursor);
+/// <summary>One result and its cursor; <see cref="Includes"/>: the ids of the documents it includes (<c>include</c>).</summary>
+public sealed record ShardHit(JsonElement Result, string Cursor)
+{
+    public IReadOnlyList<string>? Includes { get; init; }
+
+    /// <summary>The hit's document id and the engine's explanation of its score (<c>include explanations()</c>).</summary>
+    public string? Id { get; init; }
+    public string? Explanation { get; init; }
+}
 
 /// <summary>
 /// An owner's answer: its total, its top hits, whether any of its shards was stale, how sort fields were typed, the snapshot lease it holds,
 /// and the query's facets counted over its shards (every value, for the coordinator to add up).
 /// </summary>
 public sealed record ShardPage(long TotalResults, IReadOnlyList<ShardHit> Hits, bool IsStale, long IndexEtag, IReadOnlyList<string> NumericSorts,
-    string? Snapshot = null, IReadOnlyList<IReadOnlyList<Magpie.Contracts.Search.FacetBucket>>? Facets = null);
+    string? Snapshot = null, IReadOnlyList<IReadOnlyList<Magpie.Contracts.Search.FacetBucket>>? Facets = null)
+{
+    /// <summary>The documents the hits include, by id (null: the query includes nothing).</summary>
+    public Dictionary<string, JsonElement>? Included { get; init; }
+
+    /// <summary>Milliseconds of each stage on this owner (<c>include timings()</c>): plan, search, results (loads and projections).</summary>
+    public Dictionary<string, double>? Timings { get; init; }
+}
 
 /// <summary>A process holding shards of indexes: this one (<see cref="LocalShardOwner"/>) or another over HTTP (<see cref="RemoteShardOwner"/>).</summary>
 public interface IShardOwner

@@ -4,6 +4,9 @@ using Magpie.Contracts.Changes;
 using Magpie.Contracts.Search;
 using Magpie.Query.Rql;
 using Magpie.Query.Shards;
+using Magpie.Query.Projections;
+using Magpie.Contracts.Documents;
+using Magpie.Scripting;
 
 namespace Magpie.Query.Subscriptions;
 
@@ -17,26 +20,30 @@ public sealed class DocumentMatcher
 {
     private readonly RqlQuery _query;
     private readonly IDocumentFilter? _filter;
+    private readonly HitResults _results;
 
-    private DocumentMatcher(RqlQuery query, IDocumentFilter? filter)
+    private DocumentMatcher(RqlQuery query, IDocumentFilter? filter, HitResults results)
     {
         _query = query;
         _filter = filter;
+        _results = results;
     }
 
     /// <summary>Throws <see cref="RqlException"/> for a query a subscription can't run: not over a collection, with parameters, ordering or paging,
-    /// or a condition the engine refuses.</summary>
-    public static DocumentMatcher For(RqlQuery query, IDocumentFilters filters)
+    /// a condition the engine refuses, or loads and includes without a document store (<paramref name="documents"/> null).</summary>
+    public static DocumentMatcher For(RqlQuery query, IDocumentFilters filters, IDocumentLookup? documents)
     {
         if (query.From.IsIndex) throw new RqlException("a subscription follows a collection: use 'from Collection', not 'from index'", 1, 1);
         if (query.OrderBy.Count > 0 || query.Limit is not null) throw new RqlException("a subscription delivers in change order: no 'order by' or 'limit'", 1, 1);
         if (query.Facets.Count > 0) throw new RqlException("a subscription delivers documents: facets are for POST /queries", 1, 1);
-        if (query.Where is null) return new DocumentMatcher(query, null);
-        if (HasParameter(query.Where)) throw new RqlException("a subscription query can't use $parameters", 1, 1);
+        if (query.Timings || query.Explanations) throw new RqlException("timings() and explanations() are for POST /queries", 1, 1);
+        if (query.Where is { } w && HasParameter(w)) throw new RqlException("a subscription query can't use $parameters", 1, 1);
         try
         {
+            var results = new HitResults(query, documents, ScriptLimits.Default);
+            if (query.Where is null) return new DocumentMatcher(query, null, results);
             var (_, definition) = AutoIndexes.DefinitionFor(query);
-            return new DocumentMatcher(query, filters.Create(definition, new QueryPlanner(definition, null).Where(query.Where)));
+            return new DocumentMatcher(query, filters.Create(definition, new QueryPlanner(definition, null).Where(query.Where)), results);
         }
         catch (QueryProblem e) { throw new RqlException(e.Message, 1, 1); }
         catch (IndexEngineException e) { throw new RqlException(e.Message, 1, 1); }
@@ -46,29 +53,24 @@ public sealed class DocumentMatcher
 
     public bool Matches(ChangeEvent change) => _filter?.Matches(change) ?? true;
 
-    /// <summary>The document itself, or with <c>select</c> an object of the selected fields under their aliases.</summary>
-    public JsonNode? Project(JsonElement document)
+    /// <summary>
+    /// What the worker gets for a changed document: the document itself, the selected paths under their aliases, or the
+    /// JavaScript projection (over the document with its metadata and its loads); and the ids it includes.
+    /// </summary>
+    public async Task<(JsonNode? Result, IReadOnlyList<string> Includes)> ProjectAsync(ChangeEvent change, CancellationToken ct)
     {
-        if (_query.Select.Count == 0) return JsonNode.Parse(document.GetRawText());
-        var result = new JsonObject();
-        foreach (var p in _query.Select)
-            result[p.Alias] = Values(document, p.Field).FirstOrDefault() is { ValueKind: not JsonValueKind.Undefined } v ? JsonNode.Parse(v.GetRawText()) : null;
-        return result;
+        var document = change.Document!.Value;
+        if (_query.Select.Count == 0 && _query.Script is null) return (JsonNode.Parse(document.GetRawText()), _results.IncludesOf(document));
+        var buffer = new System.Buffers.ArrayBufferWriter<byte>();
+        using (var w = new Utf8JsonWriter(buffer))
+            DocumentMetadata.WriteWithMetadata(w, document, change.Id, change.Collection, change.Etag, change.LastModified);
+        using var withMetadata = JsonDocument.Parse(buffer.WrittenMemory);
+        var result = await _results.ResultOfAsync(change.Id, withMetadata.RootElement, ct);
+        return (result is { } r ? JsonNode.Parse(r.GetRawText()) : null, _results.IncludesOf(document));
     }
 
-    /// <summary>The values at a dotted path, through arrays; Undefined when the path is missing.</summary>
-    private static IEnumerable<JsonElement> Values(JsonElement d, string path)
-    {
-        IEnumerable<JsonElement> current = [d];
-        foreach (var part in path.Split('.'))
-            current = current.SelectMany(c => c.ValueKind switch
-            {
-                JsonValueKind.Object => c.TryGetProperty(part, out var p) ? [p] : [default],
-                JsonValueKind.Array => c.EnumerateArray().Select(e => e.ValueKind == JsonValueKind.Object && e.TryGetProperty(part, out var p) ? p : default),
-                _ => [default(JsonElement)],
-            });
-        return current;
-    }
+    /// <summary>The included documents of a batch, each once.</summary>
+    public Task<Dictionary<string, JsonElement>?> IncludedAsync(IEnumerable<string> ids, CancellationToken ct) => _results.IncludedAsync(ids, ct);
 
     private static bool HasParameter(RqlExpression e) => e switch
     {

@@ -27,7 +27,11 @@ public sealed record SubscriptionState(SubscriptionDefinition Definition, Dictio
     long Acked, long Delivered, long SeenEtag);
 
 /// <summary>A batch handed to a worker: its id (to ack), the documents (<c>{ "id", "etag", "document" | "deleted": true }</c>), and the position after it.</summary>
-public sealed record SubscriptionBatch(long Id, IReadOnlyList<JsonObject> Items, ChangeFeedPosition After, long SeenEtag);
+public sealed record SubscriptionBatch(long Id, IReadOnlyList<JsonObject> Items, ChangeFeedPosition After, long SeenEtag)
+{
+    /// <summary>The documents the items include (<c>include</c> in the query), by id; null when it includes nothing.</summary>
+    public Dictionary<string, JsonElement>? Includes { get; init; }
+}
 
 /// <summary>Why a worker can't have the subscription now (HTTP 409 with this message).</summary>
 public sealed class SubscriptionInUseException(string message) : Exception(message);
@@ -72,11 +76,12 @@ public sealed class Subscription(SubscriptionState state, DocumentMatcher matche
             await _gate.WaitAsync(ct);
             try { if (_pending is { } p) return p; }
             finally { _gate.Release(); }
-            var (items, after, seen) = await ReadAsync(maxDocs, deadline - DateTimeOffset.UtcNow, ct);
+            var (items, includes, after, seen) = await ReadAsync(maxDocs, deadline - DateTimeOffset.UtcNow, ct);
+            var included = items.Count > 0 ? await matcher.IncludedAsync(includes, ct) : null;
             await _gate.WaitAsync(ct);
             try
             {
-                if (items.Count > 0) _pending = new SubscriptionBatch(_state.Delivered + 1, items, after!, seen);
+                if (items.Count > 0) _pending = new SubscriptionBatch(_state.Delivered + 1, items, after!, seen) { Includes = included };
                 else if (after is not null)
                 {
                     // Nothing matched: skip what was read, so the next wait starts past it (nothing to ack).
@@ -143,11 +148,12 @@ public sealed class Subscription(SubscriptionState state, DocumentMatcher matche
     }
 
     /// <summary>Reads the feed from the acknowledged position until some changes match; the position after what was read.</summary>
-    private async Task<(List<JsonObject> Items, ChangeFeedPosition? After, long Seen)> ReadAsync(int maxDocs, TimeSpan wait, CancellationToken ct)
+    private async Task<(List<JsonObject> Items, List<string> Includes, ChangeFeedPosition? After, long Seen)> ReadAsync(int maxDocs, TimeSpan wait, CancellationToken ct)
     {
         using var timeout = CancellationTokenSource.CreateLinkedTokenSource(ct);
         timeout.CancelAfter(wait > TimeSpan.Zero ? wait : TimeSpan.FromMilliseconds(1));
         var items = new List<JsonObject>();
+        var includes = new List<string>();
         ChangeFeedPosition? after = null;
         long seen = 0;
         try
@@ -158,16 +164,23 @@ public sealed class Subscription(SubscriptionState state, DocumentMatcher matche
                 var latest = new Dictionary<string, ChangeEvent>(StringComparer.Ordinal);
                 foreach (var change in batch.Changes) latest[change.Id] = change;
                 foreach (var change in latest.Values.OrderBy(c => c.Etag).Where(Wanted))
-                    items.Add(change.Op == ChangeOp.Delete
-                        ? new JsonObject { ["id"] = change.Id, ["etag"] = change.Etag, ["deleted"] = true }
-                        : new JsonObject { ["id"] = change.Id, ["etag"] = change.Etag, ["document"] = matcher.Project(change.Document!.Value) });
+                {
+                    if (change.Op == ChangeOp.Delete)
+                    {
+                        items.Add(new JsonObject { ["id"] = change.Id, ["etag"] = change.Etag, ["deleted"] = true });
+                        continue;
+                    }
+                    var (result, included) = await matcher.ProjectAsync(change, ct);
+                    items.Add(new JsonObject { ["id"] = change.Id, ["etag"] = change.Etag, ["document"] = result });
+                    includes.AddRange(included);
+                }
                 after = batch.After;
                 seen = Math.Max(Math.Max(seen, batch.SeenEtag), batch.Changes.Select(c => c.Etag).DefaultIfEmpty(0).Max());
                 if (items.Count > 0) break;
             }
         }
         catch (OperationCanceledException) when (!ct.IsCancellationRequested) { }
-        return (items, after, seen);
+        return (items, includes, after, seen);
     }
 
     private bool Wanted(ChangeEvent change)

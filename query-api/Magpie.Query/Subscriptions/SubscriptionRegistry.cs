@@ -3,6 +3,7 @@ using System.Text;
 using System.Text.Json;
 using System.Text.RegularExpressions;
 using Magpie.Contracts.Changes;
+using Magpie.Contracts.Documents;
 using Magpie.Contracts.Search;
 using Magpie.Contracts.Storage;
 using Magpie.Query.Rql;
@@ -30,10 +31,13 @@ public sealed partial class SubscriptionRegistry
     private readonly Dictionary<string, Subscription> _subscriptions = new(StringComparer.Ordinal);
 
     private readonly IDocumentFilters _filters;
+    private readonly IDocumentLookup? _documents;
 
-    public SubscriptionRegistry(string dataDir, IChangeFeed feed, IDocumentFilters filters)
+    /// <param name="documents">The document store, for loads and includes (null on a Kafka-mode query process: such subscriptions are refused).</param>
+    public SubscriptionRegistry(string dataDir, IChangeFeed feed, IDocumentFilters filters, IDocumentLookup? documents)
     {
         _filters = filters;
+        _documents = documents;
         _directory = Path.Combine(dataDir, "subscriptions");
         _feed = feed;
         if (!Directory.Exists(_directory)) return;
@@ -108,7 +112,7 @@ public sealed partial class SubscriptionRegistry
 
     private DocumentMatcher Matcher(string query)
     {
-        try { return DocumentMatcher.For(RqlParser.Parse(query ?? ""), _filters); }
+        try { return DocumentMatcher.For(RqlParser.Parse(query ?? ""), _filters, _documents); }
         catch (RqlException e) { throw new SubscriptionException(400, $"query: {e.Message}"); }
     }
 

@@ -62,7 +62,7 @@ public sealed class RqlParserTests
     [InlineData("from Posts where A = 1 limit -3", "non-negative whole number", 1, 30)]
     [InlineData("from Posts where soundex(A, 'x')", "unknown function 'soundex'", 1, 18)]
     [InlineData("from Posts where A = 1 order Score", "expected 'by'", 1, 30)]
-    [InlineData("from Posts where A = 1 garbage", "expected where, order by, select, limit", 1, 24)]
+    [InlineData("from Posts where A = 1 garbage", "expected where, order by, load, select, include, limit", 1, 24)]
     [InlineData("from Posts where A = 1 # x", "unexpected character '#'", 1, 24)]
     public void Bad_queries_say_what_was_expected_and_where(string query, string message, int line, int column)
     {

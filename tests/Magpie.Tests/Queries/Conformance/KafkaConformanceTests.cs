@@ -1,3 +1,4 @@
+using System.Net.Http.Json;
 using Magpie.Tests.Fixtures;
 using Magpie.Tests.Http;
 
@@ -50,5 +51,21 @@ public sealed class KafkaConformanceTests(KafkaConformanceFixture fx) : IClassFi
         var (rql, expected) = RqlConformance.Cases[name];
         var want = fx.Posts.Where(expected).Select(p => p.Id).Order(StringComparer.Ordinal).ToList();
         Assert.Equal(want, await RqlAnswers.IdsAsync(fx.Query.Http, rql));
+    }
+
+    [Fact]
+    public async Task A_javascript_projection_runs_on_the_indexers_and_loads_are_refused_there()
+    {
+        var r = await fx.Query.Http.PostAsJsonAsync("queries", new { query = "declare function twice(x) { return 2 * x; } from Posts as p where id() = 'posts/1' select { T: p.Title, S: twice(p.Score) } include timings()", waitForNonStaleResults = true, timeoutMs = 60_000 });
+        Assert.True(r.IsSuccessStatusCode, await r.Content.ReadAsStringAsync());
+        var answer = await r.JsonAsync();
+        var post = fx.Posts.Single(p => p.Id == "posts/1");
+        var result = answer.GetProperty("results").EnumerateArray().Single();
+        Assert.Equal(post.Title, result.GetProperty("T").GetString());
+        Assert.Equal(2 * post.Score, result.GetProperty("S").GetDouble());
+        Assert.True(answer.GetProperty("timings").GetProperty("search").GetDouble() >= 0);
+
+        var refused = await fx.Query.Http.PostAsJsonAsync("queries", new { query = "from Posts where id() = 'posts/2' include ParentId", waitForNonStaleResults = true, timeoutMs = 60_000 });
+        await HttpJson.AssertProblem(refused, System.Net.HttpStatusCode.BadRequest, "load and include read related documents from the document store");
     }
 }

@@ -121,7 +121,25 @@ public sealed class RqlConformanceFixture : IAsyncLifetime
         var (exit, output) = await MagpieCli.RunAsync(TimeSpan.FromMinutes(5), "produce", "stackexchange", "--dir", RepoPaths.StackExchangeSample, "--url", Magpie.BaseUrl.ToString());
         if (exit != 0) throw new InvalidOperationException(output);
         await Magpie.Http.PutIndexAsync(RqlConformance.StaticIndex, RqlConformance.StaticDefinition);
+        // Documents that refer to each other by id, as RavenDB's examples do (the sample's references are numbers).
+        foreach (var (id, json) in Related)
+        {
+            var put = await Magpie.Http.PutAsync($"docs/{id}", HttpJson.Json(json));
+            if (put.StatusCode != HttpStatusCode.Created) throw new InvalidOperationException(await put.Content.ReadAsStringAsync());
+        }
     }
+
+    public static readonly (string Id, string Json)[] Related =
+    [
+        ("companies/1", """{"Name": "Acme", "City": "Lyon"}"""),
+        ("companies/2", """{"Name": "Globex", "City": "Oslo"}"""),
+        ("products/1", """{"Name": "Burr grinder", "Price": 120}"""),
+        ("products/2", """{"Name": "Kettle", "Price": 40}"""),
+        ("products/3", """{"Name": "Scale", "Price": 25}"""),
+        ("orders/1", """{"Company": "companies/1", "Lines": [{"Product": "products/1", "Quantity": 2}, {"Product": "products/2", "Quantity": 1}]}"""),
+        ("orders/2", """{"Company": "companies/2", "Lines": [{"Product": "products/2", "Quantity": 5}]}"""),
+        ("orders/3", """{"Company": "companies/404", "Lines": [{"Product": "products/3", "Quantity": 1}, {"Product": "products/404", "Quantity": 1}]}"""),
+    ];
 
     public async Task DisposeAsync() => await Magpie.DisposeAsync();
 }

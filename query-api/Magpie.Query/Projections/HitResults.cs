@@ -1,0 +1,115 @@
+using System.Text.Json;
+using Magpie.Contracts.Documents;
+using Magpie.Contracts.Indexes;
+using Magpie.Contracts.Search;
+using Magpie.Query.Rql;
+using Magpie.Scripting;
+
+namespace Magpie.Query.Projections;
+
+/// <summary>
+/// What each hit of a query becomes: the document (as GET /docs returns it: from the store beside the index, or the source the
+/// index keeps in Kafka mode), the selected fields (stored in the index, or read from the document by path), or the JavaScript
+/// projection over the document and its loaded documents; and the ids the result includes. Loads and includes read the
+/// document store: where there is none (an indexer process in Kafka mode) such a query is refused.
+/// </summary>
+public sealed class HitResults
+{
+    private readonly RqlQuery _query;
+    private readonly IDocumentLookup? _documents;
+    private readonly ScriptProjection? _script;
+
+    public HitResults(RqlQuery query, IDocumentLookup? documents, ScriptLimits limits)
+    {
+        _query = query;
+        _documents = documents;
+        if (query.ReadsRelatedDocuments && documents is null)
+            throw new QueryProblem(400, "load and include read related documents from the document store, which this process does not have "
+                + "(Kafka mode: the indexers answer from the documents they index); run them embedded, or with --target ingest,indexer,query");
+        _script = query.Script is null ? null : new ScriptProjection(query, limits);
+    }
+
+    /// <summary>The result of one hit (null: its document is gone) and the ids it includes.</summary>
+    public async Task<(JsonElement? Result, IReadOnlyList<string> Includes)> ResultOfAsync(SearchHit hit, CancellationToken ct)
+    {
+        JsonElement? document = null;
+        var read = false;
+        async Task<JsonElement?> Document()
+        {
+            if (read) return document;
+            read = true;
+            if (hit.Stored.TryGetValue(EntryFields.Source, out var source) && source.Count > 0) return document = StoredJson(source[0]);
+            return document = _documents is null ? null : await _documents.GetAsync(hit.Id, ct);
+        }
+        IReadOnlyList<string> includes = await Document() is { } d ? IncludesOf(d) : [];
+        var result = await ResultOf(hit.Id, Document, hit.Stored, ct);
+        if (result is { ValueKind: JsonValueKind.Object } r && _query.OrderBy.Any(o => o.IsScore)) result = DocumentMetadata.WithIndexScore(r, hit.Score);
+        return (result, includes);
+    }
+
+    /// <summary>The result of a document (with its metadata) that no index holds (a subscription's change).</summary>
+    public Task<JsonElement?> ResultOfAsync(string id, JsonElement document, CancellationToken ct) =>
+        ResultOf(id, () => Task.FromResult<JsonElement?>(document), null, ct);
+
+    /// <summary>The ids of the documents a document includes (<c>include</c> paths), each once.</summary>
+    public IReadOnlyList<string> IncludesOf(JsonElement document) =>
+        _query.Includes.Count == 0 ? [] : _query.Includes.SelectMany(p => DocumentPaths.Ids(document, p)).Distinct().ToList();
+
+    /// <param name="stored">Values the index stores for the hit (selected fields read there first), or null.</param>
+    private async Task<JsonElement?> ResultOf(string id, Func<Task<JsonElement?>> document, IReadOnlyDictionary<string, IReadOnlyList<object>>? stored, CancellationToken ct)
+    {
+        if (_script is not null)
+        {
+            if (await document() is not { } d) return null;
+            var loaded = new List<JsonElement?>();
+            var count = 0;
+            foreach (var load in _query.Loads)
+            {
+                var values = DocumentPaths.Values(d, load.Path).Where(v => v.ValueKind != JsonValueKind.Undefined).ToList();
+                // An array of ids (or a path through arrays, Lines[].Product) loads an array, even of one.
+                var many = load.Path.Contains("[]", StringComparison.Ordinal) || values.Count > 1 || values.Any(v => v.ValueKind == JsonValueKind.Array);
+                var docs = new List<JsonElement?>();
+                foreach (var related in DocumentPaths.Ids(d, load.Path))
+                {
+                    if (++count > QueryLimits.MaxLoadedPerResult)
+                        throw new QueryProblem(400, $"a result loads more than {QueryLimits.MaxLoadedPerResult} documents (the limit)");
+                    docs.Add(await _documents!.GetAsync(related, ct));
+                }
+                loaded.Add(many ? JsonSerializer.SerializeToElement(docs) : docs.FirstOrDefault());
+            }
+            return _script.Project(d, loaded, related => _documents is null
+                ? throw new QueryProblem(400, "load() in a projection reads the document store, which this process does not have (Kafka mode)")
+                : _documents.GetAsync(related, ct).AsTask().GetAwaiter().GetResult());
+        }
+        if (_query.Select.Count == 0) return await document();
+        var projection = new Dictionary<string, JsonElement?>();
+        foreach (var p in _query.Select)
+        {
+            if (p.Field == RqlFields.Id) projection[p.Alias] = JsonSerializer.SerializeToElement(id);
+            else if (stored is not null && stored.TryGetValue(p.Field + EntryFields.Stored, out var value) && value.Count > 0) projection[p.Alias] = StoredJson(value[0]);
+            else projection[p.Alias] = await document() is { } d ? DocumentPaths.Projected(d, p.Field) : null;
+        }
+        return JsonSerializer.SerializeToElement(projection);
+    }
+
+    /// <summary>The included documents of a page: each id once (missing ones left out), at most <see cref="QueryLimits.MaxIncludedPerPage"/>.</summary>
+    public async Task<Dictionary<string, JsonElement>?> IncludedAsync(IEnumerable<string> ids, CancellationToken ct)
+    {
+        if (_query.Includes.Count == 0) return null;
+        var distinct = ids.Distinct(StringComparer.Ordinal).ToList();
+        if (distinct.Count > QueryLimits.MaxIncludedPerPage)
+            throw new QueryProblem(400, $"the page includes {distinct.Count:N0} documents; the limit is {QueryLimits.MaxIncludedPerPage:N0} (ask for smaller pages)");
+        var included = new Dictionary<string, JsonElement>(StringComparer.Ordinal);
+        foreach (var id in distinct)
+            if (await _documents!.GetAsync(id, ct) is { } doc) included[id] = doc;
+        return included;
+    }
+
+    /// <summary>A stored JSON value: UTF-8 bytes (documents a Kafka-mode map index keeps) or a string (projections, reduce results).</summary>
+    private static JsonElement StoredJson(object value) => value switch
+    {
+        byte[] utf8 => JsonDocument.Parse(utf8).RootElement,
+        string text => JsonDocument.Parse(text).RootElement,
+        _ => throw new InvalidOperationException($"a stored JSON value of type {value.GetType().Name}"),
+    };
+}

@@ -1,0 +1,125 @@
+using System.Net;
+using System.Net.Http.Json;
+using System.Text.Json;
+using System.Xml.Linq;
+using Magpie.Tests.Fixtures;
+using Magpie.Tests.Http;
+
+namespace Magpie.Tests.Queries.Conformance;
+
+/// <summary>
+/// Projections as RavenDB users write them: paths through arrays, JavaScript projections with declared functions and
+/// load(), the load clause, include (in pages, streams and subscription batches), timings() and explanations(), and the
+/// limits a projection cannot pass.
+/// </summary>
+public sealed class ProjectionTests(RqlConformanceFixture fx) : IClassFixture<RqlConformanceFixture>
+{
+    private HttpClient Http => fx.Magpie.Http;
+
+    private async Task<JsonElement> QueryAsync(string rql, int pageSize = 100)
+    {
+        var r = await Http.PostAsJsonAsync("queries", new { query = rql, pageSize, waitForNonStaleResults = true, timeoutMs = 60_000 });
+        Assert.True(r.IsSuccessStatusCode, $"{rql}\n{await r.Content.ReadAsStringAsync()}");
+        return await r.JsonAsync();
+    }
+
+    private static List<JsonElement> Results(JsonElement answer) => answer.GetProperty("results").EnumerateArray().ToList();
+
+    [Fact]
+    public async Task A_javascript_projection_reads_the_document_declared_functions_and_loaded_documents()
+    {
+        var users = XDocument.Load(Path.Combine(RepoPaths.StackExchangeSample, "Users.xml")).Root!.Elements("row")
+            .ToDictionary(u => (int)u.Attribute("Id")!, u => (string)u.Attribute("DisplayName")!);
+        var answer = await QueryAsync("""
+            declare function words(s) { return s ? s.split(' ').length : 0; }
+            from Posts as p where PostTypeId = 1 and Score >= 20
+            select { Title: p.Title, Words: words(p.Title), Owner: load('users/' + p.OwnerUserId).DisplayName, Id: id(p) }
+            """);
+        var expected = fx.Posts.Where(p => p.Type == 1 && p.Score >= 20).ToDictionary(p => p.Id);
+        Assert.Equal(expected.Count, Results(answer).Count);
+        foreach (var r in Results(answer))
+        {
+            var post = expected[r.GetProperty("Id").GetString()!];
+            Assert.Equal(post.Title, r.GetProperty("Title").GetString());
+            Assert.Equal(post.Title!.Split(' ').Length, r.GetProperty("Words").GetInt32());
+            Assert.Equal(users[post.Owner!.Value], r.GetProperty("Owner").GetString());
+        }
+    }
+
+    [Fact]
+    public async Task Select_paths_go_through_arrays_and_nested_objects()
+    {
+        var comments = XDocument.Load(Path.Combine(RepoPaths.StackExchangeSample, "Comments.xml")).Root!.Elements("row")
+            .Where(c => (string)c.Attribute("PostId")! == "1").Select(c => (int)c.Attribute("Id")!).Order().ToList();
+        var r = Results(await QueryAsync("from Posts where id() = 'posts/1' select Comments[].Id as CommentIds, Title, id() as Id")).Single();
+        Assert.Equal(comments, r.GetProperty("CommentIds").EnumerateArray().Select(c => c.GetInt32()).Order().ToList());
+        Assert.Equal("posts/1", r.GetProperty("Id").GetString());
+        var order = Results(await QueryAsync("from orders where id() = 'orders/1' select Lines[].Product as Products, Lines.Quantity as Quantities")).Single();
+        Assert.Equal(["products/1", "products/2"], order.GetProperty("Products").EnumerateArray().Select(p => p.GetString()));
+        Assert.Equal([2, 1], order.GetProperty("Quantities").EnumerateArray().Select(p => p.GetInt32()));
+    }
+
+    [Fact]
+    public async Task Load_reads_related_documents_and_include_returns_each_once_beside_the_page()
+    {
+        var answer = await QueryAsync("""
+            from orders as o where startsWith(id(), 'orders/') order by id() load o.Company as c, o.Lines[].Product as products
+            select { Company: c ? c.Name : null, Products: products.map(x => x ? x.Name : null) } include Company, Lines[].Product
+            """);
+        var results = Results(answer);
+        Assert.Equal(["Acme", "Globex", null], results.Select(r => r.GetProperty("Company").GetString()));
+        Assert.Equal(["Burr grinder", "Kettle"], results[0].GetProperty("Products").EnumerateArray().Select(p => p.GetString()));
+        // Included: every referenced document that exists, once (products/2 is in two orders; the 404s are not there).
+        var includes = answer.GetProperty("includes").EnumerateObject().ToDictionary(p => p.Name, p => p.Value);
+        Assert.Equal(["companies/1", "companies/2", "products/1", "products/2", "products/3"], includes.Keys.Order());
+        Assert.Equal("Kettle", includes["products/2"].GetProperty("Name").GetString());
+
+        // Streamed: the page's results, then its included documents as {"@include": document} lines.
+        using var streamed = await Http.PostAsJsonAsync("streams/queries", new { query = "from orders where startsWith(id(), 'orders/') include Company" });
+        var lines = (await streamed.Content.ReadAsStringAsync()).Split('\n', StringSplitOptions.RemoveEmptyEntries).Select(l => JsonDocument.Parse(l).RootElement).ToList();
+        Assert.Equal(3, lines.Count(l => !l.TryGetProperty("@include", out _)));
+        Assert.Equal(["companies/1", "companies/2"], lines.Where(l => l.TryGetProperty("@include", out _))
+            .Select(l => l.GetProperty("@include").GetProperty("@metadata").GetProperty("@id").GetString()).Order());
+    }
+
+    [Fact]
+    public async Task A_subscription_batch_carries_its_projection_and_includes()
+    {
+        var created = await Http.PostAsJsonAsync("subscriptions", new { name = "orders-with-companies", query = "from orders as o load o.Company as c select { Company: c ? c.City : null, Lines: o.Lines.length } include Company" });
+        Assert.Equal(HttpStatusCode.Created, created.StatusCode);
+        var batch = await (await Http.GetAsync("subscriptions/orders-with-companies/next?worker=w&maxDocs=10&waitMs=10000")).JsonAsync();
+        var items = batch.GetProperty("items").EnumerateArray().ToDictionary(i => i.GetProperty("id").GetString()!, i => i.GetProperty("document"));
+        Assert.Equal("Lyon", items["orders/1"].GetProperty("Company").GetString());
+        Assert.Equal(2, items["orders/1"].GetProperty("Lines").GetInt32());
+        Assert.Equal(JsonValueKind.Null, items["orders/3"].GetProperty("Company").ValueKind);
+        Assert.Equal(["companies/1", "companies/2"], batch.GetProperty("includes").EnumerateObject().Select(p => p.Name).Order());
+    }
+
+    [Fact]
+    public async Task Timings_and_explanations_come_beside_the_results()
+    {
+        var answer = await QueryAsync($"from index '{RqlConformance.StaticIndex}' where search(Body, 'primary sources') order by score() desc include timings(), explanations()", 5);
+        var timings = answer.GetProperty("timings").EnumerateObject().ToDictionary(p => p.Name, p => p.Value.GetDouble());
+        Assert.Equal(["parse", "plan", "results", "search", "total"], timings.Keys.Order());
+        Assert.All(timings.Values, ms => Assert.True(ms >= 0));
+        Assert.True(timings["total"] >= timings["search"]);
+        var explanations = answer.GetProperty("explanations").EnumerateObject().ToList();
+        Assert.Equal(Results(answer).Select(r => r.GetProperty("@metadata").GetProperty("@id").GetString()), explanations.Select(e => e.Name));
+        Assert.All(explanations, e => Assert.Contains("BM25", e.Value[0].GetString()));
+    }
+
+    [Theory]
+    [InlineData("from Posts as p where id() = 'posts/1' select { x: (function f() { while (true) {} })() }", "the projection failed on posts/1: script ran")]
+    [InlineData("from Posts as p where id() = 'posts/1' select { x: [...Array(100).keys()].map(i => load('users/' + i)) }", "loaded more than 64 documents")]
+    [InlineData("from Posts as p where id() = 'posts/1' select { x: p.Title.foo.bar }", "the projection failed on posts/1: TypeError")]
+    [InlineData("from Posts as p select { x: }", "the projection does not parse")]
+    [InlineData("from Posts select { x: 1 }", "reads the document by its alias")]
+    [InlineData("from Posts as p select { x: 1", "never closes")]
+    [InlineData("declare function f() { return 1; } from Posts", "declared functions and loads are for a JavaScript projection")]
+    [InlineData("from Posts as p load p.A as p select { }", "'p' names two things")]
+    public async Task Projections_past_their_limits_or_malformed_are_refused_with_a_400(string rql, string expected)
+    {
+        var r = await Http.PostAsJsonAsync("queries", new { query = rql, waitForNonStaleResults = true, timeoutMs = 60_000 });
+        await HttpJson.AssertProblem(r, HttpStatusCode.BadRequest, expected);
+    }
+}
