@@ -33,6 +33,8 @@ public static class DocumentPaths
     /// </summary>
     public static JsonElement? Projected(JsonElement d, string path)
     {
+        // A property named as the whole path (a grouped query's results keep their key "Lines[].Product" under that name).
+        if (d.ValueKind == JsonValueKind.Object && d.TryGetProperty(path, out var named)) return named;
         var values = Values(d, path).Where(v => v.ValueKind != JsonValueKind.Undefined).ToList();
         if (!path.Contains("[]", StringComparison.Ordinal) && values.Count <= 1) return values.Count == 0 ? null : values[0];
         return JsonSerializer.SerializeToElement(values);

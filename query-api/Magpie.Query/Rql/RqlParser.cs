@@ -60,6 +60,23 @@ public sealed class RqlParser
         else throw Expected("index 'Name' or a collection name");
         string? alias = null;
         if (Current.Is("as")) { _at++; alias = Name("an alias after 'as' (from Posts as p)"); }
+        var groupBy = new List<RqlGroupKey>();
+        if (Current.Is("group"))
+        {
+            if (source.IsIndex) throw RqlLexer.Error(_text, Current.Position, "group by runs on a collection (an automatic map/reduce index): from Posts group by OwnerUserId; a static index groups in its reduce");
+            _at++;
+            Expect("by");
+            do
+            {
+                if (Current.Is("array") && Next.IsSymbol("("))
+                {
+                    _at += 2;
+                    groupBy.Add(new RqlGroupKey(WithoutAlias(Field(), alias), Array: true));
+                    Expect(")");
+                }
+                else groupBy.Add(new RqlGroupKey(WithoutAlias(Field(), alias), Array: false));
+            } while (Accept(","));
+        }
 
         RqlExpression? where = null;
         if (Current.Is("where")) { _at++; where = Or(); }
@@ -86,6 +103,7 @@ public sealed class RqlParser
         }
         var select = new List<RqlProjection>();
         var facets = new List<RqlFacet>();
+        var aggregates = new List<RqlAggregate>();
         string? script = null;
         if (Current.Is("select"))
         {
@@ -98,6 +116,7 @@ public sealed class RqlParser
             }
             else do
             {
+                if (groupBy.Count > 0) { select.Add(Grouped(groupBy, aggregates, alias)); continue; }
                 if (Current.Is("facet") && Next.IsSymbol("(")) { facets.Add(Facet()); continue; }
                 var field = WithoutAlias(Field(), alias);
                 var fieldAlias = field;
@@ -136,8 +155,45 @@ public sealed class RqlParser
         return new RqlQuery(source, where, orderBy, select, limit, offset)
         {
             Facets = facets, FacetsOnly = facets.Count > 0, Alias = alias, Functions = functions, Loads = loads, Script = script,
-            Includes = includes, Timings = timings, Explanations = explanations,
+            Includes = includes, Timings = timings, Explanations = explanations, GroupBy = groupBy, Aggregates = aggregates,
         };
+    }
+
+    /// <summary>
+    /// One item of a grouped select: <c>key()</c> (the one key), a key field, <c>count()</c> or <c>sum(F)</c>, each with an optional
+    /// alias; each names a field of the automatic map/reduce index's results.
+    /// </summary>
+    private RqlProjection Grouped(List<RqlGroupKey> keys, List<RqlAggregate> aggregates, string? alias)
+    {
+        var at = Current.Position;
+        string field;
+        if (Current.Kind == RqlTokenKind.Identifier && Next.IsSymbol("(") && Current.Text.ToLowerInvariant() is "key" or "count" or "sum")
+        {
+            var function = Current.Text.ToLowerInvariant();
+            _at += 2;
+            if (function == "key")
+            {
+                if (keys.Count != 1) throw RqlLexer.Error(_text, at, "key() names the one group key: with several, select them by name");
+                field = keys[0].Field;
+            }
+            else
+            {
+                var aggregate = new RqlAggregate(function == "sum" ? WithoutAlias(Field(), alias) : null);
+                if (aggregate.Field is { } summed && keys.Any(k => k.Field == summed)) throw RqlLexer.Error(_text, at, $"sum({summed}) sums a group key");
+                if (!aggregates.Contains(aggregate)) aggregates.Add(aggregate);
+                field = aggregate.Name;
+            }
+            Expect(")");
+        }
+        else
+        {
+            field = WithoutAlias(Field(), alias);
+            if (!keys.Any(k => k.Field == field))
+                throw RqlLexer.Error(_text, at, $"a grouped query selects its keys, key(), count() and sum(…): '{field}' is none of them");
+        }
+        var name = field;
+        if (Current.Is("as")) { _at++; name = Field(); }
+        return new RqlProjection(field, name);
     }
 
     /// <summary><c>declare function name(a, b) { … }</c>: its text from <c>function</c> on.</summary>
@@ -457,7 +513,7 @@ public sealed class RqlParser
     private static string Describe(RqlToken t) => t.Kind == RqlTokenKind.End ? "the end of the query" : $"'{t.Text}'";
 
     private static readonly HashSet<string> Keywords = new(StringComparer.OrdinalIgnoreCase)
-        { "from", "index", "where", "and", "or", "not", "order", "by", "select", "limit", "offset", "between", "in", "as", "asc", "desc", "load", "include", "declare" };
+        { "from", "index", "where", "and", "or", "not", "order", "by", "select", "limit", "offset", "between", "in", "as", "asc", "desc", "load", "include", "declare", "group" };
 
     private static bool IsKeyword(RqlToken t) => Keywords.Contains(t.Text);
 }

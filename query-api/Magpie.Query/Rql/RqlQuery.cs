@@ -30,8 +30,25 @@ public sealed record RqlQuery(RqlSource From, RqlExpression? Where, IReadOnlyLis
     /// <summary><c>include explanations()</c>: Lucene's score explanation of each hit.</summary>
     public bool Explanations { get; init; }
 
+    /// <summary><c>group by F, array(G)</c> on a collection: the query runs on an automatic map/reduce index over these keys.</summary>
+    public IReadOnlyList<RqlGroupKey> GroupBy { get; init; } = [];
+
+    /// <summary>With <see cref="GroupBy"/>: the aggregates the select asks for (<c>count()</c>, <c>sum(F)</c>).</summary>
+    public IReadOnlyList<RqlAggregate> Aggregates { get; init; } = [];
+
     /// <summary>Whether results need their documents read from a document store (loads and includes).</summary>
     public bool ReadsRelatedDocuments => Loads.Count > 0 || Includes.Count > 0;
+}
+
+/// <summary>A key of a dynamic group by: a field, or <c>array(F)</c> — one group per element of the array F holds.</summary>
+public sealed record RqlGroupKey(string Field, bool Array);
+
+/// <summary>A dynamic aggregate: <c>count()</c> (<see cref="Field"/> null) or <c>sum(F)</c>; <see cref="Name"/> is the result field it fills.</summary>
+public sealed record RqlAggregate(string? Field)
+{
+    public const string CountName = "Count";
+
+    public string Name => Field ?? CountName;
 }
 
 /// <summary><c>load Path as Alias</c>: the path holds an id (or an array of ids).</summary>

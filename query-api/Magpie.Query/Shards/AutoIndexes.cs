@@ -16,9 +16,17 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
     public async Task<string> IndexForAsync(RqlQuery query, CancellationToken ct)
     {
         var (indexName, definition, exact, search) = Plan(query);
-        var prefix = $"Auto/{query.From.Name}/";
-        foreach (var (name, d) in definitions.Current.Where(d => d.Key.StartsWith(prefix, StringComparison.OrdinalIgnoreCase)))
-            if (Covers(d, exact, search)) return name;
+        // A grouped query's index is named by its keys and aggregates: the same one serves every query that asks for those.
+        if (query.GroupBy.Count > 0)
+        {
+            if (definitions.Current.ContainsKey(indexName)) return indexName;
+        }
+        else
+        {
+            var prefix = $"Auto/{query.From.Name}/";
+            foreach (var (name, d) in definitions.Current.Where(d => d.Key.StartsWith(prefix, StringComparison.OrdinalIgnoreCase)))
+                if (Covers(d, exact, search)) return name;
+        }
         try { await definitions.PutAsync(indexName, definition, ct); }
         catch (IndexDefinitionException e) { throw new QueryProblem(e.Status, $"the automatic index {indexName} was refused: {e.Message}"); }
         return indexName;
@@ -35,6 +43,7 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
     {
         var collection = query.From.Name;
         if (!CollectionPattern().IsMatch(collection)) throw new QueryProblem(400, $"'{collection}' is not a collection name this version can index automatically");
+        if (query.GroupBy.Count > 0) return GroupedPlan(query);
         var exact = new SortedSet<string>(StringComparer.Ordinal);
         var search = new SortedSet<string>(StringComparer.Ordinal);
         Collect(query.Where, exact, search);
@@ -50,7 +59,7 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
             throw new QueryProblem(400, $"'{bad}' can't be indexed automatically: fields are letters, digits, '_' and '.' paths");
 
         var fields = exact.Select(f => (Field: f, Search: false)).Concat(search.Select(f => (Field: f, Search: true))).OrderBy(f => f.Field, StringComparer.Ordinal).ToList();
-        var indexName = $"Auto/{collection}/" + (fields.Count == 0 ? "All" : "By" + string.Join("And", fields.Select(f => f.Search ? f.Field + "_search" : f.Field)));
+        var indexName = $"Auto/{collection}/" + (fields.Count == 0 ? "All" : "By" + string.Join("And", fields.Select(f => NameOf(f.Field) + (f.Search ? "_search" : ""))));
         var definition = new IndexDefinition
         {
             Maps = [Map(collection, fields.Select(f => f.Field))],
@@ -59,16 +68,72 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
         return (indexName, definition, exact, search);
     }
 
-    /// <summary>Each field by its dotted path; a missing step leaves the field out of the entry (so <c>exists()</c> tells missing from null) instead of a TypeError.</summary>
+    /// <summary>
+    /// <c>from Posts group by OwnerUserId select key(), count(), sum(Score)</c>, as RavenDB answers it: through an automatic map/reduce
+    /// index <c>Auto/Posts/ByCountAndScoreReducedByOwnerUserId</c>, the same for every query with those keys and aggregates. The
+    /// query's conditions, sorting and selection then read the index's results: the keys, <c>Count</c> and each summed field.
+    /// </summary>
+    private static (string Name, IndexDefinition Definition, SortedSet<string> Exact, SortedSet<string> Search) GroupedPlan(RqlQuery query)
+    {
+        var keys = query.GroupBy;
+        if (keys.Count(k => k.Array) > 1) throw new QueryProblem(400, "group by takes one array(…) key (each document gives one group per element)");
+        if (keys.Select(k => k.Field).Distinct().Count() != keys.Count) throw new QueryProblem(400, "group by names a key twice");
+        var aggregates = query.Aggregates.Count > 0 ? query.Aggregates.OrderBy(a => a.Name, StringComparer.Ordinal).ToList() : [new RqlAggregate(null)];
+        if (keys.Select(k => k.Field).Concat(aggregates.Select(a => a.Field).OfType<string>()).FirstOrDefault(f => !FieldPattern().IsMatch(f)) is { } bad)
+            throw new QueryProblem(400, $"'{bad}' can't be grouped automatically: fields are letters, digits, '_' and '.' paths");
+        var results = keys.Select(k => k.Field).Concat(aggregates.Select(a => a.Name)).ToHashSet(StringComparer.Ordinal);
+        var asked = RqlConditionFields.Of(query.Where).Select(f => f.Field).Concat(query.OrderBy.Where(o => !o.IsScore).Select(o => o.Field!));
+        if (asked.FirstOrDefault(f => !results.Contains(f)) is { } other)
+            throw new QueryProblem(400, $"a grouped query filters and sorts its results: '{other}' is not one of their fields ({string.Join(", ", results)})");
+        var (map, reduce) = GroupedScripts(query.From.Name, keys, aggregates);
+        var name = $"Auto/{query.From.Name}/By{string.Join("And", aggregates.Select(a => a.Name))}ReducedBy{string.Join("And", keys.Select(k => NameOf(k.Field) + (k.Array ? "_array" : "")))}";
+        return (name, new IndexDefinition { Maps = [map], Reduce = reduce }, [], []);
+    }
+
+    /// <summary>A field as index names spell it (<c>Lines[].Product</c>: <c>Lines-all.Product</c>).</summary>
+    private static string NameOf(string field) => field.Replace("[]", "-all", StringComparison.Ordinal);
+
+    /// <summary>
+    /// The auto maps' reader of a dotted path, as <see cref="Projections.DocumentPaths"/> reads one: through arrays (each
+    /// element's property; <c>Lines[].Product</c> flattens), undefined where nothing is there (so <c>exists()</c> tells a missing
+    /// field from null), the value where there is one, an array where the path found several.
+    /// </summary>
+    private const string Get =
+        "/* auto v2 */ function get(o, path) { var values = [o]; var steps = path.split('.'); " +
+        "for (var i = 0; i < steps.length; i++) { var every = steps[i].endsWith('[]'); var name = every ? steps[i].slice(0, -2) : steps[i]; var next = []; " +
+        "for (var v of values) { if (v === null || v === undefined) continue; " +
+        "if (Array.isArray(v)) { for (var e of v) if (e !== null && typeof e === 'object' && !Array.isArray(e)) next.push(e[name]); } else next.push(v[name]); } " +
+        "if (every) next = [].concat(...next.map(x => Array.isArray(x) ? x : [x])); values = next; } " +
+        "values = values.filter(x => x !== undefined); if (values.length === 0) return undefined; " +
+        "return path.indexOf('[]') >= 0 || values.length > 1 ? values : values[0]; } ";
+
     private static string Map(string collection, IEnumerable<string> fields) =>
-        $"map('{collection}', function (d) {{ function get(o, path) {{ var steps = path.split('.'); " +
-        "for (var i = 0; i < steps.length; i++) { if (o === null || o === undefined) return undefined; o = o[steps[i]]; } " +
-        "return o; } " +
+        $"map('{collection}', function (d) {{ {Get}" +
         $"return {{ {string.Join(", ", fields.Select(f => $"'{f}': get(d, '{f}')"))} }}; }})";
+
+    /// <summary>
+    /// A dynamic group by's map/reduce: the map emits each document's keys (one entry per element of an <c>array()</c> key, none
+    /// for an empty or missing array; a missing plain key is null), 1 as <c>Count</c> and the summed fields (non-numbers as 0); the reduce adds them up per key.
+    /// </summary>
+    private static (string Map, string Reduce) GroupedScripts(string collection, IReadOnlyList<RqlGroupKey> keys, IReadOnlyList<RqlAggregate> aggregates)
+    {
+        string Fields(string element) => string.Join(", ", keys.Select(k => $"'{k.Field}': {(k.Array ? element : $"key(get(d, '{k.Field}'))")}")
+            .Concat(aggregates.Select(a => a.Field is { } f ? $"'{f}': num(get(d, '{f}'))" : $"'{RqlAggregate.CountName}': 1")));
+        var body = keys.FirstOrDefault(k => k.Array) is { } array
+            ? $"var a = get(d, '{array.Field}'); return (Array.isArray(a) ? a : a === undefined ? [] : [a]).map(function (x) {{ return {{ {Fields("key(x)")} }}; }});"
+            : $"return {{ {Fields("")} }};";
+        var map = $"map('{collection}', function (d) {{ {Get}function key(v) {{ return v === undefined ? null : v; }} " +
+                  $"function num(v) {{ return typeof v === 'number' ? v : 0; }} {body} }})";
+        var groupKey = keys.Count == 1 ? $"x['{keys[0].Field}']" : $"({{ {string.Join(", ", keys.Select(k => $"'{k.Field}': x['{k.Field}']"))} }})";
+        string KeyOut(RqlGroupKey k) => keys.Count == 1 ? "g.key" : $"g.key['{k.Field}']";
+        var outputs = keys.Select(k => $"'{k.Field}': {KeyOut(k)}")
+            .Concat(aggregates.Select(a => $"'{a.Name}': g.values.reduce((n, v) => n + v['{a.Name}'], 0)"));
+        return (map, $"groupBy(x => {groupKey}).aggregate(g => ({{ {string.Join(", ", outputs)} }}))");
+    }
 
     /// <summary>An auto index of this version's map (an older one wrote null for a missing field) with every field, each indexed as asked.</summary>
     private static bool Covers(IndexDefinition d, IReadOnlySet<string> exact, IReadOnlySet<string> search) =>
-        d.Maps.Count == 1 && d.Maps[0].Contains("return undefined;", StringComparison.Ordinal) && exact.All(f => d.Maps[0].Contains($"'{f}': get(") && d.FieldOptions(f).Indexing == IndexFieldOptions.Exact)
+        d.Maps.Count == 1 && d.Reduce is null && d.Maps[0].Contains("/* auto v2 */", StringComparison.Ordinal) && exact.All(f => d.Maps[0].Contains($"'{f}': get(") && d.FieldOptions(f).Indexing == IndexFieldOptions.Exact)
         && search.All(f => d.Maps[0].Contains($"'{f}': get(") && d.FieldOptions(f).Indexing == IndexFieldOptions.Search);
 
     private static void Collect(RqlExpression? e, ISet<string> exact, ISet<string> search)
@@ -86,6 +151,6 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
     [GeneratedRegex("^[A-Za-z0-9_][A-Za-z0-9_.-]{0,60}$")]
     private static partial Regex CollectionPattern();
 
-    [GeneratedRegex("^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*$")]
+    [GeneratedRegex("^[A-Za-z_][A-Za-z0-9_]*(\\[\\])?(\\.[A-Za-z_][A-Za-z0-9_]*(\\[\\])?)*$")]
     private static partial Regex FieldPattern();
 }

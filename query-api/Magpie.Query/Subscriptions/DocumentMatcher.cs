@@ -37,6 +37,7 @@ public sealed class DocumentMatcher
         if (query.OrderBy.Count > 0 || query.Limit is not null) throw new RqlException("a subscription delivers in change order: no 'order by' or 'limit'", 1, 1);
         if (query.Facets.Count > 0) throw new RqlException("a subscription delivers documents: facets are for POST /queries", 1, 1);
         if (query.Timings || query.Explanations) throw new RqlException("timings() and explanations() are for POST /queries", 1, 1);
+        if (query.GroupBy.Count > 0) throw new RqlException("a subscription delivers documents: group by is for POST /queries", 1, 1);
         if (query.Where is { } w && HasParameter(w)) throw new RqlException("a subscription query can't use $parameters", 1, 1);
         try
         {

@@ -54,6 +54,13 @@ public sealed class KafkaConformanceTests(KafkaConformanceFixture fx) : IClassFi
     }
 
     [Fact]
+    public async Task Dynamic_group_by_runs_as_an_automatic_map_reduce_across_the_indexers()
+    {
+        await GroupByCases.Posts_per_owner_with_their_score_equal_linq(fx.Query.Http, fx.Posts);
+        await GroupByCases.Badges_per_name_through_an_array_equal_linq(fx.Query.Http);
+    }
+
+    [Fact]
     public async Task A_javascript_projection_runs_on_the_indexers_and_loads_are_refused_there()
     {
         var r = await fx.Query.Http.PostAsJsonAsync("queries", new { query = "declare function twice(x) { return 2 * x; } from Posts as p where id() = 'posts/1' select { T: p.Title, S: twice(p.Score) } include timings()", waitForNonStaleResults = true, timeoutMs = 60_000 });

@@ -1,0 +1,84 @@
+using System.Net;
+using System.Net.Http.Json;
+using System.Text.Json;
+using System.Xml.Linq;
+using Magpie.Tests.Fixtures;
+using Magpie.Tests.Http;
+
+namespace Magpie.Tests.Queries.Conformance;
+
+/// <summary>Dynamic group by, as RavenDB answers it: an automatic map/reduce index per keys and aggregates, its results equal to LINQ's groups.</summary>
+public static class GroupByCases
+{
+    private static async Task<List<JsonElement>> AllAsync(HttpClient http, string rql)
+    {
+        var r = await http.PostAsJsonAsync("queries", new { query = rql, pageSize = 1024, waitForNonStaleResults = true, timeoutMs = 120_000 });
+        Assert.True(r.IsSuccessStatusCode, $"{rql}\n{await r.Content.ReadAsStringAsync()}");
+        var answer = await r.JsonAsync();
+        Assert.False(answer.GetProperty("isStale").GetBoolean());
+        return answer.GetProperty("results").EnumerateArray().ToList();
+    }
+
+    private static string Key(JsonElement e) => e.ValueKind == JsonValueKind.Null ? "null" : e.ToString();
+
+    public static async Task Posts_per_owner_with_their_score_equal_linq(HttpClient http, List<SamplePost> posts)
+    {
+        var expected = posts.GroupBy(p => p.Owner?.ToString() ?? "null").ToDictionary(g => g.Key, g => (Count: g.Count(), Score: g.Sum(p => p.Score)));
+        var results = await AllAsync(http, "from Posts group by OwnerUserId select key() as User, count(), sum(Score)");
+        Assert.Equal(expected.Count, results.Count);
+        foreach (var r in results)
+            Assert.Equal(expected[Key(r.GetProperty("User"))], (r.GetProperty("Count").GetInt32(), r.GetProperty("Score").GetDouble()));
+    }
+
+    public static async Task Filtered_and_sorted_groups_of_two_keys_equal_linq(HttpClient http, List<SamplePost> posts)
+    {
+        var expected = posts.GroupBy(p => (p.Type, Owner: p.Owner?.ToString() ?? "null")).Where(g => g.Count() >= 20)
+            .OrderByDescending(g => g.Count()).ThenBy(g => g.Key.Type).Select(g => $"{g.Key.Type}|{g.Key.Owner}|{g.Count()}").ToList();
+        var results = await AllAsync(http, "from Posts group by PostTypeId, OwnerUserId where Count >= 20 order by Count desc, PostTypeId select PostTypeId, OwnerUserId, count()");
+        Assert.Equal(expected.Select(e => e.Split('|')[2]), results.Select(r => r.GetProperty("Count").GetInt32().ToString()));
+        Assert.Equal(expected.Order(), results.Select(r => $"{r.GetProperty("PostTypeId")}|{Key(r.GetProperty("OwnerUserId"))}|{r.GetProperty("Count")}").Order());
+    }
+
+    public static async Task Badges_per_name_through_an_array_equal_linq(HttpClient http)
+    {
+        var root = RepoPaths.StackExchangeSample;
+        var users = XDocument.Load(Path.Combine(root, "Users.xml")).Root!.Elements("row").Select(u => (string)u.Attribute("Id")!).ToHashSet();
+        var expected = XDocument.Load(Path.Combine(root, "Badges.xml")).Root!.Elements("row").Where(b => users.Contains((string)b.Attribute("UserId")!))
+            .GroupBy(b => (string)b.Attribute("Name")!).ToDictionary(g => g.Key, g => g.Count());
+        var results = await AllAsync(http, "from Users group by array(Badges[].Name) select key() as Badge, count()");
+        Assert.Equal(expected, results.ToDictionary(r => r.GetProperty("Badge").GetString()!, r => r.GetProperty("Count").GetInt32()));
+    }
+}
+
+public sealed class GroupByTests(RqlConformanceFixture fx) : IClassFixture<RqlConformanceFixture>
+{
+    [Fact]
+    public Task Posts_per_owner_with_their_score_equal_linq() => GroupByCases.Posts_per_owner_with_their_score_equal_linq(fx.Magpie.Http, fx.Posts);
+
+    [Fact]
+    public Task Filtered_and_sorted_groups_of_two_keys_equal_linq() => GroupByCases.Filtered_and_sorted_groups_of_two_keys_equal_linq(fx.Magpie.Http, fx.Posts);
+
+    [Fact]
+    public Task Badges_per_name_through_an_array_equal_linq() => GroupByCases.Badges_per_name_through_an_array_equal_linq(fx.Magpie.Http);
+
+    [Fact]
+    public async Task A_later_query_with_the_same_keys_and_aggregates_reuses_the_automatic_index()
+    {
+        await GroupByCases.Posts_per_owner_with_their_score_equal_linq(fx.Magpie.Http, fx.Posts);
+        var before = await fx.Magpie.Http.GetFromJsonAsync<JsonElement>("indexes");
+        var r = await fx.Magpie.Http.PostAsJsonAsync("queries", new { query = "from Posts group by OwnerUserId where Count > 100 select sum(Score), count(), key()", waitForNonStaleResults = true });
+        Assert.True(r.IsSuccessStatusCode, await r.Content.ReadAsStringAsync());
+        Assert.Equal(before.ToString(), (await fx.Magpie.Http.GetFromJsonAsync<JsonElement>("indexes")).ToString());
+        Assert.Contains("Auto/Posts/ByCountAndScoreReducedByOwnerUserId", before.ToString());
+    }
+
+    [Theory]
+    [InlineData("from Posts group by OwnerUserId select Title", "'Title' is none of them")]
+    [InlineData("from Posts group by OwnerUserId where Score > 5 select count()", "'Score' is not one of their fields")]
+    [InlineData("from Posts group by A, B select key()", "key() names the one group key")]
+    [InlineData("from Posts group by array(A), array(B) select count()", "one array(…) key")]
+    [InlineData("from index 'Posts/Text' group by A select count()", "group by runs on a collection")]
+    [InlineData("from Posts group by OwnerUserId select sum(OwnerUserId)", "sums a group key")]
+    public async Task Grouped_queries_it_cannot_answer_are_refused(string rql, string expected) =>
+        await HttpJson.AssertProblem(await fx.Magpie.Http.PostAsJsonAsync("queries", new { query = rql }), HttpStatusCode.BadRequest, expected);
+}
