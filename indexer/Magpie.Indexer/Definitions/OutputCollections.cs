@@ -32,9 +32,9 @@ public static partial class OutputCollections
         while (frontier.TryDequeue(out var at))
         {
             if (!seen.Add(at.Collection)) continue;
-            if (reads.Contains(at.Collection))
+            if (MapScript.Covering(reads, at.Collection))
                 throw new IndexDefinitionException(400, $"outputReduceToCollection '{output}' makes a loop: {string.Join(" → ", at.Path.Select(p => $"'{p}'"))} writes collection '{at.Collection}', which '{name}' reads");
-            foreach (var reader in graph.Where(g => g.Name != name && g.Writes is not null && g.Reads.Contains(at.Collection)))
+            foreach (var reader in graph.Where(g => g.Name != name && g.Writes is not null && MapScript.Covering(g.Reads, at.Collection)))
                 frontier.Enqueue((reader.Writes!, [.. at.Path, reader.Name]));
         }
     }

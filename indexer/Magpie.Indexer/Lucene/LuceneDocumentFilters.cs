@@ -29,7 +29,7 @@ public sealed class LuceneDocumentFilters(ScriptLimits limits) : IDocumentFilter
 
         public bool Matches(ChangeEvent change)
         {
-            if (change.Document is null || !maps.Collections.Contains(change.Collection)) return false;
+            if (change.Document is null || !maps.Covers(change.Collection)) return false;
             lock (_lock)
             {
                 List<Engine.IndexEntry> entries;

@@ -39,8 +39,17 @@ public sealed class MapScript
         _sandbox.Seal();
     }
 
-    /// <summary>The collections the maps cover (case-insensitive).</summary>
+    /// <summary>The collections the maps cover (case-insensitive); <see cref="AllDocs"/> stands for every one.</summary>
     public IReadOnlySet<string> Collections { get; private set; } = new HashSet<string>();
+
+    /// <summary><c>map('@all_docs', …)</c>: a map over every collection (RavenDB's <c>from @all_docs</c>).</summary>
+    public const string AllDocs = "@all_docs";
+
+    /// <summary>Whether a map reads documents of the collection.</summary>
+    public bool Covers(string collection) => Covering(Collections, collection);
+
+    /// <summary>Whether maps reading <paramref name="collections"/> read documents of <paramref name="collection"/>.</summary>
+    public static bool Covering(IReadOnlySet<string> collections, string collection) => collections.Contains(collection) || collections.Contains(AllDocs);
 
     /// <summary>Throws <see cref="ScriptSyntaxException"/> naming the map (0-based, as in the definition's array) and the position in it.</summary>
     /// <param name="fieldProjections">Maps that only copy fields skip the engine (<see cref="FieldProjection"/>); off, every map runs in it (tests compare the two).</param>
@@ -95,7 +104,7 @@ public sealed class MapScript
         if (change.Document is not { } document) return entries;
         foreach (var map in _maps)
         {
-            if (!string.Equals(map.Collection, change.Collection, StringComparison.OrdinalIgnoreCase)) continue;
+            if (!string.Equals(map.Collection, change.Collection, StringComparison.OrdinalIgnoreCase) && map.Collection != AllDocs) continue;
             // A map that only copies fields reads them from the JSON; what it declines, the engine maps.
             if (map.Projection?.TryMap(document, change.Id, _maxDepth) is { } projected) entries.Add(projected);
             else RunOne(map.Source, change.Id, document, value => entries.Add(EntryOf(value)));

@@ -3,6 +3,7 @@ using System.Diagnostics;
 using System.Text.Json;
 using Magpie.Contracts;
 using Magpie.Query.Facets;
+using Magpie.Query.Projections;
 using Magpie.Query.Rql;
 using Magpie.Query.Shards;
 using Microsoft.AspNetCore.Builder;
@@ -54,6 +55,13 @@ public static class QueryEndpoints
                 var pageSize = query.Limit ?? request.PageSize;
                 var start = query.Offset ?? request.Start;
                 if (PagingProblem(pageSize, start, query.Limit is not null) is { } paging) return Problem(paging);
+                if (query.Distinct)
+                {
+                    var (total, kept, stale, etag) = await DistinctPageAsync(coordinator, request, query, start, pageSize, ctx.RequestAborted);
+                    failed = false;
+                    return Results.Json(new { results = kept, totalResults = total, isStale = stale, indexEtag = etag,
+                        durationMs = Math.Round(Stopwatch.GetElapsedTime(started).TotalMilliseconds, 2) });
+                }
                 // pageSize 0 asks how many: the engine finds one hit for the total, and none is returned.
                 var page = await coordinator.PageAsync(request.ToCoordinator(), query, Math.Max(1, pageSize), start, request.Cursor,
                     request.WaitForNonStaleResults, ctx.RequestAborted);
@@ -81,10 +89,15 @@ public static class QueryEndpoints
         {
             var started = Stopwatch.GetTimestamp();
             QueryStream stream;
+            QueryRequest request;
+            RqlQuery query;
             try
             {
-                var (request, query) = await ReadAsync(ctx);
-                stream = await coordinator.StreamAsync(request.ToCoordinator(), query, ctx.RequestAborted);
+                (request, query) = await ReadAsync(ctx);
+                // Distinct: the limit counts distinct results, applied here as they come.
+                stream = query.Distinct
+                    ? await coordinator.StreamAsync(request.ToCoordinator() with { Start = 0 }, query with { Limit = null, Offset = null }, ctx.RequestAborted)
+                    : await coordinator.StreamAsync(request.ToCoordinator(), query, ctx.RequestAborted);
             }
             catch (QueryProblem e) { await Problem(e).ExecuteAsync(ctx); return; }
             // The snapshots go when the stream ends, fails, or its client goes away (the aborted write throws).
@@ -111,9 +124,18 @@ public static class QueryEndpoints
                     await ctx.Response.Body.WriteAsync(NewLine, ctx.RequestAborted);
                     bytes += line.Length + 1;
                 }
+                var distinct = query.Distinct ? new DistinctResults() : null;
+                // Distinct: offset and limit count distinct results.
+                var skip = query.Distinct ? query.Offset ?? request.Start : 0;
+                var remaining = query.Distinct ? query.Limit ?? long.MaxValue : long.MaxValue;
                 await foreach (var page in stream.PagesAsync(ctx.RequestAborted))
                 {
-                    foreach (var hit in page.Hits) await WriteLineAsync(hit.Result);
+                    foreach (var hit in page.Hits)
+                    {
+                        if (distinct is not null && (!distinct.Add(hit.Result) || distinct.Count <= skip)) continue;
+                        if (remaining-- <= 0) break;
+                        await WriteLineAsync(hit.Result);
+                    }
                     foreach (var (id, document) in page.Included ?? [])
                         if (sent.Add(id)) await WriteLineAsync(new Dictionary<string, JsonElement> { ["@include"] = document });
                     await ctx.Response.Body.FlushAsync(ctx.RequestAborted);
@@ -154,6 +176,23 @@ public static class QueryEndpoints
         catch (JsonException e) { throw new QueryProblem(400, $"body is not a query request: {e.Message}"); }
         if (request is null || string.IsNullOrWhiteSpace(request.Query)) throw new QueryProblem(400, "body needs \"query\": an RQL query");
         return (request, LocalShardOwner.Parse(request.Query, request.Parameters, request.Facets, request.FacetsOnly));
+    }
+
+    /// <summary>
+    /// <c>select distinct</c>: every hit is read (from one snapshot, as a stream reads them), each result kept once; the page is
+    /// taken from the distinct results, and the total is how many there are.
+    /// </summary>
+    private static async Task<(long Total, List<JsonElement> Kept, bool Stale, long Etag)> DistinctPageAsync(QueryCoordinator coordinator, QueryRequest request,
+        RqlQuery query, int start, int pageSize, CancellationToken ct)
+    {
+        if (request.Cursor is not null) throw new QueryProblem(400, "select distinct pages by start and pageSize, not by cursor");
+        await using var stream = await coordinator.StreamAsync(request.ToCoordinator() with { Start = 0 }, query with { Limit = null, Offset = null }, ct);
+        var distinct = new DistinctResults();
+        var kept = new List<JsonElement>();
+        await foreach (var page in stream.PagesAsync(ct))
+            foreach (var hit in page.Hits)
+                if (distinct.Add(hit.Result) && distinct.Count > start && kept.Count < pageSize) kept.Add(hit.Result);
+        return (distinct.Count, kept, stream.IsStale, stream.IndexEtag);
     }
 
     /// <summary><c>include timings()</c>: parsing here, then each stage as long as the slowest owner took, and the whole request.</summary>

@@ -105,9 +105,11 @@ public sealed class RqlParser
         var facets = new List<RqlFacet>();
         var aggregates = new List<RqlAggregate>();
         string? script = null;
+        var distinct = false;
         if (Current.Is("select"))
         {
             _at++;
+            if (Current.Is("distinct")) { _at++; distinct = true; }
             if (Current.Kind == RqlTokenKind.Script)
             {
                 if (alias is null) throw RqlLexer.Error(_text, Current.Position, "a JavaScript projection reads the document by its alias: from Posts as p select { Title: p.Title }");
@@ -123,6 +125,7 @@ public sealed class RqlParser
                 if (Current.Is("as")) { _at++; fieldAlias = Field(); }
                 select.Add(new RqlProjection(field, fieldAlias));
             } while (Accept(","));
+            if (distinct && (facets.Count > 0 || select.Count == 0 && script is null)) throw Expected("fields or { … } after select distinct");
             if (facets.Count > 0 && select.Count > 0)
                 throw RqlLexer.Error(_text, _tokens[_at - 1].Position, "select either facet(…) or fields, not both (the request body's \"facets\" come beside results)");
         }
@@ -155,7 +158,7 @@ public sealed class RqlParser
         return new RqlQuery(source, where, orderBy, select, limit, offset)
         {
             Facets = facets, FacetsOnly = facets.Count > 0, Alias = alias, Functions = functions, Loads = loads, Script = script,
-            Includes = includes, Timings = timings, Explanations = explanations, GroupBy = groupBy, Aggregates = aggregates,
+            Includes = includes, Timings = timings, Explanations = explanations, GroupBy = groupBy, Aggregates = aggregates, Distinct = distinct,
         };
     }
 

@@ -18,6 +18,9 @@ public sealed record RqlQuery(RqlSource From, RqlExpression? Where, IReadOnlyLis
     /// <summary><c>load p.OwnerUserId as u</c>: documents read from the store for each result, named for the projection.</summary>
     public IReadOnlyList<RqlLoad> Loads { get; init; } = [];
 
+    /// <summary><c>select distinct …</c>: each result once (paging and totals count distinct results).</summary>
+    public bool Distinct { get; init; }
+
     /// <summary><c>select { … }</c>: the JavaScript object literal each result becomes.</summary>
     public string? Script { get; init; }
 

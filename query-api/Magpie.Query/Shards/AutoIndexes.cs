@@ -23,7 +23,7 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
         }
         else
         {
-            var prefix = $"Auto/{query.From.Name}/";
+            var prefix = $"Auto/{Segment(query.From.Name)}/";
             foreach (var (name, d) in definitions.Current.Where(d => d.Key.StartsWith(prefix, StringComparison.OrdinalIgnoreCase)))
                 if (Covers(d, exact, search)) return name;
         }
@@ -42,7 +42,7 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
     private static (string Name, IndexDefinition Definition, SortedSet<string> Exact, SortedSet<string> Search) Plan(RqlQuery query)
     {
         var collection = query.From.Name;
-        if (!CollectionPattern().IsMatch(collection)) throw new QueryProblem(400, $"'{collection}' is not a collection name this version can index automatically");
+        if (!CollectionPattern().IsMatch(collection) && collection != AllDocs) throw new QueryProblem(400, $"'{collection}' is not a collection name this version can index automatically");
         if (query.GroupBy.Count > 0) return GroupedPlan(query);
         var exact = new SortedSet<string>(StringComparer.Ordinal);
         var search = new SortedSet<string>(StringComparer.Ordinal);
@@ -59,7 +59,7 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
             throw new QueryProblem(400, $"'{bad}' can't be indexed automatically: fields are letters, digits, '_' and '.' paths");
 
         var fields = exact.Select(f => (Field: f, Search: false)).Concat(search.Select(f => (Field: f, Search: true))).OrderBy(f => f.Field, StringComparer.Ordinal).ToList();
-        var indexName = $"Auto/{collection}/" + (fields.Count == 0 ? "All" : "By" + string.Join("And", fields.Select(f => NameOf(f.Field) + (f.Search ? "_search" : ""))));
+        var indexName = $"Auto/{Segment(collection)}/" + (fields.Count == 0 ? "All" : "By" + string.Join("And", fields.Select(f => NameOf(f.Field) + (f.Search ? "_search" : ""))));
         var definition = new IndexDefinition
         {
             Maps = [Map(collection, fields.Select(f => f.Field))],
@@ -86,9 +86,15 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
         if (asked.FirstOrDefault(f => !results.Contains(f)) is { } other)
             throw new QueryProblem(400, $"a grouped query filters and sorts its results: '{other}' is not one of their fields ({string.Join(", ", results)})");
         var (map, reduce) = GroupedScripts(query.From.Name, keys, aggregates);
-        var name = $"Auto/{query.From.Name}/By{string.Join("And", aggregates.Select(a => a.Name))}ReducedBy{string.Join("And", keys.Select(k => NameOf(k.Field) + (k.Array ? "_array" : "")))}";
+        var name = $"Auto/{Segment(query.From.Name)}/By{string.Join("And", aggregates.Select(a => a.Name))}ReducedBy{string.Join("And", keys.Select(k => NameOf(k.Field) + (k.Array ? "_array" : "")))}";
         return (name, new IndexDefinition { Maps = [map], Reduce = reduce }, [], []);
     }
+
+    /// <summary><c>from @all_docs</c>: every collection (the maps' <c>map('@all_docs', …)</c>).</summary>
+    public const string AllDocs = "@all_docs";
+
+    /// <summary>A collection as index names spell it (<c>@all_docs</c>: <c>AllDocs</c>).</summary>
+    private static string Segment(string collection) => collection == AllDocs ? "AllDocs" : collection;
 
     /// <summary>A field as index names spell it (<c>Lines[].Product</c>: <c>Lines-all.Product</c>).</summary>
     private static string NameOf(string field) => field.Replace("[]", "-all", StringComparison.Ordinal);

@@ -2,6 +2,7 @@ using System.Text.Json;
 using System.Text.Json.Nodes;
 using Magpie.Contracts.Changes;
 using Magpie.Query.Rql;
+using Magpie.Query.Shards;
 
 namespace Magpie.Query.Subscriptions;
 
@@ -185,7 +186,7 @@ public sealed class Subscription(SubscriptionState state, DocumentMatcher matche
 
     private bool Wanted(ChangeEvent change)
     {
-        if (!string.Equals(change.Collection, matcher.Collection, StringComparison.OrdinalIgnoreCase)) return false;
+        if (!string.Equals(change.Collection, matcher.Collection, StringComparison.OrdinalIgnoreCase) && matcher.Collection != AutoIndexes.AllDocs) return false;
         if (change.Etag <= _state.AfterEtag || _state.AfterTime is { } t && change.LastModified < t) return false;
         return change.Op == ChangeOp.Delete ? _state.Definition.IncludeDeletes : matcher.Matches(change);
     }

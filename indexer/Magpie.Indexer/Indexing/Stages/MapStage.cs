@@ -50,7 +50,7 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, II
     {
         var latest = new Dictionary<string, ChangeEvent>(StringComparer.Ordinal);
         foreach (var change in batch.Changes)
-            if (maps.Collections.Contains(change.Collection)) latest[change.Id] = change;
+            if (maps.Covers(change.Collection)) latest[change.Id] = change;
         return latest.Values;
     }
 

@@ -82,3 +82,34 @@ public sealed class GroupByTests(RqlConformanceFixture fx) : IClassFixture<RqlCo
     public async Task Grouped_queries_it_cannot_answer_are_refused(string rql, string expected) =>
         await HttpJson.AssertProblem(await fx.Magpie.Http.PostAsJsonAsync("queries", new { query = rql }), HttpStatusCode.BadRequest, expected);
 }
+
+/// <summary><c>select distinct</c> and <c>from @all_docs</c> against LINQ.</summary>
+public sealed class DistinctAndAllDocsTests(RqlConformanceFixture fx) : IClassFixture<RqlConformanceFixture>
+{
+    [Fact]
+    public async Task Select_distinct_pages_and_counts_distinct_results()
+    {
+        var expected = fx.Posts.Where(p => p.Score >= 3).Select(p => p.Type).Distinct().Order().ToList();
+        var r = await fx.Magpie.Http.PostAsJsonAsync("queries", new { query = "from Posts where Score >= 3 select distinct PostTypeId", pageSize = 1, start = 1, waitForNonStaleResults = true });
+        Assert.True(r.IsSuccessStatusCode, await r.Content.ReadAsStringAsync());
+        var answer = await r.JsonAsync();
+        Assert.Equal(expected.Count, answer.GetProperty("totalResults").GetInt32());
+        Assert.Single(answer.GetProperty("results").EnumerateArray());
+        using var streamed = await fx.Magpie.Http.PostAsJsonAsync("streams/queries", new { query = "from Posts where Score >= 3 select distinct PostTypeId" });
+        var types = (await streamed.Content.ReadAsStringAsync()).Split('\n', StringSplitOptions.RemoveEmptyEntries)
+            .Select(l => JsonDocument.Parse(l).RootElement.GetProperty("PostTypeId").GetInt32()).Order().ToList();
+        Assert.Equal(expected, types);
+    }
+
+    [Fact]
+    public async Task All_docs_spans_every_collection()
+    {
+        // Posts and users both have CreationDate; orders and the other related documents have none.
+        var users = System.Xml.Linq.XDocument.Load(Path.Combine(RepoPaths.StackExchangeSample, "Users.xml")).Root!.Elements("row")
+            .Count(u => ((string)u.Attribute("CreationDate")!).StartsWith("2012", StringComparison.Ordinal));
+        var posts = fx.Posts.Count(p => p.Created.StartsWith("2012", StringComparison.Ordinal));
+        var r = await fx.Magpie.Http.PostAsJsonAsync("queries", new { query = "from @all_docs where CreationDate >= '2012-01-01' and CreationDate < '2013-01-01'", pageSize = 0, waitForNonStaleResults = true, timeoutMs = 60_000 });
+        Assert.True(r.IsSuccessStatusCode, await r.Content.ReadAsStringAsync());
+        Assert.Equal(users + posts, (await r.JsonAsync()).GetProperty("totalResults").GetInt32());
+    }
+}
