@@ -10,6 +10,7 @@ using Magpie.Tests.Fixtures;
 //        dotnet run -c Release --project bench/Magpie.Bench -- index [--docs N] [--kafka-docs M] [--embedded-docs 0 to skip the embedded side]
 //        dotnet run -c Release --project bench/Magpie.Bench -- raw-index [--docs N]      (the raw side of `index` alone, for profiling)
 //        dotnet run -c Release --project bench/Magpie.Bench -- index-phases [--docs N]   (raw; HTTP + store with no index; then indexing from the store: CPU µs per document of each)
+//        dotnet run -c Release --project bench/Magpie.Bench -- rql-queries [--docs N] [--seconds S]  (full text and JS projections: HTTP vs the engine)
 //        dotnet run -c Release --project bench/Magpie.Bench -- probe-queries [--docs N] [--index-dir D] [--seconds S]  (query kinds on the engine alone)
 //        dotnet run -c Release --project bench/Magpie.Bench -- freshness [--docs N] [--rate R] [--probes P] [--poll-ms MS] [--trace FILE]
 //        dotnet run -c Release --project bench/Magpie.Bench -- reduce-tree [--updates U]
@@ -32,6 +33,7 @@ switch (args.FirstOrDefault())
     case "raw-index": await RunRawIndexAsync(); return;
     case "index-phases": await RunIndexPhasesAsync(); return;
     case "probe-queries": await ProbeQueriesAsync(); return;
+    case "rql-queries": await RunRqlQueriesAsync(); return;
     case "reduce-tree": RunReduceTree(); return;
     case "map-reduce": await RunMapReduceAsync(); return;
     case "freshness": await RunFreshnessAsync(); return;
@@ -223,6 +225,55 @@ async Task ProbeQueriesAsync()
     }
     index.Close();
     if (ArgText("--index-dir") is null) try { Directory.Delete(run, recursive: true); } catch (IOException) { }
+}
+
+async Task RunRqlQueriesAsync()
+{
+    // Both sides over the same posts: the embedded executable over HTTP (index built from the change feed), and the same
+    // fields written straight into a Lucene index this process opens with the engine.
+    var n = (int)Arg("--docs", 1_000_000);
+    var seconds = TimeSpan.FromSeconds(Arg("--seconds", 10));
+    var posts = IngestBenchmark.Batches(n, 512, seed: 42);
+    var rawDir = Path.Combine(run, "rql-raw");
+    await IndexBenchmark.RawLuceneAsync(rawDir, posts);
+    using var loaded = await StartLoadedAsync("rql-queries", n);
+    var (magpie, http) = (loaded.Process, loaded.Http);
+    await IndexBenchmark.DefineAsync(http);
+    await IndexBenchmark.WaitIndexedAsync([http], n, TimeSpan.FromMinutes(60));
+    using var engine = new Magpie.Indexer.Lucene.LuceneEngine(Microsoft.Extensions.Logging.Abstractions.NullLogger.Instance);
+    var raw = engine.Open(rawDir);
+    await WaitQuietAsync("rql-queries", magpie, Process.GetCurrentProcess());
+    var rows = new List<(string Kind, int Clients, RqlQueryBenchmark.Latencies Http, RqlQueryBenchmark.Latencies? Engine)>();
+    foreach (var (kind, rql, query) in RqlQueryBenchmark.Kinds)
+        foreach (var clients in new[] { 1, 16 })
+        {
+            var overHttp = await RqlQueryBenchmark.HttpAsync(http, rql, clients, seconds);
+            var onEngine = query is null ? null : await RqlQueryBenchmark.EngineAsync(raw, query, clients, seconds);
+            rows.Add((kind, clients, overHttp, onEngine));
+            Console.WriteLine($"{kind}, {clients} client(s): HTTP p50 {overHttp.P50:F1} ms" + (onEngine is null ? "" : $", engine p50 {onEngine.P50:F1} ms"));
+        }
+    raw.Close();
+    StopMagpie(magpie);
+    try { Directory.Delete(run, recursive: true); } catch (IOException) { }
+
+    double P50(string kind, int clients) => rows.Single(r => r.Kind == kind && r.Clients == clients).Http.P50;
+    Console.WriteLine();
+    Console.WriteLine($"{"kind",-14} {"clients",7} {"http p50",9} {"p99",8} {"q/s",7} {"engine p50",11} {"p99",8} {"q/s",7}");
+    foreach (var r in rows)
+        Console.WriteLine($"{r.Kind,-14} {r.Clients,7} {r.Http.P50,9:F1} {r.Http.P99,8:F1} {r.Http.PerSecond,7:N0} " +
+            (r.Engine is { } e ? $"{e.P50,11:F1} {e.P99,8:F1} {e.PerSecond,7:N0}" : $"{"-",11} {"-",8} {"-",7}"));
+    Console.WriteLine($"js projection / plain page (p50): 1 client {P50("js projection", 1) / P50("plain page", 1):F2}, 16 clients {P50("js projection", 16) / P50("plain page", 16):F2}   ({n:N0} posts, {Environment.ProcessorCount} cores)");
+    Console.WriteLine(JsonSerializer.Serialize(new
+    {
+        benchmark = "rql-queries", docs = n, cores = Environment.ProcessorCount, seconds = seconds.TotalSeconds,
+        rows = rows.Select(r => new
+        {
+            kind = r.Kind, clients = r.Clients, http_p50_ms = Math.Round(r.Http.P50, 2), http_p99_ms = Math.Round(r.Http.P99, 2), http_qps = Math.Round(r.Http.PerSecond),
+            engine_p50_ms = r.Engine is { } e ? Math.Round(e.P50, 2) : (double?)null, engine_p99_ms = r.Engine is { } e2 ? Math.Round(e2.P99, 2) : (double?)null,
+        }),
+        projection_ratio_1 = Math.Round(P50("js projection", 1) / P50("plain page", 1), 2),
+        projection_ratio_16 = Math.Round(P50("js projection", 16) / P50("plain page", 16), 2),
+    }));
 }
 
 async Task RunIndexAsync()

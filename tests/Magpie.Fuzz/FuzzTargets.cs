@@ -22,9 +22,15 @@ public static class FuzzTargets
         ["patch"] = Patch,
     };
 
+    /// <summary>The RQL parser, then the planner of its where over an automatic index (the full-text, fuzzy, regex and id() nodes).</summary>
     public static void Rql(byte[] input)
     {
-        try { RqlParser.Parse(Encoding.UTF8.GetString(input)); }
+        try
+        {
+            var query = RqlParser.Parse(Encoding.UTF8.GetString(input));
+            var definition = new Magpie.Contracts.Indexes.IndexDefinition { Maps = ["map('Posts', p => ({ Title: p.Title }))"] };
+            new QueryPlanner(definition, null).Where(query.Where);
+        }
         catch (RqlException) { }
     }
 

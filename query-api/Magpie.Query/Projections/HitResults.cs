@@ -13,7 +13,7 @@ namespace Magpie.Query.Projections;
 /// projection over the document and its loaded documents; and the ids the result includes. Loads and includes read the
 /// document store: where there is none (an indexer process in Kafka mode) such a query is refused.
 /// </summary>
-public sealed class HitResults
+public sealed class HitResults : IDisposable
 {
     private readonly RqlQuery _query;
     private readonly IDocumentLookup? _documents;
@@ -26,7 +26,13 @@ public sealed class HitResults
         if (query.ReadsRelatedDocuments && documents is null)
             throw new QueryProblem(400, "load and include read related documents from the document store, which this process does not have "
                 + "(Kafka mode: the indexers answer from the documents they index); run them embedded, or with --target ingest,indexer,query");
-        _script = query.Script is null ? null : new ScriptProjection(query, limits);
+        _script = query.Script is null ? null : ScriptProjectionPool.Rent(query, limits);
+    }
+
+    /// <summary>Gives the projection back to the pool for the next query with the same script.</summary>
+    public void Dispose()
+    {
+        if (_script is not null) ScriptProjectionPool.Return(_query, _script);
     }
 
     /// <summary>The result of one hit (null: its document is gone) and the ids it includes.</summary>

@@ -19,7 +19,12 @@ public sealed class ScriptProjection
     private readonly Lock _lock = new();
     private readonly int _maxDepth;
     private Func<string, JsonElement?>? _load;
+    private JsValue? _function;
     private int _loaded;
+
+    /// <summary>What makes two queries' projections the same script (the pool's key).</summary>
+    public static string KeyOf(RqlQuery query) =>
+        string.Join("\u0001", new[] { query.Alias, query.Script }.Concat(query.Functions).Concat(query.Loads.Select(l => l.Alias)));
 
     public ScriptProjection(RqlQuery query, ScriptLimits limits)
     {
@@ -30,7 +35,9 @@ public sealed class ScriptProjection
         _sandbox.Define("load", args => Load(args.Length > 0 ? args[0] : JsValue.Undefined), 1);
         _sandbox.Seal();
         var parameters = string.Join(", ", new[] { query.Alias! }.Concat(query.Loads.Select(l => l.Alias)));
-        var text = string.Join("\n", query.Functions) + $"\n(function ({parameters}) {{ return ({query.Script}); }})";
+        // The declared functions live inside the projection's function, so it is made once and called per result: nothing of it
+        // is a global the sandbox's per-run restore would take away.
+        var text = $"(function ({parameters}) {{\n{string.Join("\n", query.Functions)}\nreturn ({query.Script}); }})";
         try { _source = ScriptSandbox.Prepare(text, "projection"); }
         catch (ScriptSyntaxException e) { throw new QueryProblem(400, $"the projection does not parse: {e.Message}"); }
     }
@@ -48,7 +55,7 @@ public sealed class ScriptProjection
                 return _sandbox.Run(() =>
                 {
                     var engine = _sandbox.Engine;
-                    var function = engine.Evaluate(_source);
+                    var function = _function ??= engine.Evaluate(_source);
                     var args = new[] { JsValueJson.ToJs(engine, document) }.Concat(loaded.Select(l => l is { } d ? JsValueJson.ToJs(engine, d) : JsValue.Null)).ToArray();
                     using var json = JsonDocument.Parse(JsValueJson.Serialize(engine, function.Call(JsValue.Undefined, args), _maxDepth));
                     return json.RootElement.Clone();
