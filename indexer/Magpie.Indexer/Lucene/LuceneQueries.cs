@@ -25,7 +25,7 @@ internal static class LuceneQueries
         Contracts.Search.TermRangeQuery r => global::Lucene.Net.Search.TermRangeQuery.NewStringRange(r.Field, r.Lower, r.Upper, r.IncludeLower, r.IncludeUpper),
         Contracts.Search.PrefixQuery p => new global::Lucene.Net.Search.PrefixQuery(new Term(p.Field, p.Prefix)),
         FullTextQuery f => SearchSyntax.Build(f, analyzer, scored),
-        Contracts.Search.FuzzyQuery f => new global::Lucene.Net.Search.FuzzyQuery(new Term(f.Field, f.Term), SearchSyntax.FuzzyEdits(f.Fuzziness, f.Term)),
+        Contracts.Search.FuzzyQuery f => SearchSyntax.Fuzzy(new Term(f.Field, f.Term), SearchSyntax.FuzzyEdits(f.Fuzziness, f.Term)),
         Contracts.Search.WildcardQuery w => w.Pattern.Length <= SearchSyntax.MaxPatternChars ? new global::Lucene.Net.Search.WildcardQuery(new Term(w.Field, w.Pattern))
             : throw new IndexEngineException($"a pattern is longer than {SearchSyntax.MaxPatternChars} characters"),
         RegexQuery r => new RegexTermsQuery(r.Field, r.Pattern),

@@ -17,10 +17,17 @@ internal static class LuceneSyntax
     public static Query Parse(LuceneSyntaxQuery q, Analyzer analyzer)
     {
         if (q.Text.Length > MaxChars) throw new IndexEngineException($"lucene() text is longer than {MaxChars:N0} characters");
-        var parser = new QueryParser(LuceneEngine.Version, q.Field, analyzer) { AllowLeadingWildcard = false };
+        var parser = new CompleteFuzzyParser(q.Field, analyzer) { AllowLeadingWildcard = false };
         try { return parser.Parse(q.Text); }
         catch (ParseException e) { throw new IndexEngineException($"lucene() text does not parse: {FirstLine(e.Message)}"); }
     }
 
     private static string FirstLine(string s) => s.Split('\n')[0].Trim();
+
+    /// <summary>The classic parser whose <c>term~</c> matches every term within the edits (<see cref="SearchSyntax.Fuzzy"/>), not the closest 50.</summary>
+    private sealed class CompleteFuzzyParser(string field, Analyzer analyzer) : QueryParser(LuceneEngine.Version, field, analyzer)
+    {
+        protected override Query NewFuzzyQuery(global::Lucene.Net.Index.Term term, float minimumSimilarity, int prefixLength) =>
+            SearchSyntax.Fuzzy(term, global::Lucene.Net.Search.FuzzyQuery.SingleToEdits(minimumSimilarity, term.Text.EnumerateRunes().Count()));
+    }
 }

@@ -63,7 +63,7 @@ internal static class SearchSyntax
             case ClauseKind.Wildcard:
                 return [new global::Lucene.Net.Search.WildcardQuery(new Term(field, c.Text))];
             case ClauseKind.Fuzzy:
-                return [new global::Lucene.Net.Search.FuzzyQuery(new Term(field, c.Text), c.MaxEdits)];
+                return [Fuzzy(new Term(field, c.Text), c.MaxEdits)];
             case ClauseKind.Phrase:
                 var tokens = Tokens(analyzer, field, c.Text);
                 if (tokens.Count == 0) return [];
@@ -150,6 +150,13 @@ internal static class SearchSyntax
         var prefix = pattern.Length > 1 && pattern[^1] == '*' && pattern.AsSpan(0, pattern.Length - 1).IndexOfAny('*', '?') < 0;
         return new SearchClause(prefix ? ClauseKind.Prefix : ClauseKind.Wildcard, pattern, excluded, written);
     }
+
+    /// <summary>
+    /// Every term within the edits, scored: Lucene's default keeps the 50 closest terms and drops the rest, an answer short of
+    /// matches with no error. Past the clause limit (1,024 terms) the query is refused, with the engine's message.
+    /// </summary>
+    public static global::Lucene.Net.Search.FuzzyQuery Fuzzy(Term term, int maxEdits) =>
+        new(term, maxEdits) { MultiTermRewriteMethod = MultiTermQuery.SCORING_BOOLEAN_QUERY_REWRITE };
 
     /// <summary><c>~</c> = 2 edits (Lucene's default), <c>~1</c> = 1, <c>~0.8</c> = a similarity as Lucene 3 and RavenDB read it.</summary>
     private static int Edits(string after, string term, string written)

@@ -60,6 +60,15 @@ public sealed class ProjectionTests(RqlConformanceFixture fx) : IClassFixture<Rq
     }
 
     [Fact]
+    public async Task Conditions_on_nested_paths_and_through_arrays_use_the_automatic_index()
+    {
+        string[] Ids(JsonElement answer) => Results(answer).Select(r => r.GetProperty("@metadata").GetProperty("@id").GetString()!).Order().ToArray();
+        Assert.Equal(["orders/1", "orders/2"], Ids(await QueryAsync("from orders where Lines[].Product = 'products/2'")));
+        Assert.Equal(["orders/2"], Ids(await QueryAsync("from orders where Lines.Quantity >= 5")));
+        Assert.Equal(["orders/3"], Ids(await QueryAsync("from orders where Lines[].Product = 'products/404' and exists(Company)")));
+    }
+
+    [Fact]
     public async Task Load_reads_related_documents_and_include_returns_each_once_beside_the_page()
     {
         var answer = await QueryAsync("""

@@ -213,6 +213,22 @@ public sealed class RqlRefusalTests(RqlConformanceFixture fx) : IClassFixture<Rq
     }
 
     [Fact]
+    public async Task Fuzzy_matches_every_term_within_its_edits_not_only_the_closest_fifty()
+    {
+        // 100 words one substitution from "mmmm" (Lucene's default fuzzy rewrite keeps the 50 closest terms and drops the rest).
+        var words = Enumerable.Range(0, 4).SelectMany(i => "abcdefghijklnopqrstuvwxyz".Take(25).Select(c => "mmmm".Remove(i, 1).Insert(i, c.ToString()))).ToList();
+        Assert.Equal(100, words.Distinct().Count());
+        var bulk = string.Join(",", words.Select((w, i) => JsonSerializer.Serialize(new { method = "PUT", id = $"fuzzy/{i}", document = new { Word = w, Text = w + " tea" } })));
+        Assert.True((await fx.Magpie.Http.PostAsync("bulk_docs", HttpJson.Json($"[{bulk}]"))).IsSuccessStatusCode);
+        foreach (var rql in new[] { "from fuzzy where fuzzy(Word = 'mmmm', 1)", "from fuzzy where search(Text, 'mmmm~1')", "from fuzzy where lucene(Text, 'mmmm~1')" })
+        {
+            var r = await fx.Magpie.Http.PostAsJsonAsync("queries", new { query = rql, pageSize = 0, waitForNonStaleResults = true, timeoutMs = 60_000 });
+            Assert.True(r.IsSuccessStatusCode, await r.Content.ReadAsStringAsync());
+            Assert.Equal(100, (await r.JsonAsync()).GetProperty("totalResults").GetInt32());
+        }
+    }
+
+    [Fact]
     public async Task A_regex_that_backtracks_forever_is_stopped_by_its_time_limit()
     {
         // A backreference keeps the pattern off the linear engine; on a long term it backtracks exponentially.
