@@ -19,6 +19,9 @@ public static class WireJson
 
     public static readonly JsonSerializerOptions Web = Configure(new JsonSerializerOptions(JsonSerializerDefaults.Web));
 
+    /// <summary>A writer's settings for the same text as written (documents Magpie's producers make, say).</summary>
+    public static readonly JsonWriterOptions Writer = new() { Encoder = System.Text.Encodings.Web.JavaScriptEncoder.UnsafeRelaxedJsonEscaping, MaxDepth = MaxDepth };
+
     /// <summary>Sets these settings on <paramref name="options"/> (ASP.NET's own, say) and returns it.</summary>
     public static JsonSerializerOptions Configure(JsonSerializerOptions options)
     {

@@ -34,7 +34,7 @@ public static class SyntheticPosts
         for (var n = firstId; n < firstId + count; n++)
         {
             buffer.ResetWrittenCount();
-            using (var w = new Utf8JsonWriter(buffer))
+            using (var w = new Utf8JsonWriter(buffer, Magpie.Contracts.WireJson.Writer))
             {
                 var created = epoch.AddSeconds(random.NextInt64(0, 16L * 365 * 24 * 3600));
                 w.WriteStartObject();

@@ -46,7 +46,7 @@ public static class DumpRows
     public static byte[] ToJson(Dictionary<string, string> row, Action<Utf8JsonWriter>? extra = null)
     {
         var buffer = new ArrayBufferWriter<byte>(512);
-        using (var w = new Utf8JsonWriter(buffer))
+        using (var w = new Utf8JsonWriter(buffer, Magpie.Contracts.WireJson.Writer))
         {
             w.WriteStartObject();
             WriteMembers(w, row);
@@ -60,7 +60,7 @@ public static class DumpRows
     public static byte[] AppendPatch(string arrayPath, Dictionary<string, string> row, params string[] omit)
     {
         var buffer = new ArrayBufferWriter<byte>(512);
-        using (var w = new Utf8JsonWriter(buffer))
+        using (var w = new Utf8JsonWriter(buffer, Magpie.Contracts.WireJson.Writer))
         {
             w.WriteStartArray();
             w.WriteStartObject();
