@@ -257,7 +257,11 @@ public static class IndexBenchmark
         Producers.Sources.SyntheticPosts.Generate(long.MaxValue / 2, seed, firstId: 50_000_000).Chunk(64);
 
     /// <summary><paramref name="clients"/> clients asking <paramref name="rql"/> (top 25) for <paramref name="duration"/>; latencies in ms.</summary>
-    public static async Task<List<double>> LatencyAsync(HttpClient query, string rql, int clients, TimeSpan duration)
+    public static Task<List<double>> LatencyAsync(HttpClient query, string rql, int clients, TimeSpan duration) =>
+        TimedAsync(async () => (await query.PostAsJsonAsync("queries", new { query = rql, pageSize = 25 })).EnsureSuccessStatusCode(), clients, duration);
+
+    /// <summary><paramref name="clients"/> callers each calling <paramref name="call"/> back to back for <paramref name="duration"/>; every call's latency in ms.</summary>
+    public static async Task<List<double>> TimedAsync(Func<Task> call, int clients, TimeSpan duration)
     {
         var all = new List<double>();
         var end = DateTime.UtcNow + duration;
@@ -267,7 +271,7 @@ public static class IndexBenchmark
             while (DateTime.UtcNow < end)
             {
                 var started = Stopwatch.GetTimestamp();
-                (await query.PostAsJsonAsync("queries", new { query = rql, pageSize = 25 })).EnsureSuccessStatusCode();
+                await call();
                 mine.Add(Stopwatch.GetElapsedTime(started).TotalMilliseconds);
             }
             lock (all) all.AddRange(mine);

@@ -39,19 +39,6 @@ public static class RqlQueryBenchmark
     {
         var request = new SearchRequest(query, [], 25);
         await index.SearchAsync(request);   // warm
-        var all = new List<double>();
-        var end = DateTime.UtcNow + duration;
-        await Task.WhenAll(Enumerable.Range(0, clients).Select(_ => Task.Run(async () =>
-        {
-            var mine = new List<double>();
-            while (DateTime.UtcNow < end)
-            {
-                var started = Stopwatch.GetTimestamp();
-                await index.SearchAsync(request);
-                mine.Add(Stopwatch.GetElapsedTime(started).TotalMilliseconds);
-            }
-            lock (all) all.AddRange(mine);
-        })));
-        return new Latencies(all, duration.TotalSeconds);
+        return new Latencies(await IndexBenchmark.TimedAsync(() => index.SearchAsync(request), clients, duration), duration.TotalSeconds);
     }
 }

@@ -106,6 +106,14 @@ public static class RqlConformance
         ["proximity on the collection"] = ("from Posts where proximity(search(Body, 'primary sources'), 2)", p => Near(p.BodyTokens, "primary", "sources", 2)),
         ["lucene on the collection"] = ("from Posts where lucene(Body, 'wikipedia OR wiki*')", p => Prefix(p.BodyTokens, "wiki")),
         ["search and filter on the collection"] = ("from Posts where search(Title, 'tag*') and PostTypeId = 1", p => Prefix(p.TitleTokens, "tag") && p.Type == 1),
+        ["title words, and"] = ($"{S} where search(Title, 'why questions', and)", p => Has(p.TitleTokens, "why") && Has(p.TitleTokens, "questions")),
+        ["title phrase"] = ($"{S} where search(Title, '\"the site\"')", p => Phrase(p.TitleTokens, "the", "site")),
+        ["lucene fuzzy"] = ($"{S} where lucene(Body, 'histroy~1')", p => Fuzzy(p.BodyTokens, "histroy", 1)),
+        ["lucene field range"] = ($"{S} where lucene(Body, 'wikipedia') and Score between 0 and 3", p => Has(p.BodyTokens, "wikipedia") && p.Score is >= 0 and <= 3),
+        ["boost inside and"] = ($"{S} where boost(search(Body, 'primary'), 3) and search(Body, 'sources')", p => Has(p.BodyTokens, "primary") && Has(p.BodyTokens, "sources")),
+        ["tags in and not"] = ($"{S} where Tags in ('discussion', 'questions') and not Tags = 'answers'", p => (p.Tags.Contains("discussion") || p.Tags.Contains("questions")) && !p.Tags.Contains("answers")),
+        ["static date range"] = ($"{S} where CreationDate between '2014-01-01' and '2014-12-31T23:59:59'", p => p.CreatedAt.Year == 2014),
+        ["owner in"] = ($"{S} where OwnerUserId in (12, 771, 1401)", p => p.Owner is 12 or 771 or 1401),
     };
 }
 
