@@ -48,10 +48,19 @@ public static class IndexEndpoints
             catch (Confluent.Kafka.KafkaException e) { return Problem(503, $"the deletion could not be kept in magpie.indexes: {e.Error.Reason}"); }
             return Results.NoContent();
         });
+        app.MapPost("/indexes/test", async (HttpRequest request, IIndexShards shards) =>
+        {
+            IndexTrial.Request? trial;
+            try { trial = await JsonSerializer.DeserializeAsync<IndexTrial.Request>(request.Body, IndexDefinitionStore.Json, request.HttpContext.RequestAborted); }
+            catch (JsonException e) { return Problem(400, $"body is not {{ \"definition\": {{…}}, \"sampleSize\": n }}: {e.Message}"); }
+            if (trial is null) return Problem(400, "body must be { \"definition\": {…}, \"sampleSize\": n }");
+            try { return Results.Json(await IndexTrial.RunAsync(trial, shards, options.ScriptLimits, request.HttpContext.RequestAborted), IndexDefinitionStore.Json); }
+            catch (IndexDefinitionException e) { return Problem(e); }
+        });
         app.MapPost("/indexes/{**path}", async (string path, IndexDefinitionStore store, IndexRegistry registry) =>
         {
             var (name, action) = Split(path);
-            if (action != "reset") return Problem(404, $"POST /indexes/{{name}}/reset is the only POST here");
+            if (action != "reset") return Problem(404, $"POST /indexes/{{name}}/reset and POST /indexes/test are the POSTs here");
             if (!store.Current.ContainsKey(name)) return NotFound(name);
             await registry.ResetAsync(name);
             return Results.NoContent();

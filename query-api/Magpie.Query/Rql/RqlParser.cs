@@ -46,7 +46,8 @@ public sealed class RqlParser
     private RqlQuery Query()
     {
         var functions = new List<string>();
-        while (Current.Is("declare")) functions.Add(Declared());
+        // declare, group, load, include and distinct are keywords only where their clause can start: fields may bear those names.
+        while (Current.Is("declare") && Next.Is("function")) functions.Add(Declared());
         Expect("from");
         RqlSource source;
         if (Current.Is("index"))
@@ -61,7 +62,7 @@ public sealed class RqlParser
         string? alias = null;
         if (Current.Is("as")) { _at++; alias = Name("an alias after 'as' (from Posts as p)"); }
         var groupBy = new List<RqlGroupKey>();
-        if (Current.Is("group"))
+        if (Current.Is("group") && Next.Is("by"))
         {
             if (source.IsIndex) throw RqlLexer.Error(_text, Current.Position, "group by runs on a collection (an automatic map/reduce index): from Posts group by OwnerUserId; a static index groups in its reduce");
             _at++;
@@ -109,7 +110,7 @@ public sealed class RqlParser
         if (Current.Is("select"))
         {
             _at++;
-            if (Current.Is("distinct")) { _at++; distinct = true; }
+            if (Current.Is("distinct") && Next.Kind is RqlTokenKind.Identifier or RqlTokenKind.String or RqlTokenKind.Script) { _at++; distinct = true; }
             if (Current.Kind == RqlTokenKind.Script)
             {
                 if (alias is null) throw RqlLexer.Error(_text, Current.Position, "a JavaScript projection reads the document by its alias: from Posts as p select { Title: p.Title }");
@@ -516,7 +517,7 @@ public sealed class RqlParser
     private static string Describe(RqlToken t) => t.Kind == RqlTokenKind.End ? "the end of the query" : $"'{t.Text}'";
 
     private static readonly HashSet<string> Keywords = new(StringComparer.OrdinalIgnoreCase)
-        { "from", "index", "where", "and", "or", "not", "order", "by", "select", "limit", "offset", "between", "in", "as", "asc", "desc", "load", "include", "declare", "group" };
+        { "from", "index", "where", "and", "or", "not", "order", "by", "select", "limit", "offset", "between", "in", "as", "asc", "desc" };
 
     private static bool IsKeyword(RqlToken t) => Keywords.Contains(t.Text);
 }

@@ -29,6 +29,19 @@ public sealed class RqlParserTests
         Assert.Equal((25, 50), (q.Limit, q.Offset));
     }
 
+    [Theory]
+    [InlineData("from Posts where Group = 'a' order by Load select Include, Declare, Distinct", new[] { "Include", "Declare", "Distinct" })]
+    [InlineData("from Posts where Load > 1 and Include = 2 select distinct Group", new[] { "Group" })]
+    [InlineData("from Posts select Distinct", new[] { "Distinct" })]
+    public void Clause_words_stay_field_names_where_no_clause_can_start(string rql, string[] selected)
+    {
+        var q = RqlParser.Parse(rql);
+        Assert.Equal(selected, q.Select.Select(p => p.Field));
+        Assert.Empty(q.GroupBy);
+        Assert.Empty(q.Loads);
+        Assert.Empty(q.Includes);
+    }
+
     [Fact]
     public void Every_operator_and_function_has_its_node()
     {

@@ -28,6 +28,6 @@ internal static class LuceneSyntax
     private sealed class CompleteFuzzyParser(string field, Analyzer analyzer) : QueryParser(LuceneEngine.Version, field, analyzer)
     {
         protected override Query NewFuzzyQuery(global::Lucene.Net.Index.Term term, float minimumSimilarity, int prefixLength) =>
-            SearchSyntax.Fuzzy(term, global::Lucene.Net.Search.FuzzyQuery.SingleToEdits(minimumSimilarity, term.Text.EnumerateRunes().Count()));
+            SearchSyntax.Fuzzy(term, minimumSimilarity >= 1 ? Math.Min((int)minimumSimilarity, SearchSyntax.LevenshteinMaxEdits) : SearchSyntax.SimilarityToEdits(minimumSimilarity, term.Text));
     }
 }

@@ -174,10 +174,14 @@ internal static class SearchSyntax
     /// <summary>A similarity below 1 as edits over the term's length (Lucene's <c>FuzzyQuery.SingleToEdits</c>); 1 or more as edits, at most 2.</summary>
     public static int FuzzyEdits(float n, string term) => n switch
     {
-        < 1 => global::Lucene.Net.Search.FuzzyQuery.SingleToEdits(n, term.EnumerateRunes().Count()),
+        < 1 => SimilarityToEdits(n, term),
         1 or 2 => (int)n,
         _ => throw new IndexEngineException($"fuzzy matching of '{term}' takes 1 or 2 edits or a similarity below 1, not {n} (Levenshtein automata stop at 2 edits)"),
     };
+
+    /// <summary>Lucene 3's minimum similarity as edits: (1 − similarity) × the term's length in code points, at most 2; 0 is exact.</summary>
+    public static int SimilarityToEdits(float similarity, string term) =>
+        similarity <= 0 ? 0 : Math.Min((int)((1d - similarity) * term.EnumerateRunes().Count()), LevenshteinMaxEdits);
 
     private static string Pattern(string pattern, string written) => pattern.Length <= MaxPatternChars ? pattern
         : throw new IndexEngineException($"search() pattern '{written[..32]}…' is longer than {MaxPatternChars} characters");

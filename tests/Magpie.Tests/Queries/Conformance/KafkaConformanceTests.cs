@@ -10,6 +10,7 @@ public sealed class KafkaConformanceFixture : IAsyncLifetime
     private KafkaBroker _broker = null!;
     private readonly List<MagpieProcess> _processes = [];
     public MagpieProcess Query { get; private set; } = null!;
+    public MagpieProcess Indexer { get; private set; } = null!;
     public List<SamplePost> Posts { get; } = SamplePost.Load();
 
     private static Dictionary<string, string> Group => new() { ["MAGPIE__KAFKAPARTITIONS"] = "4", ["MAGPIE__INDEXERGROUP"] = "conformance" };
@@ -21,7 +22,7 @@ public sealed class KafkaConformanceFixture : IAsyncLifetime
         var ingest = await Start(kafka, "ingest");
         var (exit, output) = await MagpieCli.RunAsync(TimeSpan.FromMinutes(5), "produce", "stackexchange", "--dir", RepoPaths.StackExchangeSample, "--url", ingest.BaseUrl.ToString());
         if (exit != 0) throw new InvalidOperationException(output);
-        var indexer = await Start(kafka, "indexer");
+        var indexer = Indexer = await Start(kafka, "indexer");
         await Start(kafka, "indexer");
         Query = await Start(kafka, "query");
         await indexer.Http.PutIndexAsync(RqlConformance.StaticIndex, RqlConformance.StaticDefinition);
@@ -58,6 +59,18 @@ public sealed class KafkaConformanceTests(KafkaConformanceFixture fx) : IClassFi
     {
         await GroupByCases.Posts_per_owner_with_their_score_equal_linq(fx.Query.Http, fx.Posts);
         await GroupByCases.Badges_per_name_through_an_array_equal_linq(fx.Query.Http);
+    }
+
+    [Fact]
+    public async Task An_index_is_tried_on_the_documents_of_the_partitions_an_indexer_holds()
+    {
+        var r = await fx.Indexer.Http.PostAsJsonAsync("indexes/test", new { definition = new { maps = new[] { "map('Posts', p => ({ Score: p.Score }))" } }, sampleSize = 20 });
+        Assert.True(r.IsSuccessStatusCode, await r.Content.ReadAsStringAsync());
+        var result = await r.JsonAsync();
+        Assert.Equal(20, result.GetProperty("documents").GetInt32());
+        var posts = fx.Posts.ToDictionary(p => p.Id);
+        Assert.All(result.GetProperty("entries").EnumerateArray(), e =>
+            Assert.Equal(posts[e.GetProperty("id").GetString()!].Score, e.GetProperty("entries")[0].GetProperty("Score").GetDouble()));
     }
 
     [Fact]
