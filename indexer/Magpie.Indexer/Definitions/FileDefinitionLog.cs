@@ -4,10 +4,15 @@ using Magpie.Contracts.Storage;
 
 namespace Magpie.Indexer.Definitions;
 
-/// <summary>Embedded mode: every definition in <c>{dataDir}/indexes/definitions.json</c>, replaced atomically on each change.</summary>
+/// <summary>
+/// Embedded mode: every definition in <c>{dataDir}/indexes/definitions.json</c>, replaced atomically on each change; each index's
+/// history in <c>history.json</c> beside it.
+/// </summary>
 public sealed class FileDefinitionLog(string dataDir) : IIndexDefinitionLog
 {
     private readonly string _path = Path.Combine(dataDir, "indexes", "definitions.json");
+    private readonly string _historyPath = Path.Combine(dataDir, "indexes", "history.json");
+    private Dictionary<string, List<IndexVersion>> _history = [];
     private readonly Lock _lock = new();
     private Dictionary<string, IndexDefinition> _kept = [];
     private Action<string, IndexDefinition?> _apply = (_, _) => { };
@@ -17,7 +22,22 @@ public sealed class FileDefinitionLog(string dataDir) : IIndexDefinitionLog
         _apply = apply;
         if (File.Exists(_path))
             _kept = JsonSerializer.Deserialize<Dictionary<string, IndexDefinition>>(File.ReadAllBytes(_path), IndexDefinitionStore.Json) ?? [];
+        if (File.Exists(_historyPath))
+            _history = JsonSerializer.Deserialize<Dictionary<string, List<IndexVersion>>>(File.ReadAllBytes(_historyPath), IndexDefinitionStore.Json) ?? [];
         foreach (var (name, definition) in _kept) apply(name, definition);
+        return Task.CompletedTask;
+    }
+
+    public IReadOnlyList<IndexVersion> History(string name) { lock (_lock) return _history.TryGetValue(name, out var h) ? [.. h] : []; }
+
+    public Task WriteHistoryAsync(string name, IReadOnlyList<IndexVersion> history, CancellationToken ct)
+    {
+        lock (_lock)
+        {
+            var next = new Dictionary<string, List<IndexVersion>>(_history) { [name] = [.. history] };
+            DurableFile.Write(_historyPath, JsonSerializer.SerializeToUtf8Bytes(next, IndexDefinitionStore.Json));
+            _history = next;
+        }
         return Task.CompletedTask;
     }
 

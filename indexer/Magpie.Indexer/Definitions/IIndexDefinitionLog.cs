@@ -17,4 +17,13 @@ public interface IIndexDefinitionLog : IAsyncDisposable
 
     /// <summary>Keeps the change durably (null = delete); returns once <c>apply</c> has seen it here.</summary>
     Task WriteAsync(string name, IndexDefinition? definition, CancellationToken ct);
+
+    /// <summary>Every definition an index has had, oldest first, as kept so far (from any process; empty when none).</summary>
+    IReadOnlyList<IndexVersion> History(string name);
+
+    /// <summary>Keeps an index's history durably (the whole list: the newest version last), before its definition is written.</summary>
+    Task WriteHistoryAsync(string name, IReadOnlyList<IndexVersion> history, CancellationToken ct);
 }
+
+/// <summary>One definition an index had (null: the index was deleted) and when it was set.</summary>
+public sealed record IndexVersion(IndexDefinition? Definition, DateTimeOffset SetAt);

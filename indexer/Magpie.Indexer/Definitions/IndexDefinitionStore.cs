@@ -32,13 +32,29 @@ public sealed partial class IndexDefinitionStore(IIndexDefinitionLog log, Action
     public async Task PutAsync(string name, IndexDefinition definition, ScriptLimits limits, CancellationToken ct = default)
     {
         if (!NamePattern().IsMatch(name))
-            throw new IndexDefinitionException(400, $"'{name}' is not a valid index name: 1-100 letters, digits, '/', '.', '_' or '-', starting with a letter or digit, not ending in /stats or /reset");
+            throw new IndexDefinitionException(400, $"'{name}' is not a valid index name: 1-100 letters, digits, '/', '.', '_' or '-', starting with a letter or digit, not ending in /stats, /reset or /history");
         foreach (var (field, options) in definition.Fields)
             if (options.Indexing is not (IndexFieldOptions.Search or IndexFieldOptions.Exact or IndexFieldOptions.No))
                 throw new IndexDefinitionException(400, $"fields.{field}.indexing must be \"search\", \"exact\" or \"no\", got '{options.Indexing}'");
         try { compile(definition, limits); }
         catch (ScriptSyntaxException e) { throw new IndexDefinitionException(400, e.Message, e.Line, e.Column, e); }
         if (definition.OutputReduceToCollection is not null) OutputCollections.Check(name, definition, Current, limits);
+        // The same definition again changes nothing: no rebuild, no history entry.
+        if (Current.TryGetValue(name, out var current) && current.Fingerprint() == definition.Fingerprint()) return;
+        await KeepAsync(name, definition, ct);
+    }
+
+    /// <summary>Every definition the index has had, oldest first (kept across restarts; a deleted index keeps its history).</summary>
+    public IReadOnlyList<IndexVersion> History(string name) => log.History(name);
+
+    /// <summary>At most this many versions are kept per index (the oldest go first).</summary>
+    public const int MaxHistory = 100;
+
+    /// <summary>The history first, then the definition: a crash between them leaves a version in the history that never took effect, never the reverse.</summary>
+    private async Task KeepAsync(string name, IndexDefinition? definition, CancellationToken ct)
+    {
+        var history = log.History(name).Append(new IndexVersion(definition, DateTimeOffset.UtcNow)).TakeLast(MaxHistory).ToList();
+        await log.WriteHistoryAsync(name, history, ct);
         await log.WriteAsync(name, definition, ct);
     }
 
@@ -47,7 +63,7 @@ public sealed partial class IndexDefinitionStore(IIndexDefinitionLog log, Action
     public async Task DeleteAsync(string name, CancellationToken ct = default)
     {
         if (!Current.ContainsKey(name)) throw new IndexDefinitionException(404, $"index '{name}' does not exist");
-        await log.WriteAsync(name, null, ct);
+        await KeepAsync(name, null, ct);
     }
 
     /// <summary>A definition arrived from the log (this process's write or another's); null = deleted.</summary>
@@ -62,6 +78,6 @@ public sealed partial class IndexDefinitionStore(IIndexDefinitionLog log, Action
         Changed?.Invoke();
     }
 
-    [GeneratedRegex("^(?!.*/(stats|reset)$)[A-Za-z0-9][A-Za-z0-9/._-]{0,99}$")]
+    [GeneratedRegex("^(?!.*/(stats|reset|history)$)[A-Za-z0-9][A-Za-z0-9/._-]{0,99}$")]
     private static partial Regex NamePattern();
 }

@@ -11,7 +11,8 @@ namespace Magpie.Indexer.Definitions;
 /// Kafka mode: definitions live in the compacted, single-partition <c>magpie.indexes</c> topic (key = index
 /// name, value = definition JSON, null = deleted). Each process reads it from the beginning on its own
 /// thread and follows it, so every indexer and query process converges on the same definitions; a write
-/// returns once this process has read its own record back (a GET right after a PUT sees it).
+/// returns once this process has read its own record back (a GET right after a PUT sees it). An index's history is a record of
+/// its own, keyed <c>history:{name}</c> (no index name holds a ':'), whose value is the whole list: compaction keeps the latest.
 /// </summary>
 public sealed class KafkaDefinitionLog(string bootstrapServers, ILogger log) : IIndexDefinitionLog
 {
@@ -22,6 +23,8 @@ public sealed class KafkaDefinitionLog(string bootstrapServers, ILogger log) : I
     private IProducer<string, byte[]?>? _producer;
     private Thread? _reader;
     private long _next;   // the offset after the last record applied
+    private const string HistoryPrefix = "history:";
+    private readonly Dictionary<string, List<IndexVersion>> _history = [];
 
     public async Task StartAsync(Action<string, IndexDefinition?> apply, CancellationToken ct)
     {
@@ -35,10 +38,17 @@ public sealed class KafkaDefinitionLog(string bootstrapServers, ILogger log) : I
         await caughtUp.Task.WaitAsync(TimeSpan.FromSeconds(60), ct);
     }
 
-    public async Task WriteAsync(string name, IndexDefinition? definition, CancellationToken ct)
+    public Task WriteAsync(string name, IndexDefinition? definition, CancellationToken ct) =>
+        WriteRecordAsync(name, definition is null ? null : JsonSerializer.SerializeToUtf8Bytes(definition, IndexDefinitionStore.Json), ct);
+
+    public IReadOnlyList<IndexVersion> History(string name) { lock (_lock) return _history.TryGetValue(name, out var h) ? [.. h] : []; }
+
+    public Task WriteHistoryAsync(string name, IReadOnlyList<IndexVersion> history, CancellationToken ct) =>
+        WriteRecordAsync(HistoryPrefix + name, JsonSerializer.SerializeToUtf8Bytes(history, IndexDefinitionStore.Json), ct);
+
+    private async Task WriteRecordAsync(string key, byte[]? value, CancellationToken ct)
     {
-        var value = definition is null ? null : JsonSerializer.SerializeToUtf8Bytes(definition, IndexDefinitionStore.Json);
-        var delivered = await _producer!.ProduceAsync(Partition, new Message<string, byte[]?> { Key = name, Value = value }, ct);
+        var delivered = await _producer!.ProduceAsync(Partition, new Message<string, byte[]?> { Key = key, Value = value }, ct);
         var seen = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
         lock (_lock)
         {
@@ -65,7 +75,12 @@ public sealed class KafkaDefinitionLog(string bootstrapServers, ILogger log) : I
                 if (consumer.Consume(TimeSpan.FromMilliseconds(200)) is not { IsPartitionEOF: false } r) continue;
                 try
                 {
-                    apply(r.Message.Key, r.Message.Value is null ? null : JsonSerializer.Deserialize<IndexDefinition>(r.Message.Value, IndexDefinitionStore.Json));
+                    if (r.Message.Key.StartsWith(HistoryPrefix, StringComparison.Ordinal))
+                    {
+                        var history = r.Message.Value is null ? [] : JsonSerializer.Deserialize<List<IndexVersion>>(r.Message.Value, IndexDefinitionStore.Json) ?? [];
+                        lock (_lock) _history[r.Message.Key[HistoryPrefix.Length..]] = history;
+                    }
+                    else apply(r.Message.Key, r.Message.Value is null ? null : JsonSerializer.Deserialize<IndexDefinition>(r.Message.Value, IndexDefinitionStore.Json));
                 }
                 catch (JsonException e) { log.LogError("magpie.indexes offset {Offset}: not a definition ({Error}); skipped", r.Offset.Value, e.Message); }
                 Seen(r.Offset.Value + 1);

@@ -22,6 +22,8 @@ public static class IndexEndpoints
         app.MapGet("/indexes/{**path}", async (string path, IndexDefinitionStore store, IndexRegistry registry, CancellationToken ct) =>
         {
             var (name, action) = Split(path);
+            if (action == "history")
+                return store.History(name) is { Count: > 0 } history ? Results.Json(history, IndexDefinitionStore.Json) : NotFound(name);
             if (!store.Current.TryGetValue(name, out var definition)) return NotFound(name);
             return action switch
             {
@@ -70,7 +72,7 @@ public static class IndexEndpoints
 
     private static (string Name, string? Action) Split(string path)
     {
-        foreach (var action in new[] { "stats", "reset" })
+        foreach (var action in new[] { "stats", "reset", "history" })
             if (path.EndsWith("/" + action, StringComparison.Ordinal)) return (path[..^(action.Length + 1)], action);
         return (path, null);
     }

@@ -11,6 +11,7 @@ public sealed class KafkaConformanceFixture : IAsyncLifetime
     private readonly List<MagpieProcess> _processes = [];
     public MagpieProcess Query { get; private set; } = null!;
     public MagpieProcess Indexer { get; private set; } = null!;
+    public MagpieProcess OtherIndexer { get; private set; } = null!;
     public List<SamplePost> Posts { get; } = SamplePost.Load();
 
     private static Dictionary<string, string> Group => new() { ["MAGPIE__KAFKAPARTITIONS"] = "4", ["MAGPIE__INDEXERGROUP"] = "conformance" };
@@ -23,7 +24,7 @@ public sealed class KafkaConformanceFixture : IAsyncLifetime
         var (exit, output) = await MagpieCli.RunAsync(TimeSpan.FromMinutes(5), "produce", "stackexchange", "--dir", RepoPaths.StackExchangeSample, "--url", ingest.BaseUrl.ToString());
         if (exit != 0) throw new InvalidOperationException(output);
         var indexer = Indexer = await Start(kafka, "indexer");
-        await Start(kafka, "indexer");
+        OtherIndexer = await Start(kafka, "indexer");
         Query = await Start(kafka, "query");
         await indexer.Http.PutIndexAsync(RqlConformance.StaticIndex, RqlConformance.StaticDefinition);
         await SplitDeployment.RelayCaughtUpAsync(ingest);
@@ -71,6 +72,16 @@ public sealed class KafkaConformanceTests(KafkaConformanceFixture fx) : IClassFi
         var posts = fx.Posts.ToDictionary(p => p.Id);
         Assert.All(result.GetProperty("entries").EnumerateArray(), e =>
             Assert.Equal(posts[e.GetProperty("id").GetString()!].Score, e.GetProperty("entries")[0].GetProperty("Score").GetDouble()));
+    }
+
+    [Fact]
+    public async Task An_index_history_travels_through_magpie_indexes()
+    {
+        await fx.Indexer.Http.PutIndexAsync("Posts/KafkaHistory", Indexing.IndexHistoryTests.V1);
+        await fx.Indexer.Http.PutIndexAsync("Posts/KafkaHistory", Indexing.IndexHistoryTests.V2);
+        Assert.Equal(2, (await Indexing.IndexHistoryTests.HistoryAsync(fx.Indexer.Http, "Posts/KafkaHistory")).Count);
+        // The other indexer read the same records from the topic.
+        Assert.Equal(2, (await Indexing.IndexHistoryTests.HistoryAsync(fx.OtherIndexer.Http, "Posts/KafkaHistory")).Count);
     }
 
     [Fact]
