@@ -1,4 +1,6 @@
+using Lucene.Net.Analysis;
 using Lucene.Net.Index;
+using Lucene.Net.Index.Memory;
 using Lucene.Net.Search;
 using Lucene.Net.Store;
 using Magpie.Contracts.Changes;
@@ -11,8 +13,8 @@ namespace Magpie.Indexer.Lucene;
 
 /// <summary>
 /// <see cref="IDocumentFilters"/> on the index's own code: the maps (<see cref="MapScript"/>, <see cref="EntryMapping"/>) make
-/// the document's entries, <see cref="LuceneDocuments"/> writes them into a small in-memory index exactly as an index writes
-/// them, and the query (<see cref="LuceneQueries"/>) runs there. One document is in it at a time.
+/// the document's entries, each entry becomes a one-document in-memory index with the terms the index would hold, and the
+/// query (<see cref="LuceneQueries"/>) runs there; a document matches when one of its entries does.
 /// </summary>
 public sealed class LuceneDocumentFilters(ScriptLimits limits) : IDocumentFilters
 {
@@ -36,17 +38,64 @@ public sealed class LuceneDocumentFilters(ScriptLimits limits) : IDocumentFilter
                 try { entries = maps.Run(change).Select(e => EntryMapping.From(e, definition)).ToList(); }
                 catch (Exception e) when (e is ScriptRunException or EntryRefusedException) { return false; }
                 if (entries.Count == 0) return false;
-                _writer ??= new IndexWriter(_directory, new IndexWriterConfig(LuceneEngine.Version, Analyzer));
-                var fields = LuceneDocuments.Fields();
                 try
                 {
-                    _writer.AddDocuments(entries.Select(e => LuceneDocuments.Build(fields, change.Id, e)).ToList());
-                    using var reader = DirectoryReader.Open(_writer, applyAllDeletes: true);
-                    return new IndexSearcher(reader).Search(query, 1).TotalHits > 0;
+                    foreach (var entry in entries)
+                        if (InMemory(change.Id, entry) is { } memory ? memory.CreateSearcher().Search(query, 1).TotalHits > 0 : WrittenMatches(change.Id, entry))
+                            return true;
+                    return false;
                 }
                 catch (ArgumentException) { return false; }   // a value the engine refuses: the index would not hold the entry either
-                finally { _writer.DeleteAll(); }
             }
+        }
+
+        /// <summary>
+        /// The entry as Lucene.Net.Memory's one-document index, with the terms <see cref="LuceneDocuments"/> would index: text through
+        /// the analyzer (several values one after another, as the writer puts them), keywords, the <c>@exists</c> and <c>@id</c> terms,
+        /// numbers as numeric terms. Null for an entry with several numbers in one field (the memory index takes a field once).
+        /// </summary>
+        private static MemoryIndex? InMemory(string id, Engine.IndexEntry entry)
+        {
+            var texts = new Dictionary<string, List<string>>();
+            var keywords = new Dictionary<string, List<string>> { [LuceneDocuments.Id] = [id], [LuceneDocuments.Exists] = [] };
+            var numbers = new Dictionary<string, NumericTokenStream>();
+            foreach (var field in entry.Fields)
+            {
+                switch (field)
+                {
+                    case Engine.TextField t: Add(texts, t.Name, t.Value); break;
+                    case Engine.KeywordField k: Add(keywords, k.Name, k.Value); break;
+                    case Engine.LongField l when !numbers.ContainsKey(l.Name): numbers[l.Name] = new NumericTokenStream(LuceneDocuments.PrecisionStep).SetInt64Value(l.Value); break;
+                    case Engine.DoubleField d when !numbers.ContainsKey(d.Name): numbers[d.Name] = new NumericTokenStream(LuceneDocuments.PrecisionStep).SetDoubleValue(d.Value); break;
+                    case Engine.LongField or Engine.DoubleField: return null;
+                    default: break;   // stored only: no terms, but it exists
+                }
+                if (!keywords[LuceneDocuments.Exists].Contains(field.Name)) keywords[LuceneDocuments.Exists].Add(field.Name);
+            }
+            var memory = new MemoryIndex();
+            foreach (var (name, values) in texts) memory.AddField(name, string.Join("\n", values), Analyzer);
+            foreach (var (name, values) in keywords) memory.AddField(name, memory.KeywordTokenStream(values));
+            foreach (var (name, stream) in numbers) memory.AddField(name, stream);
+            return memory;
+
+            static void Add(Dictionary<string, List<string>> kind, string name, string value)
+            {
+                if (!kind.TryGetValue(name, out var values)) kind[name] = values = [];
+                values.Add(value);
+            }
+        }
+
+        /// <summary>The entry written by the index's own document builder into a small directory, then searched (entries the memory index can't take).</summary>
+        private bool WrittenMatches(string id, Engine.IndexEntry entry)
+        {
+            _writer ??= new IndexWriter(_directory, new IndexWriterConfig(LuceneEngine.Version, Analyzer));
+            try
+            {
+                _writer.AddDocument(LuceneDocuments.Build(LuceneDocuments.Fields(), id, entry));
+                using var reader = DirectoryReader.Open(_writer, applyAllDeletes: true);
+                return new IndexSearcher(reader).Search(query, 1).TotalHits > 0;
+            }
+            finally { _writer.DeleteAll(); }
         }
 
         public void Dispose()
