@@ -94,9 +94,7 @@ public static class QueryEndpoints
             try
             {
                 (request, query) = await ReadAsync(ctx);
-                // Distinct: the limit counts distinct results, applied here as they come.
-                stream = query.Distinct
-                    ? await coordinator.StreamAsync(request.ToCoordinator() with { Start = 0 }, query with { Limit = null, Offset = null }, ctx.RequestAborted)
+                stream = query.Distinct ? await DistinctStreamAsync(coordinator, request, query, ctx.RequestAborted)
                     : await coordinator.StreamAsync(request.ToCoordinator(), query, ctx.RequestAborted);
             }
             catch (QueryProblem e) { await Problem(e).ExecuteAsync(ctx); return; }
@@ -186,7 +184,7 @@ public static class QueryEndpoints
         RqlQuery query, int start, int pageSize, CancellationToken ct)
     {
         if (request.Cursor is not null) throw new QueryProblem(400, "select distinct pages by start and pageSize, not by cursor");
-        await using var stream = await coordinator.StreamAsync(request.ToCoordinator() with { Start = 0 }, query with { Limit = null, Offset = null }, ct);
+        await using var stream = await DistinctStreamAsync(coordinator, request, query, ct);
         var distinct = new DistinctResults();
         var kept = new List<JsonElement>();
         await foreach (var page in stream.PagesAsync(ct))
@@ -194,6 +192,10 @@ public static class QueryEndpoints
                 if (distinct.Add(hit.Result) && distinct.Count > start && kept.Count < pageSize) kept.Add(hit.Result);
         return (distinct.Count, kept, stream.IsStale, stream.IndexEtag);
     }
+
+    /// <summary>Every hit of a distinct query from one snapshot: its offset and limit count distinct results, so they are applied here, not by the owners.</summary>
+    private static Task<QueryStream> DistinctStreamAsync(QueryCoordinator coordinator, QueryRequest request, RqlQuery query, CancellationToken ct) =>
+        coordinator.StreamAsync(request.ToCoordinator() with { Start = 0 }, query with { Limit = null, Offset = null }, ct);
 
     /// <summary><c>include timings()</c>: parsing here, then each stage as long as the slowest owner took, and the whole request.</summary>
     private static Dictionary<string, double> Timings(ShardPage page, double parsed, long started)

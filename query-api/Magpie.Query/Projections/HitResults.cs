@@ -47,7 +47,8 @@ public sealed class HitResults : IDisposable
             if (hit.Stored.TryGetValue(EntryFields.Source, out var source) && source.Count > 0) return document = StoredJson(source[0]);
             return document = _documents is null ? null : await _documents.GetAsync(hit.Id, ct);
         }
-        IReadOnlyList<string> includes = await Document() is { } d ? IncludesOf(d) : [];
+        // Only a query that includes needs the document for that: a projection the index stores reads none.
+        IReadOnlyList<string> includes = _query.Includes.Count > 0 && await Document() is { } d ? IncludesOf(d) : [];
         var result = await ResultOf(hit.Id, Document, hit.Stored, ct);
         if (result is { ValueKind: JsonValueKind.Object } r && _query.OrderBy.Any(o => o.IsScore)) result = DocumentMetadata.WithIndexScore(r, hit.Score);
         return (result, includes);
