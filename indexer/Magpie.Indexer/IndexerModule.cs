@@ -38,6 +38,9 @@ public static class IndexerModule
         services.AddSingleton(sp => new IndexRegistry(sp.GetRequiredService<IndexDefinitionStore>(), sp.GetRequiredService<IIndexShards>(), options,
             sp.GetRequiredService<IIndexEngine>(), sp.GetRequiredService<ILoggerFactory>(), sp.GetService<IDocumentOutput>()));
         services.AddHostedService(sp => sp.GetRequiredService<IndexRegistry>());
+        services.AddSingleton(sp => new IndexReplacements(sp.GetRequiredService<IndexDefinitionStore>(), sp.GetRequiredService<IndexRegistry>(),
+            sp.GetRequiredService<IIndexShards>(), options, sp.GetRequiredService<ILoggerFactory>()));
+        services.AddHostedService(sp => sp.GetRequiredService<IndexReplacements>());
         services.AddSingleton<Magpie.Contracts.Indexes.IIndexWaiter>(sp => sp.GetRequiredService<IndexRegistry>());
         services.AddSingleton<Magpie.Contracts.Search.ILocalShards>(sp => sp.GetRequiredService<IndexRegistry>());
         return services;

@@ -30,6 +30,15 @@ public sealed class IndexerOptions
     /// </summary>
     public TimeSpan WorkerStopTimeout { get; init; } = TimeSpan.FromSeconds(60);
 
+    /// <summary>
+    /// How long a version replaced by its side-by-side rebuild stays open after the switch, for queries already pinned to it (a
+    /// query process that has not read the switch yet; a page in flight). Streams holding snapshots of it keep it open until they end.
+    /// </summary>
+    public TimeSpan ReplacedGrace { get; init; } = TimeSpan.FromSeconds(5);
+
+    /// <summary>How often replacements built side by side are checked for having caught up (and then switched to).</summary>
+    public TimeSpan ReplacementCheckInterval { get; init; } = TimeSpan.FromMilliseconds(250);
+
     /// <summary>What the engine may keep for facets (columns of value ordinals, range document sets), over all indexes.</summary>
     public int FacetCacheMegabytes { get; init; } = 256;
 

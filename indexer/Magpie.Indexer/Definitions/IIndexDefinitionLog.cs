@@ -23,6 +23,15 @@ public interface IIndexDefinitionLog : IAsyncDisposable
 
     /// <summary>Keeps an index's history durably (the whole list: the newest version last), before its definition is written.</summary>
     Task WriteHistoryAsync(string name, IReadOnlyList<IndexVersion> history, CancellationToken ct);
+
+    /// <summary>
+    /// Kafka mode: which definition version (fingerprint) each shard of an index's replacement has caught up at, as its indexer
+    /// said (<see cref="WriteReadyAsync"/>); the replacement is promoted once every shard has. Embedded there is one shard, and
+    /// the registry promotes without asking the log.
+    /// </summary>
+    IReadOnlyDictionary<int, string> Ready(string name) => new Dictionary<int, string>();
+
+    Task WriteReadyAsync(string name, int shard, string version, CancellationToken ct) => Task.CompletedTask;
 }
 
 /// <summary>One definition an index had (null: the index was deleted) and when it was set.</summary>

@@ -12,6 +12,12 @@ namespace Magpie.Indexer.Definitions;
 /// embedded, the compacted <c>magpie.indexes</c> topic in Kafka mode. Starts (reads the log) before the
 /// index registry, which is registered after it.
 /// </summary>
+/// <remarks>
+/// Each index has the definition that serves queries (<see cref="Current"/>) and, while a changed definition is built beside it,
+/// its replacement (<see cref="Pending"/>, kept under the key <c>next:{name}</c>). <see cref="PromoteAsync"/> makes the replacement
+/// the current one: it writes the replacement under the index's own key, and a replacement equal to the current definition is no
+/// replacement — so two indexers promoting at once, or a promotion racing a newer PUT, never lose the newer definition.
+/// </remarks>
 /// <param name="compile">Checks a definition's scripts (throws <see cref="ScriptSyntaxException"/>): the wiring hands in the
 /// indexer's compiler.</param>
 public sealed partial class IndexDefinitionStore(IIndexDefinitionLog log, Action<IndexDefinition, ScriptLimits> compile) : IHostedService, IIndexDefinitions
@@ -20,10 +26,23 @@ public sealed partial class IndexDefinitionStore(IIndexDefinitionLog log, Action
 
     private readonly Lock _lock = new();
     private IReadOnlyDictionary<string, IndexDefinition> _definitions = new Dictionary<string, IndexDefinition>();
+    private IReadOnlyDictionary<string, IndexDefinition> _next = new Dictionary<string, IndexDefinition>();
+    private const string NextPrefix = "next:";
 
     public event Action? Changed;
 
+    /// <summary>The definitions that serve queries.</summary>
     public IReadOnlyDictionary<string, IndexDefinition> Current => Volatile.Read(ref _definitions);
+
+    /// <summary>Replacements being built beside the current definitions (side by side), by index name.</summary>
+    public IReadOnlyDictionary<string, IndexDefinition> Pending
+    {
+        get
+        {
+            var (current, next) = (Current, Volatile.Read(ref _next));
+            return next.Where(n => current.TryGetValue(n.Key, out var c) && c.Fingerprint() != n.Value.Fingerprint()).ToDictionary();
+        }
+    }
 
     public Task StartAsync(CancellationToken ct) => log.StartAsync(Apply, ct);
 
@@ -32,17 +51,47 @@ public sealed partial class IndexDefinitionStore(IIndexDefinitionLog log, Action
     public async Task PutAsync(string name, IndexDefinition definition, ScriptLimits limits, CancellationToken ct = default)
     {
         if (!NamePattern().IsMatch(name))
-            throw new IndexDefinitionException(400, $"'{name}' is not a valid index name: 1-100 letters, digits, '/', '.', '_' or '-', starting with a letter or digit, not ending in /stats, /reset or /history");
+            throw new IndexDefinitionException(400, $"'{name}' is not a valid index name: 1-100 letters, digits, '/', '.', '_' or '-', starting with a letter or digit, not ending in /stats, /reset, /swap or /history");
         foreach (var (field, options) in definition.Fields)
             if (options.Indexing is not (IndexFieldOptions.Search or IndexFieldOptions.Exact or IndexFieldOptions.No))
                 throw new IndexDefinitionException(400, $"fields.{field}.indexing must be \"search\", \"exact\" or \"no\", got '{options.Indexing}'");
         try { compile(definition, limits); }
         catch (ScriptSyntaxException e) { throw new IndexDefinitionException(400, e.Message, e.Line, e.Column, e); }
         if (definition.OutputReduceToCollection is not null) OutputCollections.Check(name, definition, Current, limits);
-        // The same definition again changes nothing: no rebuild, no history entry.
-        if (Current.TryGetValue(name, out var current) && current.Fingerprint() == definition.Fingerprint()) return;
-        await KeepAsync(name, definition, ct);
+        var fingerprint = definition.Fingerprint();
+        if (!Current.TryGetValue(name, out var current))
+        {
+            await KeepAsync(name, definition, ct);   // a new index: nothing answers for it yet, it is built in place
+            return;
+        }
+        var pending = Pending.GetValueOrDefault(name);
+        // The same definition again changes nothing: no rebuild, no history entry. The current one put back while a replacement is
+        // built cancels the replacement.
+        if (current.Fingerprint() == fingerprint)
+        {
+            if (pending is not null) await log.WriteAsync(NextPrefix + name, null, ct);
+            return;
+        }
+        if (pending?.Fingerprint() == fingerprint) return;
+        await KeepAsync(NextPrefix + name, definition, ct);
     }
+
+    /// <summary>
+    /// Makes the replacement of <paramref name="name"/> whose fingerprint is <paramref name="version"/> the current definition;
+    /// false when that is not the replacement (anymore).
+    /// </summary>
+    public async Task<bool> PromoteAsync(string name, string version, CancellationToken ct = default)
+    {
+        if (Pending.GetValueOrDefault(name) is not { } next || next.Fingerprint() != version) return false;
+        await log.WriteAsync(name, next, ct);
+        return true;
+    }
+
+    /// <summary>Kafka mode: which version each shard of <paramref name="name"/> said was caught up (by shard number).</summary>
+    public IReadOnlyDictionary<int, string> Ready(string name) => log.Ready(name);
+
+    /// <summary>Kafka mode: says that this indexer's <paramref name="shard"/> of <paramref name="name"/> at <paramref name="version"/> has caught up.</summary>
+    public Task ReadyAsync(string name, int shard, string version, CancellationToken ct) => log.WriteReadyAsync(name, shard, version, ct);
 
     /// <summary>Every definition the index has had, oldest first (kept across restarts; a deleted index keeps its history).</summary>
     public IReadOnlyList<IndexVersion> History(string name) => log.History(name);
@@ -51,11 +100,12 @@ public sealed partial class IndexDefinitionStore(IIndexDefinitionLog log, Action
     public const int MaxHistory = 100;
 
     /// <summary>The history first, then the definition: a crash between them leaves a version in the history that never took effect, never the reverse.</summary>
-    private async Task KeepAsync(string name, IndexDefinition? definition, CancellationToken ct)
+    private async Task KeepAsync(string key, IndexDefinition? definition, CancellationToken ct)
     {
+        var name = key.StartsWith(NextPrefix, StringComparison.Ordinal) ? key[NextPrefix.Length..] : key;
         var history = log.History(name).Append(new IndexVersion(definition, DateTimeOffset.UtcNow)).TakeLast(MaxHistory).ToList();
         await log.WriteHistoryAsync(name, history, ct);
-        await log.WriteAsync(name, definition, ct);
+        await log.WriteAsync(key, definition, ct);
     }
 
     Task IIndexDefinitions.PutAsync(string name, IndexDefinition definition, CancellationToken ct) => PutAsync(name, definition, ScriptLimits.Default, ct);
@@ -63,21 +113,24 @@ public sealed partial class IndexDefinitionStore(IIndexDefinitionLog log, Action
     public async Task DeleteAsync(string name, CancellationToken ct = default)
     {
         if (!Current.ContainsKey(name)) throw new IndexDefinitionException(404, $"index '{name}' does not exist");
+        if (Volatile.Read(ref _next).ContainsKey(name)) await log.WriteAsync(NextPrefix + name, null, ct);
         await KeepAsync(name, null, ct);
     }
 
     /// <summary>A definition arrived from the log (this process's write or another's); null = deleted.</summary>
-    private void Apply(string name, IndexDefinition? definition)
+    private void Apply(string key, IndexDefinition? definition)
     {
         lock (_lock)
         {
-            var next = new Dictionary<string, IndexDefinition>(_definitions);
+            var isNext = key.StartsWith(NextPrefix, StringComparison.Ordinal);
+            var next = new Dictionary<string, IndexDefinition>(isNext ? _next : _definitions);
+            var name = isNext ? key[NextPrefix.Length..] : key;
             if (definition is null) next.Remove(name); else next[name] = definition;
-            Volatile.Write(ref _definitions, next);
+            if (isNext) Volatile.Write(ref _next, next); else Volatile.Write(ref _definitions, next);
         }
         Changed?.Invoke();
     }
 
-    [GeneratedRegex("^(?!.*/(stats|reset|history)$)[A-Za-z0-9][A-Za-z0-9/._-]{0,99}$")]
+    [GeneratedRegex("^(?!.*/(stats|reset|history|swap)$)[A-Za-z0-9][A-Za-z0-9/._-]{0,99}$")]
     private static partial Regex NamePattern();
 }

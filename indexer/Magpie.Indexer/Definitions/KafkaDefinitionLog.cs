@@ -13,6 +13,8 @@ namespace Magpie.Indexer.Definitions;
 /// thread and follows it, so every indexer and query process converges on the same definitions; a write
 /// returns once this process has read its own record back (a GET right after a PUT sees it). An index's history is a record of
 /// its own, keyed <c>history:{name}</c> (no index name holds a ':'), whose value is the whole list: compaction keeps the latest.
+/// A replacement built side by side says per shard that it caught up under <c>ready:{name}:{shard}</c> (value: its fingerprint):
+/// one key per shard, so indexers writing at once never overwrite each other.
 /// </summary>
 public sealed class KafkaDefinitionLog(string bootstrapServers, ILogger log) : IIndexDefinitionLog
 {
@@ -23,8 +25,9 @@ public sealed class KafkaDefinitionLog(string bootstrapServers, ILogger log) : I
     private IProducer<string, byte[]?>? _producer;
     private Thread? _reader;
     private long _next;   // the offset after the last record applied
-    private const string HistoryPrefix = "history:";
+    private const string HistoryPrefix = "history:", ReadyPrefix = "ready:";
     private readonly Dictionary<string, List<IndexVersion>> _history = [];
+    private readonly Dictionary<string, Dictionary<int, string>> _ready = [];
 
     public async Task StartAsync(Action<string, IndexDefinition?> apply, CancellationToken ct)
     {
@@ -45,6 +48,11 @@ public sealed class KafkaDefinitionLog(string bootstrapServers, ILogger log) : I
 
     public Task WriteHistoryAsync(string name, IReadOnlyList<IndexVersion> history, CancellationToken ct) =>
         WriteRecordAsync(HistoryPrefix + name, JsonSerializer.SerializeToUtf8Bytes(history, IndexDefinitionStore.Json), ct);
+
+    public IReadOnlyDictionary<int, string> Ready(string name) { lock (_lock) return _ready.TryGetValue(name, out var r) ? new Dictionary<int, string>(r) : new Dictionary<int, string>(); }
+
+    public Task WriteReadyAsync(string name, int shard, string version, CancellationToken ct) =>
+        WriteRecordAsync($"{ReadyPrefix}{name}:{shard}", System.Text.Encoding.UTF8.GetBytes(version), ct);
 
     private async Task WriteRecordAsync(string key, byte[]? value, CancellationToken ct)
     {
@@ -79,6 +87,17 @@ public sealed class KafkaDefinitionLog(string bootstrapServers, ILogger log) : I
                     {
                         var history = r.Message.Value is null ? [] : JsonSerializer.Deserialize<List<IndexVersion>>(r.Message.Value, IndexDefinitionStore.Json) ?? [];
                         lock (_lock) _history[r.Message.Key[HistoryPrefix.Length..]] = history;
+                    }
+                    else if (r.Message.Key.StartsWith(ReadyPrefix, StringComparison.Ordinal))
+                    {
+                        var at = r.Message.Key.LastIndexOf(':');
+                        var name = r.Message.Key[ReadyPrefix.Length..at];
+                        if (int.TryParse(r.Message.Key[(at + 1)..], out var shard))
+                            lock (_lock)
+                            {
+                                var ready = _ready.TryGetValue(name, out var kept) ? kept : _ready[name] = [];
+                                if (r.Message.Value is null) ready.Remove(shard); else ready[shard] = System.Text.Encoding.UTF8.GetString(r.Message.Value);
+                            }
                     }
                     else apply(r.Message.Key, r.Message.Value is null ? null : JsonSerializer.Deserialize<IndexDefinition>(r.Message.Value, IndexDefinitionStore.Json));
                 }

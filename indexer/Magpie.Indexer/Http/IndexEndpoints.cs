@@ -27,7 +27,14 @@ public static class IndexEndpoints
             if (!store.Current.TryGetValue(name, out var definition)) return NotFound(name);
             return action switch
             {
-                null => Results.Json(new { name, definition, status = Status(name, definition, registry) }, IndexDefinitionStore.Json),
+                null => Results.Json(new
+                {
+                    name, definition, status = Status(name, definition, registry),
+                    // A changed definition being built side by side: it serves once caught up (or when swapped in).
+                    replacement = store.Pending.GetValueOrDefault(name) is { } next
+                        ? new { definition = next, status = Status(name, next, registry, next.Fingerprint()) }
+                        : null,
+                }, IndexDefinitionStore.Json),
                 "stats" => Results.Json(await StatsAsync(name, registry, ct), IndexDefinitionStore.Json),
                 _ => NotFound(path),
             };
@@ -59,11 +66,21 @@ public static class IndexEndpoints
             try { return Results.Json(await IndexTrial.RunAsync(trial, shards, options.ScriptLimits, request.HttpContext.RequestAborted), IndexDefinitionStore.Json); }
             catch (IndexDefinitionException e) { return Problem(e); }
         });
-        app.MapPost("/indexes/{**path}", async (string path, IndexDefinitionStore store, IndexRegistry registry) =>
+        app.MapPost("/indexes/{**path}", async (string path, IndexDefinitionStore store, IndexRegistry registry, IndexReplacements replacements, CancellationToken ct) =>
         {
             var (name, action) = Split(path);
-            if (action != "reset") return Problem(404, $"POST /indexes/{{name}}/reset and POST /indexes/test are the POSTs here");
+            if (action is not ("reset" or "swap")) return Problem(404, $"POST /indexes/{{name}}/reset, /indexes/{{name}}/swap and POST /indexes/test are the POSTs here");
             if (!store.Current.ContainsKey(name)) return NotFound(name);
+            if (action == "swap")
+            {
+                try
+                {
+                    return await replacements.SwapAsync(name, ct)
+                        ? Results.NoContent()
+                        : Problem(409, $"index '{name}' has no replacement being built: PUT a changed definition first");
+                }
+                catch (Confluent.Kafka.KafkaException e) { return Problem(503, $"the swap could not be kept in magpie.indexes: {e.Error.Reason}"); }
+            }
             await registry.ResetAsync(name);
             return Results.NoContent();
         });
@@ -72,17 +89,18 @@ public static class IndexEndpoints
 
     private static (string Name, string? Action) Split(string path)
     {
-        foreach (var action in new[] { "stats", "reset", "history" })
+        foreach (var action in new[] { "stats", "reset", "history", "swap" })
             if (path.EndsWith("/" + action, StringComparison.Ordinal)) return (path[..^(action.Length + 1)], action);
         return (path, null);
     }
 
     /// <summary>What an index has done: etags, staleness, entries, errors; in Kafka mode summed over the shards this process owns, which are listed.</summary>
-    public static object Status(string name, IndexDefinition definition, IndexRegistry registry)
+    /// <remarks><paramref name="version"/>: a replacement being built (null: the serving version).</remarks>
+    public static object Status(string name, IndexDefinition definition, IndexRegistry registry, string? version = null)
     {
-        var shards = registry.Workers(name).Select(w => (Worker: w, State: w.Status.Snapshot(), Backlog: w.Backlog())).ToList();
+        var shards = registry.Workers(name, version).Select(w => (Worker: w, State: w.Status.Snapshot(), Backlog: w.Backlog())).ToList();
         // Kafka map/reduce: the map side (its own workers) records the map errors and can fail on its own.
-        var mapWorkers = registry.MapSide(name);
+        var mapWorkers = registry.MapSide(name, version);
         var mapSide = mapWorkers.Select(w => w.Status.Snapshot()).ToList();
         var all = shards.Select(s => s.State).Concat(mapSide).ToList();
         var failure = all.Select(s => s.Failure).FirstOrDefault(f => f is not null) ;
@@ -90,6 +108,7 @@ public static class IndexEndpoints
         return new
         {
             name,
+            version = definition.Fingerprint(),
             state = shards.Count == 0 ? "not running" : failure is null ? "running" : "error",
             indexedEtag = shards.Count == 0 ? 0 : shards.Max(s => s.State.IndexedEtag),
             lastDocumentEtag = embedded ? shards[0].Worker.LastDocumentEtag() : null,

@@ -67,6 +67,9 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
 
     public IndexStatus Status { get; } = new(name);
 
+    /// <summary>The definition this worker indexes with.</summary>
+    public IndexDefinition Definition => definition;
+
     /// <summary>The shard of the change feed this worker indexes (<c>IIndexShards.All</c> when embedded).</summary>
     public int Shard { get; init; } = -1;
 

@@ -79,11 +79,11 @@ public sealed class MappedTopicStage(IndexDefinition definition, ScriptLimits li
 /// mapped topic's offset and the map stages' watermarks. Fed by every source partition's map stage.
 /// </summary>
 public sealed class TopicReduceStage(IndexDefinition definition, ScriptLimits limits, IIndexErrors status, IDocumentOutput? documents,
-    MappedTopics topics, string topic) : IIndexStage
+    MappedTopics topics, string topic, string? handover = null) : IIndexStage
 {
     public Task PrepareAsync(CancellationToken ct) => topics.EnsureAsync(topic, ct);
 
-    private readonly ReduceWriter _reduce = new(definition, limits, status, documents);
+    private readonly ReduceWriter _reduce = new(definition, limits, status, documents, handover);
 
     public int MapAhead => 4;
 
@@ -93,6 +93,7 @@ public sealed class TopicReduceStage(IndexDefinition definition, ScriptLimits li
     {
         foreach (var entry in index.ScanState()) _reduce.State.Load(entry);
         _reduce.State.Loaded();
+        await _reduce.HandOverAsync(ct);
     }
 
     public MappedBatch Map(ChangeBatch batch)

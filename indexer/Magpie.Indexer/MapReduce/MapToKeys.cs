@@ -46,17 +46,35 @@ public sealed class MapToKeys(IndexDefinition definition, ScriptLimits limits, I
 /// The reduce half: applies mapped changes to the <see cref="ReduceState"/>, re-reduces the touched keys and turns the
 /// outcome into Lucene writes — each result under its key's id (kept whole as <see cref="EntryFields.Source"/>, what
 /// queries return), gone keys deleted, and the state entries beside them so they commit together. With an output
-/// collection, the results are written back as documents first.
+/// collection, the results are written back as documents first — unless <paramref name="documents"/> is null: a replacement
+/// built side by side writes its output only once it serves (<see cref="OutputHandover"/>).
 /// </summary>
-public sealed class ReduceWriter(IndexDefinition definition, ScriptLimits limits, IIndexErrors status, IDocumentOutput? documents)
+public sealed class ReduceWriter(IndexDefinition definition, ScriptLimits limits, IIndexErrors status, IDocumentOutput? documents, string? handover = null)
 {
-    private readonly ReduceOutput? _output = definition.OutputReduceToCollection is { } collection
-        ? new ReduceOutput(collection, documents ?? throw new InvalidOperationException("outputReduceToCollection needs a document output"))
+    private readonly ReduceOutput? _output = definition.OutputReduceToCollection is { } collection && documents is not null
+        ? new ReduceOutput(collection, documents)
         : null;
     private readonly ReduceScript _reduce = ReduceScript.Compile(definition.Reduce!, limits);
     private ReduceState? _state;
 
     public ReduceState State => _state ??= new ReduceState(_reduce);
+
+    /// <summary>
+    /// After the state is loaded: if this index just took over its output collection from the version it replaced, writes every
+    /// result as a document and deletes the documents of keys only the replaced version had, then marks the handover done.
+    /// </summary>
+    public async Task HandOverAsync(CancellationToken ct)
+    {
+        if (_output is null || handover is null || OutputHandover.Read(handover) is not { } replaced) return;
+        var results = State.Results();
+        var keys = results.Select(r => r.Key).ToHashSet(StringComparer.Ordinal);
+        var gone = replaced.Where(k => !keys.Contains(k)).ToList();
+        var refused = new List<(string Key, string Reason)>();
+        foreach (var chunk in results.Chunk(1024)) refused.AddRange(await _output.WriteAsync(new ReduceFlush([.. chunk], [], [], []), ct));
+        foreach (var chunk in gone.Chunk(1024)) refused.AddRange(await _output.WriteAsync(new ReduceFlush([], [.. chunk], [], []), ct));
+        foreach (var (key, message) in refused) status.Error($"reduce key {key}", message);
+        OutputHandover.Done(handover);
+    }
 
     public async Task<MappedBatch> ApplyAsync(MappedBatch batch, CancellationToken ct)
     {
@@ -89,10 +107,11 @@ public sealed class ReduceWriter(IndexDefinition definition, ScriptLimits limits
 }
 
 /// <summary>Embedded map/reduce: both halves in one worker, the reduce on the write loop, several mapped batches allowed ahead.</summary>
-public sealed class LocalMapReduceStage(IndexDefinition definition, ScriptLimits limits, IIndexErrors status, IDocumentOutput? documents = null) : IIndexStage
+public sealed class LocalMapReduceStage(IndexDefinition definition, ScriptLimits limits, IIndexErrors status, IDocumentOutput? documents = null,
+    string? handover = null) : IIndexStage
 {
     private readonly MapToKeys _map = new(definition, limits, status);
-    private readonly ReduceWriter _reduce = new(definition, limits, status, documents);
+    private readonly ReduceWriter _reduce = new(definition, limits, status, documents, handover);
 
     public int MapAhead => 4;
 
@@ -104,6 +123,7 @@ public sealed class LocalMapReduceStage(IndexDefinition definition, ScriptLimits
             _reduce.State.Load(entry);
         }
         _reduce.State.Loaded();
+        await _reduce.HandOverAsync(ct);
     }
 
     public MappedBatch Map(ChangeBatch batch) => new(FeedRead.Of(batch), [], [], 0) { Changes = _map.Map(batch) };

@@ -52,6 +52,21 @@ public sealed class MappedTopics(string bootstrapServers, string group, int part
     public Task EnsureAsync(string topic, CancellationToken ct) => TopicAdmin.EnsureAsync(bootstrapServers,
         [new TopicSpecification { Name = topic, NumPartitions = partitions, ReplicationFactor = replicationFactor, Configs = new() { ["cleanup.policy"] = "compact" } }], ct);
 
+    /// <summary>
+    /// Deletes the mapped topic of a version no longer in use (replaced by its side-by-side rebuild, or its index deleted). Every
+    /// indexer retiring that version asks; the first one deletes it.
+    /// </summary>
+    public async Task DeleteAsync(string topic)
+    {
+        using var admin = new AdminClientBuilder(KafkaClients.Admin(bootstrapServers)).Build();
+        try
+        {
+            await admin.DeleteTopicsAsync([topic]);
+            log.LogInformation("deleted {Topic}: no index version uses it anymore", topic);
+        }
+        catch (DeleteTopicsException e) when (e.Results.All(r => r.Error.Code == ErrorCode.UnknownTopicOrPart)) { }
+    }
+
     /// <summary>The reduce side of shard <paramref name="partition"/> reads this.</summary>
     public IChangeFeed FeedOf(string topic, int partition) => new KafkaChangeFeed(bootstrapServers, topic, partition);
 

@@ -36,6 +36,16 @@ public sealed class ReduceState(ReduceScript reduce, int pageSize = 1024, int fa
             catch (Scripting.ScriptRunException) { }   // the key's failure was recorded when it happened; its next change retries
     }
 
+    /// <summary>Every key's current result (keys whose aggregate throws are left out): what an output collection holds.</summary>
+    public List<(string Key, string Result)> Results()
+    {
+        var results = new List<(string, string)>(_trees.Count);
+        foreach (var (key, tree) in _trees)
+            try { if (tree.Reduce() is { } result) results.Add((key, result)); }
+            catch (Scripting.ScriptRunException) { }
+        return results;
+    }
+
     public void Apply(MappedChange change)
     {
         var id = StateEntry.IdOf(change.Key, change.Source);

@@ -15,6 +15,12 @@ public interface IIndexShards : IAsyncDisposable
 
     IReadOnlyCollection<int> Owned { get; }
 
+    /// <summary>Every shard of the feed, owned here or not: a replacement index is promoted once each of them has caught up.</summary>
+    IReadOnlyCollection<int> Every { get; }
+
+    /// <summary>Kafka mode: the end offset of every partition of the feed, asked of the broker; null embedded (a shard's backlog says it).</summary>
+    Task<IReadOnlyDictionary<string, long>?> EndAsync(CancellationToken ct) => Task.FromResult<IReadOnlyDictionary<string, long>?>(null);
+
     /// <summary>Raised when shards are gained or lost (a consumer-group rebalance).</summary>
     event Action? Changed;
 
@@ -31,6 +37,8 @@ public interface IIndexShards : IAsyncDisposable
 public sealed class WholeFeed(IChangeFeed feed) : IIndexShards
 {
     public IReadOnlyCollection<int> Owned { get; } = [IIndexShards.All];
+
+    public IReadOnlyCollection<int> Every => Owned;
 
     public event Action? Changed { add { } remove { } }
 

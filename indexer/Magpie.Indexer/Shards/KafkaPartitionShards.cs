@@ -31,6 +31,11 @@ public sealed class KafkaPartitionShards(string bootstrapServers, string group, 
 
     public event Action? Changed;
 
+    public IReadOnlyCollection<int> Every { get; } = [.. Enumerable.Range(0, partitions)];
+
+    public async Task<IReadOnlyDictionary<string, long>?> EndAsync(CancellationToken ct) =>
+        (await new KafkaChangeFeed(bootstrapServers, Topics.Changes).EndAsync(ct))?.After.Next;
+
     public MapReduce.MappedTopics Mapped { get; } = new(bootstrapServers, group, partitions, replicationFactor, log);
 
     public IChangeFeed FeedOf(int shard) => new KafkaChangeFeed(bootstrapServers, Topics.Changes, shard);

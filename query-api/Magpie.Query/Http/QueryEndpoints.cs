@@ -206,5 +206,10 @@ public static class QueryEndpoints
         return timings;
     }
 
-    private static IResult Problem(QueryProblem e) => Problems.Of(e.Status, e.Message, Problems.At(e.Line, e.Column));
+    private static IResult Problem(QueryProblem e)
+    {
+        var extensions = Problems.At(e.Line, e.Column);
+        if (e.Code is { } code) (extensions ??= [])["code"] = code;
+        return Problems.Of(e.Status, e.Message, extensions);
+    }
 }

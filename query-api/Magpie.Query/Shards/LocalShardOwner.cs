@@ -29,27 +29,30 @@ public sealed class LocalShardOwner(IIndexDefinitions definitions, ILocalShards 
     {
         var query = Parse(request.Query, request.Parameters, request.Facets, request.FacetsOnly);
         var name = request.Index;
-        IndexDefinition? definition;
         if (request.Snapshot is { } lease)
         {
-            if (!definitions.Current.TryGetValue(name, out definition)) throw new QueryProblem(404, $"index '{name}' does not exist");
             var held = leases.Use(lease) ?? throw new QueryProblem(410, $"snapshot {lease} was released (a stream idle for over {SnapshotLeases.KeepAlive.TotalSeconds:N0} s)");
-            return await SearchAsync(request, query, definition, held, stale: false, lease: lease, ct);
+            return await SearchAsync(request, query, held[0].Worker.Definition, held, stale: false, lease: lease, ct);
         }
 
         // A definition just made (an automatic index; Kafka mode: still on its way through magpie.indexes) gets until the timeout to start here.
         var deadline = DateTime.UtcNow + TimeSpan.FromMilliseconds(Math.Clamp(request.TimeoutMs, 0, 300_000));
-        List<ILocalShard> Workers() => local.Shards(name).Where(w => request.Partitions?.Contains(w.Shard) ?? true).ToList();
+        List<ILocalShard> Workers() => local.Shards(name, request.Version).Where(w => request.Partitions?.Contains(w.Shard) ?? true).ToList();
         bool Ready(List<ILocalShard> w) => w.Count > 0 && w.Count >= (request.Partitions?.Count ?? 0) && w.All(x => x.Searcher is not null);
         var workers = Workers();
         while (!Ready(workers) && DateTime.UtcNow < deadline)
         {
+            // The version asked for was replaced here: the coordinator asks again for the one that serves now.
+            if (workers.Count == 0 && request.Version is { } version && local.Replaced(name, version))
+                throw new QueryProblem(409, $"version {version} of index '{name}' was replaced by its rebuild; ask for the serving version") { Code = QueryProblem.VersionReplaced };
             await Task.Delay(20, ct);
             workers = Workers();
         }
-        if (!definitions.Current.TryGetValue(name, out definition)) throw new QueryProblem(404, $"index '{name}' does not exist");
+        if (!definitions.Current.ContainsKey(name)) throw new QueryProblem(404, $"index '{name}' does not exist");
         if (!Ready(workers)) throw new QueryProblem(503, $"index '{name}' is not running here yet ({Starting(workers, request.Partitions)})");
 
+        // The shards of one version, planned with the definition they were built from (the one serving, or the one asked for).
+        var definition = workers[0].Definition;
         var stale = (await Task.WhenAll(workers.Select(w => w.IsStaleAsync(request.Target, request.WaitForNonStale, deadline - DateTime.UtcNow, ct)))).Any(s => s);
         if (!request.HoldSnapshot)
             return await SearchAsync(request, query, definition, workers.Select(w => new HeldShard(w, w.Searcher!, 0)).ToList(), stale, lease: null, ct);

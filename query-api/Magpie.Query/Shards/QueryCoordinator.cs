@@ -19,7 +19,27 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
     public async Task<ShardPage> PageAsync(CoordinatorRequest request, RqlQuery query, int take, int skip, string? after, bool wait, CancellationToken ct)
     {
         var (index, layout) = await LayoutForAsync(request, query, after, wait, ct);
-        return (await AskAsync(Asked(layout), Base(request, index, layout, wait), query, take, skip, after, hold: false, layout.Complete, ct)).Page;
+        return await PinnedAsync(request, index, async () =>
+            (await AskAsync(Asked(layout), Base(request, index, layout, wait), query, take, skip, after, hold: false, layout.Complete, ct)).Page, ct);
+    }
+
+    /// <summary>
+    /// Runs <paramref name="ask"/> pinned to the version of the index that serves as this process knows it; while a side-by-side
+    /// rebuild switches, an owner that already retired that version says so, and the query runs again once this process has read
+    /// the switch too (until the request's timeout): every owner always answers from the same version.
+    /// </summary>
+    private async Task<T> PinnedAsync<T>(CoordinatorRequest request, string index, Func<Task<T>> ask, CancellationToken ct)
+    {
+        var deadline = DateTime.UtcNow + TimeSpan.FromMilliseconds(Math.Clamp(request.TimeoutMs, 1_000, 300_000));
+        while (true)
+        {
+            var version = definitions.Current.GetValueOrDefault(index)?.Fingerprint();
+            try { return await ask(); }
+            catch (QueryProblem e) when (e.Code == QueryProblem.VersionReplaced && DateTime.UtcNow < deadline)
+            {
+                while (definitions.Current.GetValueOrDefault(index)?.Fingerprint() == version && DateTime.UtcNow < deadline) await Task.Delay(50, ct);
+            }
+        }
     }
 
     /// <summary>
@@ -32,10 +52,12 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
         if (query.Facets.Count > 0) throw new QueryProblem(400, "facets are answered by POST /queries, not streamed");
         var after = request.Cursor;
         var (index, layout) = await LayoutForAsync(request, query, after, request.WaitForNonStaleResults, ct);
-        var owners = Asked(layout);
-        var baseQuery = Base(request, index, layout, request.WaitForNonStaleResults);
-        var (first, held) = await AskAsync(owners, baseQuery, query, take, query.Offset ?? request.Start, after, hold: true, layout.Complete, ct);
-        return new QueryStream(this, held, baseQuery with { WaitForNonStale = false, Target = null, NumericSorts = first.NumericSorts }, query, first);
+        return await PinnedAsync(request, index, async () =>
+        {
+            var baseQuery = Base(request, index, layout, request.WaitForNonStaleResults);
+            var (first, held) = await AskAsync(Asked(layout), baseQuery, query, take, query.Offset ?? request.Start, after, hold: true, layout.Complete, ct);
+            return new QueryStream(this, held, baseQuery with { WaitForNonStale = false, Target = null, NumericSorts = first.NumericSorts }, query, first);
+        }, ct);
     }
 
     private async Task<(string Index, ShardLayout Layout)> LayoutForAsync(CoordinatorRequest request, RqlQuery query, string? after, bool wait, CancellationToken ct)
@@ -57,9 +79,9 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
 
     private static List<HeldOwner> Asked(ShardLayout layout) => layout.Owners.Select(o => new HeldOwner(o.Owner, o.Partitions, null)).ToList();
 
-    private static ShardQuery Base(CoordinatorRequest request, string index, ShardLayout layout, bool wait) => new()
+    private ShardQuery Base(CoordinatorRequest request, string index, ShardLayout layout, bool wait) => new()
     {
-        Query = request.Query, Index = index, Parameters = request.Parameters, Target = layout.Target, WaitForNonStale = wait, TimeoutMs = request.TimeoutMs,
+        Query = request.Query, Index = index, Version = definitions.Current.GetValueOrDefault(index)?.Fingerprint(), Parameters = request.Parameters, Target = layout.Target, WaitForNonStale = wait, TimeoutMs = request.TimeoutMs,
         Facets = request.Facets, FacetsOnly = request.FacetsOnly,
     };
 

@@ -33,7 +33,7 @@ public sealed class RemoteShardOwner(HttpClient http, string baseUrl) : IShardOw
             string? Text(string p) => problem.ValueKind == JsonValueKind.Object && problem.TryGetProperty(p, out var v) ? v.ToString() : null;
             int? Number(string p) => int.TryParse(Text(p), out var n) ? n : null;
             throw new QueryProblem((int)response.StatusCode, Text("detail") ?? $"indexer {baseUrl} answered {(int)response.StatusCode}",
-                Number("line"), Number("column"));
+                Number("line"), Number("column")) { Code = Text("code") };
         }
     }
 }

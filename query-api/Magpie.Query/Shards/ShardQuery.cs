@@ -13,6 +13,12 @@ public sealed record ShardQuery
 
     /// <summary>The index to search: the query's <c>from index</c>, or the automatic index a <c>from Collection</c> query runs on.</summary>
     public required string Index { get; init; }
+
+    /// <summary>
+    /// The version of the index to search (its definition's fingerprint): every owner answers from the same one, so a query never
+    /// mixes versions across shards while a side-by-side rebuild switches. Null: the version the owner serves.
+    /// </summary>
+    public string? Version { get; init; }
     public Dictionary<string, JsonElement>? Parameters { get; init; }
     public int Take { get; init; }
 

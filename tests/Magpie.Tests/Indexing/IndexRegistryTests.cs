@@ -60,6 +60,8 @@ public sealed class IndexRegistryTests
     {
         public IReadOnlyCollection<int> Owned { get; set; } = [];
 
+        public IReadOnlyCollection<int> Every => [0, 1, 2];
+
         public event Action? Changed;
 
         public void Set(int[] owned)

@@ -63,6 +63,14 @@ public sealed class KafkaConformanceTests(KafkaConformanceFixture fx) : IClassFi
     }
 
     [Fact]
+    public Task A_side_by_side_rebuild_switches_every_indexer_at_once_under_query_load() =>
+        Indexing.SideBySideCases.A_changed_definition_serves_only_once_built(fx.Indexer.Http, fx.Query.Http, "Posts/KafkaSideBySide", fx.Posts.Count);
+
+    [Fact]
+    public Task A_replacement_is_swapped_in_on_every_indexer_by_hand() =>
+        Indexing.SideBySideCases.A_replacement_is_swapped_in_or_cancelled_by_hand(fx.OtherIndexer.Http, fx.Query.Http, "Posts/KafkaSwapped");
+
+    [Fact]
     public async Task An_index_is_tried_on_the_documents_of_the_partitions_an_indexer_holds()
     {
         var r = await fx.Indexer.Http.PostAsJsonAsync("indexes/test", new { definition = new { maps = new[] { "map('Posts', p => ({ Score: p.Score }))" } }, sampleSize = 20 });
