@@ -37,6 +37,7 @@ public static class IngestModule
                 sp.GetRequiredService<ILoggerFactory>().CreateLogger<ChangeLogCompactor>())).AddHostedService(sp => sp.GetRequiredService<ChangeLogCompactor>());
         services.AddSingleton<Magpie.Contracts.Documents.IDocumentLookup, StoreDocumentLookup>();
         services.AddSingleton<Magpie.Contracts.Documents.IDocumentOutput, StoreDocumentOutput>();
+        services.AddSingleton<Magpie.Contracts.Documents.IDocumentWriter, StoreDocumentWriter>();
         services.AddSingleton<IChangeFeed, EmbeddedChangeFeed>();
         // Opens the store at start-up (not on the first request) and disposes it last, after a final checkpoint.
         services.AddHostedService<StoreLifetime>();

@@ -36,6 +36,11 @@ public static class QueryModule
         services.AddSingleton(sp => new SubscriptionRegistry(options.DataDir,
             options.Kafka is { } bootstrap ? new KafkaChangeFeed(bootstrap) : sp.GetRequiredService<IChangeFeed>(), sp.GetRequiredService<IDocumentFilters>(),
             options.Kafka is null ? sp.GetService<IDocumentLookup>() : null));
+        // Update and delete by query write through the store's write path: the store here (embedded), or ingest over HTTP.
+        services.AddSingleton(sp => new Operations.OperationRegistry(options.DataDir, sp.GetRequiredService<QueryCoordinator>(),
+            sp.GetService<IDocumentWriter>(), sp.GetService<IDocumentLookup>(),
+            sp.GetRequiredService<Microsoft.Extensions.Logging.ILoggerFactory>().CreateLogger("Magpie.Operations")));
+        services.AddHostedService(sp => sp.GetRequiredService<Operations.OperationRegistry>());
         return services.AddSingleton<AutoIndexes>().AddSingleton<QueryCoordinator>();
     }
 
@@ -55,6 +60,7 @@ public static class QueryModule
     {
         app.MapQueryEndpoints();
         app.MapSubscriptionEndpoints();
+        app.MapOperationEndpoints();
         return app;
     }
 

@@ -25,7 +25,9 @@ public static class AccessRules
         if (looks && Anonymous.Any(a => path.Equals(a, StringComparison.OrdinalIgnoreCase))) return null;
         if (AdminGroups.Any(g => path.StartsWithSegments(g, StringComparison.OrdinalIgnoreCase))) return Role.Admin;
         if (ReadGroups.Any(g => path.StartsWithSegments(g, StringComparison.OrdinalIgnoreCase))) return Role.Read;
-        if (path.StartsWithSegments("/docs", StringComparison.OrdinalIgnoreCase) || path.StartsWithSegments("/bulk_docs", StringComparison.OrdinalIgnoreCase))
+        // Update and delete by query (/operations) are writes to documents, and their progress is theirs to read.
+        if (path.StartsWithSegments("/docs", StringComparison.OrdinalIgnoreCase) || path.StartsWithSegments("/bulk_docs", StringComparison.OrdinalIgnoreCase)
+            || path.StartsWithSegments("/operations", StringComparison.OrdinalIgnoreCase))
             return looks ? Role.Read : Role.Write;
         return looks ? Role.Read : Role.Admin;
     }

@@ -102,6 +102,27 @@ public sealed class RqlParser
                 loads.Add(new RqlLoad(path, name));
             } while (Accept(","));
         }
+        // update { … } and delete end a query (set-based operations); they are keywords only there.
+        string? update = null;
+        var delete = false;
+        var operationAt = Current.Position;
+        if (Current.Is("update") && Next.Kind == RqlTokenKind.Script)
+        {
+            _at++;
+            update = Current.Text;
+            _at++;
+        }
+        else if (Current.Is("delete") && Next.Kind == RqlTokenKind.End) { _at++; delete = true; }
+        if (update is not null || delete)
+        {
+            if (Current.Kind != RqlTokenKind.End) throw Expected("the end of the query after " + (delete ? "delete" : "update { … }"));
+            if (orderBy.Count > 0 || loads.Count > 0) throw RqlLexer.Error(_text, 0, "update and delete by query take from, where and declared functions; not order by or load");
+            if (groupBy.Count > 0) throw RqlLexer.Error(_text, 0, "update and delete by query run on documents, not on groups");
+            return new RqlQuery(source, where, orderBy, [], null, null)
+            {
+                Alias = alias, Functions = functions, Update = update, Delete = delete, ReadText = _text[..operationAt],
+            };
+        }
         var select = new List<RqlProjection>();
         var facets = new List<RqlFacet>();
         var aggregates = new List<RqlAggregate>();
@@ -130,7 +151,7 @@ public sealed class RqlParser
             if (facets.Count > 0 && select.Count > 0)
                 throw RqlLexer.Error(_text, _tokens[_at - 1].Position, "select either facet(…) or fields, not both (the request body's \"facets\" come beside results)");
         }
-        else if (functions.Count > 0 || loads.Count > 0) throw Expected("select { … }: declared functions and loads are for a JavaScript projection");
+        else if (functions.Count > 0 || loads.Count > 0) throw Expected("select { … } or update { … }: declared functions and loads are for JavaScript");
         var includes = new List<string>();
         bool timings = false, explanations = false;
         if (Current.Is("include"))
@@ -155,7 +176,7 @@ public sealed class RqlParser
             if (Current.Is("offset")) { _at++; offset = Count("offset"); }
             else if (Accept(",")) { offset = limit; limit = Count("limit"); }   // limit m, n (offset, count)
         }
-        if (Current.Kind != RqlTokenKind.End) throw Expected("where, order by, load, select, include, limit or the end of the query");
+        if (Current.Kind != RqlTokenKind.End) throw Expected("where, order by, load, select, include, limit, update, delete or the end of the query");
         return new RqlQuery(source, where, orderBy, select, limit, offset)
         {
             Facets = facets, FacetsOnly = facets.Count > 0, Alias = alias, Functions = functions, Loads = loads, Script = script,

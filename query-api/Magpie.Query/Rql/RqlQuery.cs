@@ -39,6 +39,18 @@ public sealed record RqlQuery(RqlSource From, RqlExpression? Where, IReadOnlyLis
     /// <summary>With <see cref="GroupBy"/>: the aggregates the select asks for (<c>count()</c>, <c>sum(F)</c>).</summary>
     public IReadOnlyList<RqlAggregate> Aggregates { get; init; } = [];
 
+    /// <summary><c>update { … }</c>: the JavaScript each matching document is patched with (set-based: <c>POST /operations/queries</c>).</summary>
+    public string? Update { get; init; }
+
+    /// <summary><c>delete</c>: every matching document is deleted (set-based: <c>POST /operations/queries</c>).</summary>
+    public bool Delete { get; init; }
+
+    /// <summary>An update or a delete by query: the query's text before its <c>update</c> or <c>delete</c> (what finds the documents).</summary>
+    public string? ReadText { get; init; }
+
+    /// <summary>An update or a delete by query: an operation, not a read.</summary>
+    public bool IsOperation => Update is not null || Delete;
+
     /// <summary>Whether results need their documents read from a document store (loads and includes).</summary>
     public bool ReadsRelatedDocuments => Loads.Count > 0 || Includes.Count > 0;
 }

@@ -124,7 +124,7 @@ public sealed class ProjectionTests(RqlConformanceFixture fx) : IClassFixture<Rq
     [InlineData("from Posts as p select { x: }", "the projection does not parse")]
     [InlineData("from Posts select { x: 1 }", "reads the document by its alias")]
     [InlineData("from Posts as p select { x: 1", "never closes")]
-    [InlineData("declare function f() { return 1; } from Posts", "declared functions and loads are for a JavaScript projection")]
+    [InlineData("declare function f() { return 1; } from Posts", "declared functions and loads are for JavaScript")]
     [InlineData("from Posts as p load p.A as p select { }", "'p' names two things")]
     public async Task Projections_past_their_limits_or_malformed_are_refused_with_a_400(string rql, string expected)
     {
