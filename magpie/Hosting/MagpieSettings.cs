@@ -46,6 +46,9 @@ public sealed class MagpieSettings
 
     /// <summary>The HTTP address other processes reach this one at (query processes ask indexers); default http://{hostname}:{port}.</summary>
     public string? AdvertisedUrl { get; set; }
+
+    /// <summary>Kafka mode: where a query process reaches an ingest process (update and delete by query write through it).</summary>
+    public string? IngestUrl { get; set; }
     public long MaxRequestBodyBytes { get; set; } = 16 * 1024 * 1024;
     public int MaxJsonDepth { get; set; } = 64;
 

@@ -31,6 +31,7 @@ public sealed class QueryModuleWiring(bool indexerInProcess) : IMagpieModule
         builder.Services.AddQueries(new QueryOptions
         {
             DataDir = indexer.DataDir, Kafka = indexer.Kafka, IndexerGroup = indexer.IndexerGroup, PeerClient = security.PeerClient,
+            IngestUrl = settings.IngestUrl,
         });
         if (settings.Pg.Port >= 0)
             builder.Services.AddPostgresEndpoint(sp => PgOptionsOf(settings.Pg, security, sp.GetRequiredService<Magpie.Security.FailedLogins>()));

@@ -10,6 +10,7 @@ public sealed class KafkaConformanceFixture : IAsyncLifetime
     private KafkaBroker _broker = null!;
     private readonly List<MagpieProcess> _processes = [];
     public MagpieProcess Query { get; private set; } = null!;
+    public MagpieProcess Ingest { get; private set; } = null!;
     public MagpieProcess Indexer { get; private set; } = null!;
     public MagpieProcess OtherIndexer { get; private set; } = null!;
     public List<SamplePost> Posts { get; } = SamplePost.Load();
@@ -20,19 +21,21 @@ public sealed class KafkaConformanceFixture : IAsyncLifetime
     {
         _broker = await KafkaBroker.StartOwnedAsync();
         var kafka = _broker.BootstrapServers;
-        var ingest = await Start(kafka, "ingest");
+        var ingest = Ingest = await Start(kafka, "ingest");
         var (exit, output) = await MagpieCli.RunAsync(TimeSpan.FromMinutes(5), "produce", "stackexchange", "--dir", RepoPaths.StackExchangeSample, "--url", ingest.BaseUrl.ToString());
         if (exit != 0) throw new InvalidOperationException(output);
         var indexer = Indexer = await Start(kafka, "indexer");
         OtherIndexer = await Start(kafka, "indexer");
-        Query = await Start(kafka, "query");
+        Query = await Start(kafka, "query", new() { ["MAGPIE__INGESTURL"] = ingest.BaseUrl.ToString() });
         await indexer.Http.PutIndexAsync(RqlConformance.StaticIndex, RqlConformance.StaticDefinition);
         await SplitDeployment.RelayCaughtUpAsync(ingest);
     }
 
-    private async Task<MagpieProcess> Start(string kafka, string target)
+    private async Task<MagpieProcess> Start(string kafka, string target, Dictionary<string, string>? more = null)
     {
-        var process = await MagpieProcess.StartAsync(kafka, target, environment: Group);
+        var environment = Group;
+        foreach (var (k, v) in more ?? []) environment[k] = v;
+        var process = await MagpieProcess.StartAsync(kafka, target, environment: environment);
         _processes.Add(process);
         return process;
     }
@@ -69,6 +72,41 @@ public sealed class KafkaConformanceTests(KafkaConformanceFixture fx) : IClassFi
     [Fact]
     public Task A_replacement_is_swapped_in_on_every_indexer_by_hand() =>
         Indexing.SideBySideCases.A_replacement_is_swapped_in_or_cancelled_by_hand(fx.OtherIndexer.Http, fx.Query.Http, "Posts/KafkaSwapped");
+
+    [Fact]
+    public async Task Update_and_delete_by_query_run_on_the_query_process_and_write_through_ingest()
+    {
+        var tasks = Enumerable.Range(1, 300).Select(i => ($"tasks/{i}", $$"""{"Done": {{(i % 3 == 0 ? "true" : "false")}}, "Points": {{i}}}""")).ToList();
+        Assert.True((await fx.Ingest.Http.BulkPutAsync(tasks)).IsSuccessStatusCode);
+        await SplitDeployment.RelayCaughtUpAsync(fx.Ingest);
+
+        async Task<System.Text.Json.JsonElement> RunAsync(string rql)
+        {
+            var r = await fx.Query.Http.PostAsJsonAsync("operations/queries", new { query = rql, staleTimeoutMs = 60_000 });
+            Assert.True(r.StatusCode == System.Net.HttpStatusCode.Accepted, await r.Content.ReadAsStringAsync());
+            var id = (await r.JsonAsync()).GetProperty("operationId").GetString();
+            var deadline = DateTime.UtcNow.AddMinutes(2);
+            while (true)
+            {
+                var status = await fx.Query.Http.GetFromJsonAsync<System.Text.Json.JsonElement>($"operations/{id}");
+                if (status.GetProperty("state").GetString() != "running") return status;
+                Assert.True(DateTime.UtcNow < deadline, status.ToString());
+                await Task.Delay(100);
+            }
+        }
+
+        var updated = await RunAsync("from Tasks where Done = false update { this.Points += 1000; }");
+        Assert.Equal("completed", updated.GetProperty("state").GetString());
+        Assert.Equal(200, updated.GetProperty("progress").GetProperty("written").GetInt64());
+        var deleted = await RunAsync("from Tasks where Done = true delete");
+        Assert.Equal(100, deleted.GetProperty("progress").GetProperty("written").GetInt64());
+        for (var i = 1; i <= 300; i++)
+        {
+            var r = await fx.Ingest.Http.GetAsync($"docs/tasks/{i}");
+            if (i % 3 == 0) { Assert.Equal(System.Net.HttpStatusCode.NotFound, r.StatusCode); continue; }
+            Assert.Equal(i + 1000, (await r.JsonAsync()).GetProperty("Points").GetInt32());
+        }
+    }
 
     [Fact]
     public async Task An_index_is_tried_on_the_documents_of_the_partitions_an_indexer_holds()

@@ -1,0 +1,73 @@
+using System.Net;
+using System.Net.Http.Json;
+using System.Text;
+using System.Text.Json;
+using Magpie.Contracts;
+using Magpie.Contracts.Documents;
+
+namespace Magpie.Query.Operations;
+
+/// <summary>
+/// Kafka mode: a query process reads and writes documents through an ingest process over HTTP (<c>IngestUrl</c>), with this
+/// deployment's service key. Writes go to <c>POST /bulk_docs</c>, whose batches are all or nothing: a command refused there (its
+/// <c>index</c> in the problem) gets its outcome and the rest of the batch is sent again.
+/// </summary>
+public sealed class IngestClient(string baseUrl, HttpClient http) : IDocumentWriter, IDocumentLookup
+{
+    private readonly Uri _base = new(baseUrl.EndsWith('/') ? baseUrl : baseUrl + "/");
+
+    public async ValueTask<JsonElement?> GetAsync(string id, CancellationToken ct = default)
+    {
+        using var response = await http.GetAsync(new Uri(_base, "docs/" + Uri.EscapeDataString(id).Replace("%2F", "/")), ct);
+        if (response.StatusCode == HttpStatusCode.NotFound) return null;
+        await EnsureAsync(response, ct);
+        return await response.Content.ReadFromJsonAsync<JsonElement>(WireJson.Web, ct);
+    }
+
+    public async Task<IReadOnlyList<GuardedOutcome>> WriteAsync(IReadOnlyList<GuardedWrite> writes, CancellationToken ct = default)
+    {
+        var outcomes = new Dictionary<string, GuardedOutcome>();
+        var remaining = writes.ToList();
+        while (remaining.Count > 0)
+        {
+            var body = new StringBuilder("[");
+            foreach (var w in remaining)
+            {
+                if (body.Length > 1) body.Append(',');
+                body.Append("{\"method\":").Append(w.Json is null ? "\"DELETE\"" : "\"PUT\"").Append(",\"id\":").Append(JsonSerializer.Serialize(w.Id))
+                    .Append(",\"etag\":").Append(w.IfMatch);
+                if (w.Json is { } json) body.Append(",\"document\":").Append(json);
+                body.Append('}');
+            }
+            body.Append(']');
+            using var response = await http.PostAsync(new Uri(_base, "bulk_docs"), new StringContent(body.ToString(), Encoding.UTF8, "application/json"), ct);
+            if (response.IsSuccessStatusCode)
+            {
+                var results = (await response.Content.ReadFromJsonAsync<JsonElement>(WireJson.Web, ct)).GetProperty("results").EnumerateArray().ToList();
+                foreach (var (w, r) in remaining.Zip(results))
+                    outcomes[w.Id] = new GuardedOutcome(w.Id, GuardedWriteResult.Written, r.TryGetProperty("etag", out var e) && e.ValueKind == JsonValueKind.Number ? e.GetInt64() : null);
+                break;
+            }
+            var problem = await response.Content.ReadFromJsonAsync<JsonElement>(WireJson.Web, ct);
+            if (!problem.TryGetProperty("index", out var at) || at.ValueKind != JsonValueKind.Number || at.GetInt32() >= remaining.Count)
+                throw new QueryProblem(502, $"ingest at {baseUrl} refused a batch of the operation: {(int)response.StatusCode} {Detail(problem)}");
+            var refused = remaining[at.GetInt32()];
+            outcomes[refused.Id] = new GuardedOutcome(refused.Id, (int)response.StatusCode switch
+            {
+                409 => GuardedWriteResult.Changed,
+                404 => GuardedWriteResult.Missing,
+                _ => GuardedWriteResult.Refused,
+            }, Reason: Detail(problem));
+            remaining.RemoveAt(at.GetInt32());
+        }
+        return writes.Select(w => outcomes[w.Id]).ToList();
+    }
+
+    private static string? Detail(JsonElement problem) => problem.ValueKind == JsonValueKind.Object && problem.TryGetProperty("detail", out var d) ? d.GetString() : null;
+
+    private async Task EnsureAsync(HttpResponseMessage response, CancellationToken ct)
+    {
+        if (response.IsSuccessStatusCode) return;
+        throw new QueryProblem(502, $"ingest at {baseUrl} answered {(int)response.StatusCode}: {await response.Content.ReadAsStringAsync(ct)}");
+    }
+}
