@@ -18,17 +18,25 @@ public static class PgBenchmark
         Maps = ["map('Posts', p => ({ CreationDate: p.CreationDate, Score: p.Score, ViewCount: p.ViewCount }))"],
     };
 
+    /// <summary>The same index with its fields stored: a SELECT of them is answered from the index, no document read.</summary>
+    public const string StoredName = "Bench/PgStored";
+
+    public static readonly IndexDefinition StoredDefinition = Definition with
+    {
+        Fields = new() { ["CreationDate"] = new() { Store = true }, ["Score"] = new() { Store = true }, ["ViewCount"] = new() { Store = true } },
+    };
+
     /// <summary>One bucket per 30 days over the whole generated range (2008–2024), count and average score.</summary>
     public const string TimeGrouped = """
         SELECT floor(extract(epoch from "CreationDate")/2592000)*2592000 AS "time", count(*) AS "posts", avg("Score") AS "score"
         FROM "Bench/Pg" WHERE "CreationDate" BETWEEN '2008-01-01T00:00:00Z' AND '2025-01-01T00:00:00Z' GROUP BY 1 ORDER BY 1
         """;
 
-    public static async Task<(long Rows, TimeSpan Elapsed)> StreamAsync(string connection)
+    public static async Task<(long Rows, TimeSpan Elapsed)> StreamAsync(string connection, string index = Name)
     {
         await using var db = new NpgsqlConnection(connection);
         await db.OpenAsync();
-        await using var cmd = new NpgsqlCommand("SELECT \"CreationDate\", \"Score\", \"ViewCount\" FROM \"Bench/Pg\"", db) { CommandTimeout = 600 };
+        await using var cmd = new NpgsqlCommand($"SELECT \"CreationDate\", \"Score\", \"ViewCount\" FROM \"{index}\"", db) { CommandTimeout = 600 };
         var watch = Stopwatch.StartNew();
         long rows = 0;
         await using var reader = await cmd.ExecuteReaderAsync();

@@ -610,22 +610,30 @@ async Task RunPgAsync()
     using var loaded = await StartLoadedAsync("pg", n, null, "--pg-port", pgPort.ToString(CultureInfo.InvariantCulture));
     var (magpie, http) = (loaded.Process, loaded.Http);
     await IndexBenchmark.DefineAsync(http, PgBenchmark.Name, PgBenchmark.Definition);
+    await IndexBenchmark.DefineAsync(http, PgBenchmark.StoredName, PgBenchmark.StoredDefinition);
     await IndexBenchmark.WaitIndexedAsync([http], n, TimeSpan.FromMinutes(30), PgBenchmark.Name);
+    await IndexBenchmark.WaitIndexedAsync([http], n, TimeSpan.FromMinutes(30), PgBenchmark.StoredName);
     var connection = $"Host=127.0.0.1;Port={pgPort};Username=bench;Database=magpie;Pooling=false;Server Compatibility Mode=NoTypeLoading;Command Timeout=600";
     await PgBenchmark.TimeGroupedAsync(connection, 3);   // warm-up (JIT, facet columns)
     var grouped = await PgBenchmark.TimeGroupedAsync(connection, runs);
     await PgBenchmark.StreamAsync(connection);            // warm-up
     var streamed = await PgBenchmark.StreamAsync(connection);
+    await PgBenchmark.StreamAsync(connection, PgBenchmark.StoredName);
+    var stored = await PgBenchmark.StreamAsync(connection, PgBenchmark.StoredName);
     StopMagpie(magpie);
-    if (grouped.Posts != n || streamed.Rows != n) throw new InvalidOperationException($"expected {n} posts, the aggregate counted {grouped.Posts}, the stream gave {streamed.Rows}");
+    if (grouped.Posts != n || streamed.Rows != n || stored.Rows != n)
+        throw new InvalidOperationException($"expected {n} posts, the aggregate counted {grouped.Posts}, the streams gave {streamed.Rows} and {stored.Rows}");
+    var storedRate = stored.Rows / stored.Elapsed.TotalSeconds;
     double P(double q) => IndexBenchmark.Percentile(grouped.Ms, q);
     Console.WriteLine();
-    Console.WriteLine($"streamed SELECT of {streamed.Rows:N0} rows: {streamed.Rows / streamed.Elapsed.TotalSeconds:N0} rows/s ({streamed.Elapsed.TotalSeconds:F1} s)");
+    Console.WriteLine($"streamed SELECT of {streamed.Rows:N0} rows, documents read: {streamed.Rows / streamed.Elapsed.TotalSeconds:N0} rows/s ({streamed.Elapsed.TotalSeconds:F1} s)");
+    Console.WriteLine($"streamed SELECT of {stored.Rows:N0} rows, stored fields: {storedRate:N0} rows/s ({stored.Elapsed.TotalSeconds:F1} s), {storedRate / (streamed.Rows / streamed.Elapsed.TotalSeconds):F2}x");
     Console.WriteLine($"time-grouped aggregate ({grouped.Buckets} buckets over {grouped.Posts:N0} posts): p50 {P(0.5):F1} ms, p99 {P(0.99):F1} ms ({runs} runs, {Environment.ProcessorCount} cores)");
     Console.WriteLine(JsonSerializer.Serialize(new
     {
         benchmark = "pg", docs = n, cores = Environment.ProcessorCount, runs,
         stream_rows_per_s = Math.Round(streamed.Rows / streamed.Elapsed.TotalSeconds), stream_seconds = Math.Round(streamed.Elapsed.TotalSeconds, 1),
+        stored_stream_rows_per_s = Math.Round(storedRate), stored_ratio = Math.Round(storedRate / (streamed.Rows / streamed.Elapsed.TotalSeconds), 2),
         grouped_p50_ms = Math.Round(P(0.5), 1), grouped_p99_ms = Math.Round(P(0.99), 1), buckets = grouped.Buckets,
     }));
 }

@@ -77,6 +77,8 @@ public static class QueryEndpoints
                     durationMs = Math.Round(Stopwatch.GetElapsedTime(started).TotalMilliseconds, 2),
                     nextCursor = !query.FacetsOnly && pageSize > 0 && page.Hits.Count == pageSize ? page.Hits[^1].Cursor : null,
                     includes = page.Included,
+                    // Which path served the results: the values the index stores, or the documents.
+                    resultsFrom = page.Hits.Count == 0 ? null : page.DocumentsRead == 0 ? "index" : "documents",
                     timings = query.Timings ? Timings(page, parsed, started) : null,
                     explanations = query.Explanations ? page.Hits.Where(h => h.Id is not null).GroupBy(h => h.Id!).ToDictionary(g => g.Key, g => g.Select(h => h.Explanation)) : null,
                 });
@@ -105,6 +107,7 @@ public static class QueryEndpoints
             ctx.Response.ContentType = "application/x-ndjson";
             // RavenDB's stream headers: whether the rows come from an index still catching up (ask waitForNonStaleResults to wait).
             ctx.Response.Headers["Magpie-Is-Stale"] = stream.IsStale ? "true" : "false";
+            ctx.Response.Headers["Magpie-Results-From"] = stream.FromIndex ? "index" : "documents";
             ctx.Response.Headers["Magpie-Index-Etag"] = stream.IndexEtag.ToString(System.Globalization.CultureInfo.InvariantCulture);
             // The same JSON settings as POST /queries, so a streamed result reads exactly like a paged one.
             var json = ctx.RequestServices.GetRequiredService<IOptions<JsonOptions>>().Value.SerializerOptions;

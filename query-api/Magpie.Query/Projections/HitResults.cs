@@ -18,11 +18,19 @@ public sealed class HitResults : IDisposable
     private readonly RqlQuery _query;
     private readonly IDocumentLookup? _documents;
     private readonly ScriptProjection? _script;
+    private long _documentsRead;
 
-    public HitResults(RqlQuery query, IDocumentLookup? documents, ScriptLimits limits)
+    /// <summary>How many results needed their document (none: every result came from what the index holds).</summary>
+    public long DocumentsRead => Interlocked.Read(ref _documentsRead);
+
+    /// <summary>Fields the index stores (<c>store: true</c>): a selected one is answered from the index alone, null where an entry lacks it.</summary>
+    private readonly IReadOnlySet<string> _indexStores;
+
+    public HitResults(RqlQuery query, IDocumentLookup? documents, ScriptLimits limits, IReadOnlySet<string>? indexStores = null)
     {
         _query = query;
         _documents = documents;
+        _indexStores = indexStores ?? new HashSet<string>();
         if (query.ReadsRelatedDocuments && documents is null)
             throw new QueryProblem(400, "load and include read related documents from the document store, which this process does not have "
                 + "(Kafka mode: the indexers answer from the documents they index); run them embedded, or with --target ingest,indexer,query");
@@ -44,6 +52,7 @@ public sealed class HitResults : IDisposable
         {
             if (read) return document;
             read = true;
+            Interlocked.Increment(ref _documentsRead);
             if (hit.Stored.TryGetValue(EntryFields.Source, out var source) && source.Count > 0) return document = StoredJson(source[0]);
             return document = _documents is null ? null : await _documents.GetAsync(hit.Id, ct);
         }
@@ -94,6 +103,7 @@ public sealed class HitResults : IDisposable
         {
             if (p.Field == RqlFields.Id) projection[p.Alias] = JsonSerializer.SerializeToElement(id);
             else if (stored is not null && stored.TryGetValue(p.Field + EntryFields.Stored, out var value) && value.Count > 0) projection[p.Alias] = StoredJson(value[0]);
+            else if (stored is not null && _indexStores.Contains(p.Field)) projection[p.Alias] = null;
             else projection[p.Alias] = await document() is { } d ? DocumentPaths.Projected(d, p.Field) : null;
         }
         return JsonSerializer.SerializeToElement(projection);

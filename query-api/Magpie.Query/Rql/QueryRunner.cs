@@ -34,8 +34,12 @@ public static class QueryRunner
         var where = new QueryPlanner(definition, parameters, numberFields).Where(query.Where);
         var sort = new List<SortField>();
         foreach (var order in query.OrderBy) sort.Add(await SortOfAsync(shards, order, numericSorts, ct));
-        // With select: the projected stored fields, and the document source where the index keeps it (Kafka mode).
-        IReadOnlyList<string>? stored = query.Select.Count > 0 ? [.. query.Select.Select(s => s.Field + EntryFields.Stored), EntryFields.Source] : null;
+        // With select: the projected stored fields, and the document source where the index keeps it (Kafka mode) unless every
+        // selected field is stored (then no result reads its document; one without the value falls back to the store, if any).
+        var allStored = query.Select.All(s => s.Field == RqlFields.Id || definition.Fields.TryGetValue(s.Field, out var f) && f.Store);
+        IReadOnlyList<string>? stored = query.Select.Count > 0
+            ? [.. query.Select.Select(s => s.Field + EntryFields.Stored), .. allStored ? Array.Empty<string>() : [EntryFields.Source]]
+            : null;
         return new QueryPlan(where, sort, stored) { Explain = query.Explanations };
     }
 

@@ -120,6 +120,7 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
         return (new ShardPage(pages.Sum(p => p.TotalResults), hits, !complete || pages.Any(p => p.IsStale), pages.Max(p => p.IndexEtag), numeric, Facets: facets)
         {
             Included = included,
+            DocumentsRead = pages.Sum(p => p.DocumentsRead),
             // Owners work side by side: a stage takes as long as its slowest owner.
             Timings = pages.Any(p => p.Timings is not null)
                 ? pages.SelectMany(p => p.Timings ?? []).GroupBy(t => t.Key).ToDictionary(g => g.Key, g => Math.Round(g.Max(t => t.Value), 3)) : null,
@@ -167,6 +168,9 @@ public sealed class QueryStream(QueryCoordinator coordinator, List<HeldOwner> ow
 
     /// <summary>Whether the snapshot the stream reads was taken while the index was behind the documents (or a shard did not answer).</summary>
     public bool IsStale => first.IsStale;
+
+    /// <summary>Whether the first page's results came from the values the index stores alone (no document read).</summary>
+    public bool FromIndex => first.DocumentsRead == 0 && first.Hits.Count > 0;
 
     /// <summary>The index etag of the snapshot the stream reads.</summary>
     public long IndexEtag => first.IndexEtag;

@@ -71,6 +71,9 @@ public sealed record ShardPage(long TotalResults, IReadOnlyList<ShardHit> Hits, 
     /// <summary>The documents the hits include, by id (null: the query includes nothing).</summary>
     public Dictionary<string, JsonElement>? Included { get; init; }
 
+    /// <summary>How many of the hits needed their document (0: the results came from the values the index stores).</summary>
+    public long DocumentsRead { get; init; }
+
     /// <summary>Milliseconds of each stage on this owner (<c>include timings()</c>): plan, search, results (loads and projections).</summary>
     public Dictionary<string, double>? Timings { get; init; }
 }

@@ -65,6 +65,29 @@ public sealed class QueryApiTests(ImportedSampleFixture fx) : IClassFixture<Impo
     }
 
     [Fact]
+    public async Task Stored_fields_answer_a_projection_without_reading_documents_and_the_answer_says_so()
+    {
+        var scores = fx.Posts.ToDictionary(p => "posts/" + (string)p.Attribute("Id")!, p => ((string?)p.Attribute("Title"), (int)p.Attribute("Score")!));
+        // Title and Score are stored in Posts/ByTags: the values come from the index.
+        var stored = await Query("from index 'Posts/ByTags' where Tags = 'discussion' select id() as Id, Title, Score");
+        Assert.Equal("index", stored.GetProperty("resultsFrom").GetString());
+        Assert.NotEmpty(stored.GetProperty("results").EnumerateArray());
+        foreach (var r in stored.GetProperty("results").EnumerateArray())
+        {
+            var (title, score) = scores[r.GetProperty("Id").GetString()!];
+            Assert.Equal(title, r.GetProperty("Title").GetString());
+            Assert.Equal(score, r.GetProperty("Score").GetInt32());
+        }
+        // Type is not stored: those results read their documents.
+        var read = await Query("from index 'Posts/ByTags' where Tags = 'discussion' select Title, PostTypeId");
+        Assert.Equal("documents", read.GetProperty("resultsFrom").GetString());
+        using var stream = await Http.PostAsJsonAsync("streams/queries", new { query = "from index 'Posts/ByTags' select Title, Score" });
+        Assert.Equal("index", stream.Headers.GetValues("Magpie-Results-From").Single());
+        using var documents = await Http.PostAsJsonAsync("streams/queries", new { query = "from index 'Posts/ByTags'" });
+        Assert.Equal("documents", documents.Headers.GetValues("Magpie-Results-From").Single());
+    }
+
+    [Fact]
     public async Task Page_size_zero_answers_how_many_and_no_documents()
     {
         var expected = fx.Posts.Count(p => TagsOf(p).Contains("discussion"));
