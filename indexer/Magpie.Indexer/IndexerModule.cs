@@ -36,7 +36,8 @@ public static class IndexerModule
         services.AddSingleton<IIndexEngine>(sp => new LuceneEngine(sp.GetRequiredService<ILoggerFactory>().CreateLogger("Magpie.Indexes.Engine"),
             (long)options.FacetCacheMegabytes << 20, (long)options.KnownIdsMegabytes << 20));
         services.AddSingleton(sp => new IndexRegistry(sp.GetRequiredService<IndexDefinitionStore>(), sp.GetRequiredService<IIndexShards>(), options,
-            sp.GetRequiredService<IIndexEngine>(), sp.GetRequiredService<ILoggerFactory>(), sp.GetService<IDocumentOutput>()));
+            sp.GetRequiredService<IIndexEngine>(), sp.GetRequiredService<ILoggerFactory>(), sp.GetService<IDocumentOutput>(),
+            sp.GetService<Contracts.Documents.IDocumentLookup>()));
         services.AddHostedService(sp => sp.GetRequiredService<IndexRegistry>());
         services.AddSingleton(sp => new IndexReplacements(sp.GetRequiredService<IndexDefinitionStore>(), sp.GetRequiredService<IndexRegistry>(),
             sp.GetRequiredService<IIndexShards>(), options, sp.GetRequiredService<ILoggerFactory>()));
@@ -56,7 +57,8 @@ public static class IndexerModule
         services.AddSingleton<IIndexDefinitionLog>(sp => options.Kafka is { } kafka
             ? new KafkaDefinitionLog(kafka, sp.GetRequiredService<ILoggerFactory>().CreateLogger("Magpie.Indexer.Definitions"))
             : new FileDefinitionLog(options.DataDir));
-        services.AddSingleton(sp => new IndexDefinitionStore(sp.GetRequiredService<IIndexDefinitionLog>(), MapReduce.DefinitionCompiler.Check))
+        services.AddSingleton(sp => new IndexDefinitionStore(sp.GetRequiredService<IIndexDefinitionLog>(),
+                options.Kafka is null ? MapReduce.DefinitionCompiler.Check : MapReduce.DefinitionCompiler.CheckWithoutLoads))
             .AddHostedService(sp => sp.GetRequiredService<IndexDefinitionStore>());
         services.AddSingleton<Magpie.Contracts.Indexes.IIndexDefinitions>(sp => sp.GetRequiredService<IndexDefinitionStore>());
         return services;

@@ -25,7 +25,7 @@ namespace Magpie.Indexer.Indexing;
 /// <remarks>The engine (<paramref name="engine"/>, Lucene today) is chosen by the indexer's wiring and owned by whoever made it:
 /// the registry opens, writes and closes indexes in it, and leaves it open.</remarks>
 public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards shards, IndexerOptions options, IIndexEngine engine, ILoggerFactory logs,
-    Contracts.Documents.IDocumentOutput? documents = null)
+    Contracts.Documents.IDocumentOutput? documents = null, Contracts.Documents.IDocumentLookup? lookup = null)
     : IHostedService, IAsyncDisposable, IIndexWaiter, ILocalShards
 {
     private readonly SemaphoreSlim _gate = new(1, 1);
@@ -335,7 +335,7 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
         var output = serving ? documents : null;
         var handover = serving && definition.OutputReduceToCollection is not null ? directory : null;
         if (definition.Reduce is null)
-            return [(new WorkerKey(name, version, shard), Worker(shards.FeedOf(shard), directory, (s, stop) => new MapStage(definition, limits with { Stop = stop }, s, options.StoreSource)))];
+            return [(new WorkerKey(name, version, shard), Worker(shards.FeedOf(shard), directory, (s, stop) => new MapStage(definition, limits with { Stop = stop }, s, options.StoreSource, lookup)))];
         if (shards.Mapped is not { } mapped)
             return [(new WorkerKey(name, version, shard), Worker(shards.FeedOf(shard), directory, (s, stop) => new LocalMapReduceStage(definition, limits with { Stop = stop }, s, output, handover)))];
         var topic = mapped.TopicOf(name, definition);

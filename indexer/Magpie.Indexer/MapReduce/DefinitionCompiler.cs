@@ -12,9 +12,18 @@ namespace Magpie.Indexer.MapReduce;
 public static class DefinitionCompiler
 {
     /// <summary>Throws <see cref="ScriptSyntaxException"/> with the position of the first problem.</summary>
-    public static void Check(IndexDefinition definition, ScriptLimits limits)
+    public static void Check(IndexDefinition definition, ScriptLimits limits) => Check(definition, limits, loads: true);
+
+    /// <summary>Kafka mode's check: an indexer there has no document store to <c>load()</c> from.</summary>
+    public static void CheckWithoutLoads(IndexDefinition definition, ScriptLimits limits) => Check(definition, limits, loads: false);
+
+    private static void Check(IndexDefinition definition, ScriptLimits limits, bool loads)
     {
-        MapScript.Compile(definition.Maps, limits);
+        var maps = MapScript.Compile(definition.Maps, limits);
+        if (maps.Loads && !loads)
+            throw new ScriptSyntaxException("load() reads the document store, which Kafka-mode indexers do not have yet: run this index embedded", 1, 1);
+        if (maps.Loads && definition.Reduce is not null)
+            throw new ScriptSyntaxException("load() is supported in map indexes; a map/reduce index cannot load() yet", 1, 1);
         if (definition.Reduce is not { } reduce) return;
         ReduceScript.Compile(reduce, limits);
         ReduceShape.Check(definition.Maps, reduce);

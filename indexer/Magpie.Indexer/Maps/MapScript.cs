@@ -13,8 +13,10 @@ public sealed record MappedEntry(IReadOnlyList<KeyValuePair<string, object?>> Va
 /// <summary>
 /// An index's maps, RavenDB style: each string calls <c>map('Collection', doc => ({ … }))</c> once; the
 /// function returns an entry, an array of entries, or null/undefined for none. <c>id(doc)</c> is the document
-/// id. Each map is parsed once; per document its top level runs again in a deterministic sandbox whose globals
-/// are reset, so nothing one document's map did (a counter, a cache in a closure) is seen by the next.
+/// id. <c>load(id)</c> (or <c>load(id, 'Collection')</c>, null unless the document is of that collection) reads another
+/// document through <see cref="Loader"/>, null when it does not exist; the ids a map loaded are in <see cref="Loaded"/>, so the
+/// index can map it again when one of them changes. Each map is parsed once; per document its top level runs again in a
+/// deterministic sandbox whose globals are reset, so nothing one document's map did (a counter, a cache in a closure) is seen by the next.
 /// </summary>
 public sealed class MapScript
 {
@@ -24,6 +26,19 @@ public sealed class MapScript
     private (JsValue Collection, JsValue Map)? _registered;
     private string _currentId = "";
     private JsValue _current = JsValue.Undefined;
+    private readonly HashSet<string> _loaded = new(StringComparer.Ordinal);
+
+    /// <summary>Most documents one document's maps may load.</summary>
+    public const int MaxLoadsPerDocument = 128;
+
+    /// <summary>Reads a document for <c>load(id)</c>: its JSON with <c>@metadata</c>, or null. Null: every load answers null.</summary>
+    public Func<string, System.Text.Json.JsonElement?>? Loader { get; set; }
+
+    /// <summary>The ids the last document's maps loaded (<see cref="Run"/>, <see cref="RunJson"/>), found or not.</summary>
+    public IReadOnlyCollection<string> Loaded => _loaded;
+
+    /// <summary>Whether any map calls <c>load</c> (or RavenDB's <c>LoadDocument</c>): the index then keeps what each document loaded.</summary>
+    public bool Loads { get; private set; }
 
     private MapScript(ScriptLimits limits)
     {
@@ -36,6 +51,8 @@ public sealed class MapScript
             return JsValue.Undefined;
         }, 2);
         _sandbox.Define("id", args => args.Length > 0 && args[0] is ObjectInstance o && ReferenceEquals(o, _current) ? _currentId : JsValue.Undefined, 1);
+        _sandbox.Define("load", args => Load(args.Length > 0 ? args[0] : JsValue.Undefined, args.Length > 1 ? args[1] : JsValue.Undefined), 2);
+        _sandbox.Define("LoadDocument", args => Load(args.Length > 0 ? args[0] : JsValue.Undefined, args.Length > 1 ? args[1] : JsValue.Undefined), 2);
         _sandbox.Seal();
     }
 
@@ -60,8 +77,7 @@ public sealed class MapScript
         for (var i = 0; i < maps.Count; i++)
         {
             var source = ScriptSandbox.Prepare(maps[i], $"maps[{i}]");
-            if (source.Program is { } parsed && Unsupported(parsed) is { } call)
-                throw new ScriptSyntaxException($"maps[{i}]: {call.Name}() is not supported yet: a map reads only the document it maps", call.Line, call.Column);
+            if (source.Program is { } parsed && CallsLoad(parsed)) script.Loads = true;
             JsValue collection;
             try { collection = script._sandbox.Run(() => script.Register(source).Collection); }
             catch (ScriptRunException e) { throw new ScriptSyntaxException($"maps[{i}]: {e.Message}", 1, 1); }
@@ -71,20 +87,28 @@ public sealed class MapScript
         return script;
     }
 
-    /// <summary>
-    /// RavenDB's <c>load(id)</c> (and <c>LoadDocument</c>), which Magpie's maps do not have yet: refused at definition, where the user
-    /// sees it, rather than failing every document with "load is not defined". The parser's nesting was bounded before this walk.
-    /// </summary>
-    private static (string Name, int Line, int Column)? Unsupported(Node program)
+    /// <summary>Whether a map calls <c>load</c> or <c>LoadDocument</c>. The parser's nesting was bounded before this walk.</summary>
+    private static bool CallsLoad(Node program)
     {
         var pending = new Stack<Node>([program]);
         while (pending.TryPop(out var node))
         {
-            if (node is CallExpression { Callee: Identifier { Name: "load" or "LoadDocument" } callee })
-                return (callee.Name, callee.Location.Start.Line, callee.Location.Start.Column + 1);
+            if (node is CallExpression { Callee: Identifier { Name: "load" or "LoadDocument" } }) return true;
             foreach (var child in node.ChildNodes) pending.Push(child);
         }
-        return null;
+        return false;
+    }
+
+    /// <summary><c>load(id[, collection])</c>: the document, or null (no such document, not of that collection, or no id).</summary>
+    private JsValue Load(JsValue id, JsValue collection)
+    {
+        if (!id.IsString() || id.AsString() is not { Length: > 0 } key) return JsValue.Null;
+        if (_loaded.Add(key) && _loaded.Count > MaxLoadsPerDocument)
+            throw new ScriptRunException($"the map loaded more than {MaxLoadsPerDocument} documents for one document (the limit)");
+        if (Loader?.Invoke(key) is not { } document) return JsValue.Null;
+        if (collection.IsString() && !(document.TryGetProperty("@metadata", out var m) && m.TryGetProperty("@collection", out var c)
+            && string.Equals(c.GetString(), collection.AsString(), StringComparison.OrdinalIgnoreCase))) return JsValue.Null;
+        return JsValueJson.ToJs(_sandbox.Engine, document);
     }
 
     /// <summary>Runs a map source's top level; what its <c>map(…)</c> call registered. Inside a sandbox run.</summary>
@@ -100,6 +124,7 @@ public sealed class MapScript
     /// <summary>The entries of one document (none if no map covers its collection). Throws <see cref="ScriptRunException"/>.</summary>
     public IReadOnlyList<MappedEntry> Run(ChangeEvent change)
     {
+        _loaded.Clear();
         var entries = new List<MappedEntry>();
         if (change.Document is not { } document) return entries;
         foreach (var map in _maps)
@@ -118,6 +143,7 @@ public sealed class MapScript
     /// <summary>The entries of one document as JSON text (map/reduce: what the reduce reads). Throws <see cref="ScriptRunException"/>.</summary>
     public IReadOnlyList<string> RunJson(ChangeEvent change)
     {
+        _loaded.Clear();
         var entries = new List<string>();
         Each(change, value => entries.Add(JsValueJson.Serialize(_sandbox.Engine, ObjectOf(value), _maxDepth)));
         return entries;

@@ -310,13 +310,31 @@ public sealed class ScriptSandboxTests
     }
 
     [Fact]
-    public void A_map_that_loads_another_document_is_refused_at_definition_where_the_call_is()
+    public void A_map_loads_other_documents_by_id_and_says_which_it_loaded()
     {
-        var e = Assert.Throws<ScriptSyntaxException>(() => Map("map('Posts', p => ({\n  Owner: load(p.OwnerId).Name }))"));
-        Assert.Contains("load() is not supported yet", e.Message);
-        Assert.Equal((2, 10), (e.Line, e.Column));
-        Assert.Contains("LoadDocument() is not supported yet", Assert.Throws<ScriptSyntaxException>(() => Map("map('Posts', p => ({ O: LoadDocument(p.OwnerId) }))")).Message);
+        var users = new Dictionary<string, string> { ["users/1"] = """{"Name":"Ada","@metadata":{"@id":"users/1","@collection":"Users"}}""" };
+        var maps = Map("map('Posts', p => ({ Owner: (load(p.OwnerId) || {}).Name ?? null, Typed: (load(p.OwnerId, 'Companies') || { Name: 'none' }).Name, Old: LoadDocument(p.Other) }))");
+        Assert.True(maps.Loads);
+        maps.Loader = id => users.TryGetValue(id, out var json) ? System.Text.Json.JsonDocument.Parse(json).RootElement : null;
+        var v = Values(Assert.Single(maps.Run(Put("posts/1", """{"OwnerId":"users/1","Other":"users/404"}"""))));
+        Assert.Equal(("Ada", "none", (object?)null), ((string)v["Owner"]!, (string)v["Typed"]!, v["Old"]));
+        Assert.Equal(["users/1", "users/404"], maps.Loaded.Order());
+        // A load of no id loads nothing; a map that loads too much fails its document.
+        Assert.Single(maps.Run(Put("posts/2", """{"OwnerId":null}""")));
+        Assert.Empty(maps.Loaded);
+        var greedy = Map("map('Posts', p => ({ N: [...Array(200).keys()].map(i => load('users/' + i)).length }))");
+        Assert.Contains("more than 128 documents", Assert.Throws<ScriptRunException>(() => greedy.Run(Put("posts/1", "{}"))).Message);
         // A property named load is not the call.
-        Assert.Single(Map("map('Posts', p => ({ L: p.load }))").Run(Put("posts/1", """{"load":1}""")));
+        Assert.False(Map("map('Posts', p => ({ L: p.load }))").Loads);
+    }
+
+    [Fact]
+    public void Where_load_cannot_be_answered_the_definition_is_refused()
+    {
+        var loads = new Magpie.Contracts.Indexes.IndexDefinition { Maps = ["map('Posts', p => ({ O: load(p.OwnerId).Name }))"] };
+        Magpie.Indexer.MapReduce.DefinitionCompiler.Check(loads, ScriptLimits.Default);
+        Assert.Contains("Kafka-mode indexers", Assert.Throws<ScriptSyntaxException>(() => Magpie.Indexer.MapReduce.DefinitionCompiler.CheckWithoutLoads(loads, ScriptLimits.Default)).Message);
+        var reduced = loads with { Reduce = "groupBy(x => x.O).aggregate(g => ({ O: g.key }))" };
+        Assert.Contains("map/reduce index cannot load()", Assert.Throws<ScriptSyntaxException>(() => Magpie.Indexer.MapReduce.DefinitionCompiler.Check(reduced, ScriptLimits.Default)).Message);
     }
 }

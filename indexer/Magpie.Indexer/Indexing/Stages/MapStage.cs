@@ -14,20 +14,51 @@ namespace Magpie.Indexer.Indexing.Stages;
 /// </summary>
 /// <param name="storeSource">Keep each document (with its metadata) in its entries as <see cref="EntryFields.Source"/>:
 /// Kafka-mode indexers have no document store beside them, so query results come from the index.</param>
-public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, IIndexErrors status, bool storeSource) : IIndexStage
+/// <param name="lookup">Where <c>load(id)</c> reads documents (the store); a map that loads keeps what each document loaded
+/// (<see cref="DocumentReferences"/>) and maps the documents that loaded one again when it changes, in the batch that changes it.</param>
+public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, IIndexErrors status, bool storeSource,
+    Contracts.Documents.IDocumentLookup? lookup = null) : IIndexStage
 {
     private readonly MapScript _maps = MapScript.Compile(definition.Maps, limits);
+    private DocumentReferences? _references;
 
-    public bool WholeBatchCommits => false;
+    /// <summary>Documents loaded in one batch kept for the batch's other maps (a user loaded by each of their posts is read once).</summary>
+    public const int LoadCachePerBatch = 10_000;
+
+    private readonly Dictionary<string, JsonElement?> _loadCache = new(StringComparer.Ordinal);
+
+    private DocumentReferences? References => _maps.Loads ? _references ??= new DocumentReferences() : null;
+
+    /// <summary>A map that loads keeps what each document loaded beside its entries: commits hold whole batches.</summary>
+    public bool WholeBatchCommits => _maps.Loads;
+
+    public Task LoadAsync(IIndexPersistence index, CancellationToken ct)
+    {
+        if (References is { } references)
+            foreach (var entry in index.ScanState()) references.Load(entry);
+        return Task.CompletedTask;
+    }
 
     public MappedBatch Map(ChangeBatch batch)
     {
         var deletes = new List<string>();
         var documents = new List<IndexedDocument>();
         var entries = 0;
-        foreach (var change in LatestOf(batch, _maps))
+        var references = References;
+        if (references is not null)
         {
-            if (change.Op == ChangeOp.Delete) { deletes.Add(change.Id); status.Deleted(change.Id); continue; }
+            _loadCache.Clear();
+            _maps.Loader = Load;
+        }
+        foreach (var change in Changes(batch, references))
+        {
+            if (change.Op == ChangeOp.Delete)
+            {
+                deletes.Add(change.Id);
+                status.Deleted(change.Id);
+                if (references?.Set(change.Id, []) == true) deletes.Add(DocumentReferences.EntryIdOf(change.Id));
+                continue;
+            }
             status.Attempted(1);
             try
             {
@@ -41,9 +72,46 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, II
                 status.Error(change.Id, e.Message);
                 documents.Add(new IndexedDocument(change.Id, []));
             }
+            // What it loaded is kept whether its map passed or not: a document it needed appearing later maps it again.
+            if (references?.Set(change.Id, _maps.Loaded) == true)
+            {
+                if (references.EntryOf(change.Id) is { } state) documents.Add(state);
+                else deletes.Add(DocumentReferences.EntryIdOf(change.Id));
+            }
         }
         return new MappedBatch(FeedRead.Of(batch), deletes, documents, entries);
     }
+
+    /// <summary>
+    /// The batch's latest change of each mapped document and, for a map that loads, a change for each document that loaded one
+    /// the batch changed (any collection): its current version, read from the store (gone: its own delete is on its way).
+    /// </summary>
+    private IEnumerable<ChangeEvent> Changes(ChangeBatch batch, DocumentReferences? references)
+    {
+        var latest = new Dictionary<string, ChangeEvent>(StringComparer.Ordinal);
+        foreach (var change in batch.Changes)
+            if (_maps.Covers(change.Collection)) latest[change.Id] = change;
+        foreach (var change in latest.Values) yield return change;
+        if (references is null) yield break;
+        var again = new HashSet<string>(StringComparer.Ordinal);
+        foreach (var change in batch.Changes)
+            foreach (var referrer in references.ReferrersOf(change.Id))
+                if (!latest.ContainsKey(referrer)) again.Add(referrer);
+        foreach (var referrer in again)
+            if (Read(referrer) is { } current && current.TryGetProperty("@metadata", out var m))
+                yield return new ChangeEvent(referrer, m.GetProperty("@collection").GetString()!, m.GetProperty("@etag").GetInt64(), ChangeOp.Put,
+                    m.TryGetProperty("@last-modified", out var at) ? at.GetDateTimeOffset() : DateTimeOffset.UtcNow, current);
+    }
+
+    private JsonElement? Load(string id)
+    {
+        if (_loadCache.TryGetValue(id, out var cached)) return cached;
+        var document = Read(id);
+        if (_loadCache.Count < LoadCachePerBatch) _loadCache[id] = document;
+        return document;
+    }
+
+    private JsonElement? Read(string id) => lookup?.GetAsync(id).AsTask().GetAwaiter().GetResult();
 
     /// <summary>The last change of each document of the maps' collections in the batch: earlier ones are superseded.</summary>
     public static IEnumerable<ChangeEvent> LatestOf(ChangeBatch batch, MapScript maps)
