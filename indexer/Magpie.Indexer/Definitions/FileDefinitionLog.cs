@@ -54,5 +54,13 @@ public sealed class FileDefinitionLog(string dataDir) : IIndexDefinitionLog
         return Task.CompletedTask;
     }
 
+    public event Action<string>? RetryAsked;
+
+    public Task WriteRetryAsync(string name, CancellationToken ct)
+    {
+        RetryAsked?.Invoke(name);
+        return Task.CompletedTask;
+    }
+
     public ValueTask DisposeAsync() => ValueTask.CompletedTask;
 }

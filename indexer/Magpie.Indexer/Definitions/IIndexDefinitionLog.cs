@@ -32,6 +32,14 @@ public interface IIndexDefinitionLog : IAsyncDisposable
     IReadOnlyDictionary<int, string> Ready(string name) => new Dictionary<int, string>();
 
     Task WriteReadyAsync(string name, int shard, string version, CancellationToken ct) => Task.CompletedTask;
+
+    /// <summary>
+    /// Asks every process holding shards of the index to retry its failed documents (<see cref="RetryAsked"/> raised in each, this
+    /// one included). Embedded: at once; Kafka mode: through <c>magpie.indexes</c>, so each indexer retries its own shards.
+    /// </summary>
+    Task WriteRetryAsync(string name, CancellationToken ct);
+
+    event Action<string>? RetryAsked;
 }
 
 /// <summary>One definition an index had (null: the index was deleted) and when it was set.</summary>

@@ -51,7 +51,7 @@ public sealed partial class IndexDefinitionStore(IIndexDefinitionLog log, Action
     public async Task PutAsync(string name, IndexDefinition definition, ScriptLimits limits, CancellationToken ct = default)
     {
         if (!NamePattern().IsMatch(name))
-            throw new IndexDefinitionException(400, $"'{name}' is not a valid index name: 1-100 letters, digits, '/', '.', '_' or '-', starting with a letter or digit, not ending in /stats, /reset, /swap or /history");
+            throw new IndexDefinitionException(400, $"'{name}' is not a valid index name: 1-100 letters, digits, '/', '.', '_' or '-', starting with a letter or digit, not ending in /stats, /reset, /swap, /errors/retry or /history");
         foreach (var (field, options) in definition.Fields)
             if (options.Indexing is not (IndexFieldOptions.Search or IndexFieldOptions.Exact or IndexFieldOptions.No))
                 throw new IndexDefinitionException(400, $"fields.{field}.indexing must be \"search\", \"exact\" or \"no\", got '{options.Indexing}'");
@@ -86,6 +86,17 @@ public sealed partial class IndexDefinitionStore(IIndexDefinitionLog log, Action
         await log.WriteAsync(name, next, ct);
         return true;
     }
+
+    /// <summary>Raised (in every process holding the index's shards) when its failed documents are to be retried.</summary>
+    public event Action<string>? RetryAsked
+    {
+        add => log.RetryAsked += value;
+        remove => log.RetryAsked -= value;
+    }
+
+    /// <summary>Asks every indexer of the index to retry its failed documents (<c>POST /indexes/{name}/errors/retry</c>).</summary>
+    public Task RetryAsync(string name, CancellationToken ct) =>
+        Current.ContainsKey(name) ? log.WriteRetryAsync(name, ct) : throw new IndexDefinitionException(404, $"index '{name}' does not exist");
 
     /// <summary>Kafka mode: which version each shard of <paramref name="name"/> said was caught up (by shard number).</summary>
     public IReadOnlyDictionary<int, string> Ready(string name) => log.Ready(name);
@@ -131,6 +142,6 @@ public sealed partial class IndexDefinitionStore(IIndexDefinitionLog log, Action
         Changed?.Invoke();
     }
 
-    [GeneratedRegex("^(?!.*/(stats|reset|history|swap)$)[A-Za-z0-9][A-Za-z0-9/._-]{0,99}$")]
+    [GeneratedRegex("^(?!.*/(stats|reset|history|swap|errors/retry)$)[A-Za-z0-9][A-Za-z0-9/._-]{0,99}$")]
     private static partial Regex NamePattern();
 }

@@ -25,7 +25,13 @@ public sealed class KafkaDefinitionLog(string bootstrapServers, ILogger log) : I
     private IProducer<string, byte[]?>? _producer;
     private Thread? _reader;
     private long _next;   // the offset after the last record applied
-    private const string HistoryPrefix = "history:", ReadyPrefix = "ready:";
+    private const string HistoryPrefix = "history:", ReadyPrefix = "ready:", RetryPrefix = "retry:";
+
+    public event Action<string>? RetryAsked;
+
+    /// <summary>A retry is a record of its own (value: when it was asked); only those read after this process caught up are acted on.</summary>
+    public Task WriteRetryAsync(string name, CancellationToken ct) =>
+        WriteRecordAsync(RetryPrefix + name, System.Text.Encoding.UTF8.GetBytes(DateTimeOffset.UtcNow.ToString("O")), ct);
     private readonly Dictionary<string, List<IndexVersion>> _history = [];
     private readonly Dictionary<string, Dictionary<int, string>> _ready = [];
 
@@ -87,6 +93,10 @@ public sealed class KafkaDefinitionLog(string bootstrapServers, ILogger log) : I
                     {
                         var history = r.Message.Value is null ? [] : JsonSerializer.Deserialize<List<IndexVersion>>(r.Message.Value, IndexDefinitionStore.Json) ?? [];
                         lock (_lock) _history[r.Message.Key[HistoryPrefix.Length..]] = history;
+                    }
+                    else if (r.Message.Key.StartsWith(RetryPrefix, StringComparison.Ordinal))
+                    {
+                        if (caughtUp.Task.IsCompleted && r.Message.Value is not null) RetryAsked?.Invoke(r.Message.Key[RetryPrefix.Length..]);
                     }
                     else if (r.Message.Key.StartsWith(ReadyPrefix, StringComparison.Ordinal))
                     {

@@ -69,8 +69,17 @@ public static class IndexEndpoints
         app.MapPost("/indexes/{**path}", async (string path, IndexDefinitionStore store, IndexRegistry registry, IndexReplacements replacements, CancellationToken ct) =>
         {
             var (name, action) = Split(path);
-            if (action is not ("reset" or "swap")) return Problem(404, $"POST /indexes/{{name}}/reset, /indexes/{{name}}/swap and POST /indexes/test are the POSTs here");
+            if (action is not ("reset" or "swap" or "errors/retry"))
+                return Problem(404, $"POST /indexes/{{name}}/reset, /swap, /errors/retry and POST /indexes/test are the POSTs here");
             if (!store.Current.ContainsKey(name)) return NotFound(name);
+            if (action == "errors/retry")
+            {
+                // Every indexer of the index retries its own shards' failed documents; the answer counts this process's.
+                var failing = registry.Workers(name).Concat(registry.MapSide(name)).Sum(w => w.Status.Failures().Failures.Count);
+                try { await store.RetryAsync(name, ct); }
+                catch (Confluent.Kafka.KafkaException e) { return Problem(503, $"the retry could not be sent through magpie.indexes: {e.Error.Reason}"); }
+                return Results.Json(new { retrying = failing }, IndexDefinitionStore.Json, statusCode: StatusCodes.Status202Accepted);
+            }
             if (action == "swap")
             {
                 try
@@ -89,7 +98,7 @@ public static class IndexEndpoints
 
     private static (string Name, string? Action) Split(string path)
     {
-        foreach (var action in new[] { "stats", "reset", "history", "swap" })
+        foreach (var action in new[] { "stats", "reset", "history", "swap", "errors/retry" })
             if (path.EndsWith("/" + action, StringComparison.Ordinal)) return (path[..^(action.Length + 1)], action);
         return (path, null);
     }

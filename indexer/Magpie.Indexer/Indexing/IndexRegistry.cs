@@ -52,6 +52,7 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
     {
         IndexingMetrics.Observe(this);
         definitions.Changed += () => _ = ReconcileLoggedAsync();
+        definitions.RetryAsked += name => Retry(name);
         shards.Changed += () => _ = ReconcileLoggedAsync();
         await shards.StartAsync(cancellationToken);
         await ReconcileAsync();
@@ -152,6 +153,14 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
     }
 
     /// <summary>Rebuilds an index in place: every version of it here starts over from the beginning of the feed.</summary>
+    /// <summary>Retries the failed documents of the serving version's workers here (both sides of a Kafka map/reduce index); how many.</summary>
+    public int Retry(string name)
+    {
+        var count = Workers(name).Concat(MapSide(name)).Sum(w => w.Retry());
+        if (count > 0) _log.LogInformation("index {Index}: retrying {Count} failed documents", name, count);
+        return count;
+    }
+
     public async Task ResetAsync(string name)
     {
         await _gate.WaitAsync();

@@ -17,8 +17,11 @@ public sealed record IndexStatusSnapshot(long IndexedEtag, long Entries, long Ba
 public sealed class IndexStatus(string index) : Stages.IIndexErrors
 {
     private const int Kept = 20;
+
+    /// <summary>Failed documents (or reduce keys) kept by id with their latest error, for the status and a retry; more still count.</summary>
+    public const int KeptFailures = 10_000;
+
     private readonly Lock _lock = new();
-    private readonly List<IndexError> _errors = [];
     private readonly List<IndexBatchStats> _batches = [];
     private long _indexedEtag, _entries, _batchCount, _documents, _errorCount, _attempts, _refreshes;
     private double _refreshMs;
@@ -81,26 +84,47 @@ public sealed class IndexStatus(string index) : Stages.IIndexErrors
         }
     }
 
-    /// <summary>Ids (documents, reduce keys) that failed at least once: <c>errorCount</c> counts them, not their failed changes.</summary>
-    private readonly HashSet<string> _failed = new(StringComparer.Ordinal);
+    /// <summary>Ids (documents, reduce keys) failing now, each with its latest error: <c>errorCount</c> counts them, not their failed changes.</summary>
+    private readonly Dictionary<string, IndexError> _failures = new(StringComparer.Ordinal);
+    private long _failuresVersion;
 
     public void Error(string documentId, string message)
     {
         IndexingMetrics.Error(index);
         lock (_lock)
         {
-            if (_failed.Add(documentId)) _errorCount++;
-            Keep(_errors, new IndexError(DateTimeOffset.UtcNow, documentId, message));
+            var known = _failures.ContainsKey(documentId);
+            if (known || _failures.Count < KeptFailures) _failures[documentId] = new IndexError(DateTimeOffset.UtcNow, documentId, message);
+            if (!known) _errorCount++;   // past KeptFailures an id is counted each time it fails
+            _failuresVersion++;
         }
     }
 
-    public void Deleted(string documentId)
+    public void Cleared(string documentId)
     {
         lock (_lock)
         {
-            if (_failed.Count == 0 || !_failed.Remove(documentId)) return;
+            if (_failures.Count == 0 || !_failures.Remove(documentId)) return;
             _errorCount--;
-            _errors.RemoveAll(e => e.DocumentId == documentId);
+            _failuresVersion++;
+        }
+    }
+
+    /// <summary>The ids failing now (documents and reduce keys), with their errors, and a version that moves with every change.</summary>
+    public (IReadOnlyList<IndexError> Failures, long Count, long Version) Failures()
+    {
+        lock (_lock) return ([.. _failures.Values], _errorCount, _failuresVersion);
+    }
+
+    /// <summary>Failures kept with the index (read back when it resumes from its commit after a restart).</summary>
+    public void Restore(IReadOnlyList<IndexError> failures, long count)
+    {
+        lock (_lock)
+        {
+            _failures.Clear();
+            foreach (var f in failures.Take(KeptFailures)) _failures[f.DocumentId] = f;
+            _errorCount = Math.Max(count, _failures.Count);
+            _failuresVersion++;
         }
     }
 
@@ -109,7 +133,9 @@ public sealed class IndexStatus(string index) : Stages.IIndexErrors
 
     public IndexStatusSnapshot Snapshot()
     {
-        lock (_lock) return new(_indexedEtag, _entries, _batchCount, _documents, _errorCount, [.. _errors], [.. _batches], _failure, _refreshes, _refreshMs);
+        lock (_lock)
+            return new(_indexedEtag, _entries, _batchCount, _documents, _errorCount, [.. _failures.Values.OrderByDescending(e => e.At).Take(Kept)],
+                [.. _batches], _failure, _refreshes, _refreshMs);
     }
 
     private static void Keep<T>(List<T> recent, T item)

@@ -165,40 +165,72 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
         catch (TimeoutException) { return false; }
     }
 
+    /// <summary>The current attempt's stop: a retry of failed documents (<see cref="Retry"/>) ends it, and the next attempt retries them first.</summary>
+    private CancellationTokenSource? _attempt;
+    private IReadOnlySet<string>? _retry;
+
+    /// <summary>
+    /// Maps the documents that failed (kept across restarts) again, as they are now, without a rebuild: the worker resumes from its
+    /// last commit, runs them through the stage first, then goes on with the feed — an errored index whose retried documents pass
+    /// runs on. Returns how many documents are retried (reduce keys are retried by their next change).
+    /// </summary>
+    public int Retry()
+    {
+        var ids = Status.Failures().Failures.Select(f => f.DocumentId).Where(id => !id.StartsWith(ReduceKeyPrefix, StringComparison.Ordinal)).ToHashSet(StringComparer.Ordinal);
+        if (ids.Count == 0) return 0;
+        Volatile.Write(ref _retry, ids);
+        try { _attempt?.Cancel(); } catch (ObjectDisposedException) { }
+        return ids.Count;
+    }
+
+    /// <summary>How a reduce key's error is named (not a document: a retry cannot read it).</summary>
+    public const string ReduceKeyPrefix = "reduce key ";
+
     private async Task RunAsync(CancellationToken ct)
     {
         var backoff = (retry ?? RetryDelays.Default).Start();
         while (!ct.IsCancellationRequested)
         {
             IIndexStage? stage = null;
+            using var attempt = CancellationTokenSource.CreateLinkedTokenSource(ct);
+            _attempt = attempt;
+            var token = attempt.Token;
             try
             {
-                stage = stages(Status, ct);
-                await stage.PrepareAsync(ct);
+                stage = stages(Status, token);
+                await stage.PrepareAsync(token);
                 Index ??= engine.Open(directory);
-                var position = await ResumeAsync(Index, stage, ct);
-                if (await stage.CatchUpAsync(Index, position, ct) is { } caughtUp)
+                var position = await ResumeAsync(Index, stage, token);
+                if (await stage.CatchUpAsync(Index, position, token) is { } caughtUp)
                 {
                     log.LogInformation("index {Index}: shard {Shard} taken over at {Position} (was {Was})", name, Shard,
                         JsonSerializer.Serialize(caughtUp.Next), JsonSerializer.Serialize(position.Next));
-                    await Index.CommitAsync(Commit(caughtUp, Status.IndexedEtag), ct);
+                    await Index.CommitAsync(Commit(caughtUp, Status.IndexedEtag), token);
                     position = caughtUp;
                 }
                 Volatile.Write(ref _durable, position);
                 _position = position;
                 ReleaseWaiters(Status.IndexedEtag);
-                await IndexFromAsync(Index, stage, position, ct);
+                var retried = Interlocked.Exchange(ref _retry, null) is { } ids ? await RetriedAsync(ids, position, token) : null;
+                await IndexFromAsync(Index, stage, position, retried, token);
             }
             catch (OperationCanceledException) when (ct.IsCancellationRequested) { break; }
+            catch (OperationCanceledException) when (Volatile.Read(ref _retry) is not null)
+            {
+                // A retry ended the attempt: resume from the last commit at once, what this attempt wrote since rolled back.
+                CloseIndex();
+            }
             catch (Exception e) when (e is ScriptSyntaxException or IndexErroredException)
             {
                 // A saved definition this version refuses (stricter script rules), or one that fails most documents: retrying
-                // cannot help. The index stays in error, the process and every other index run on, and a reset or a new
-                // definition starts a new worker.
+                // cannot help. The index stays in error, the process and every other index run on, and a reset, a new
+                // definition or a retry of the failed documents starts it again.
                 var reason = e is ScriptSyntaxException ? $"definition quarantined: {e.Message}" : e.Message;
                 Status.Failed(reason);
                 log.LogError("index {Index}: {Reason}", name, reason);
-                try { await Task.Delay(Timeout.Infinite, ct); } catch (OperationCanceledException) { break; }
+                try { await Task.Delay(Timeout.Infinite, token); }
+                catch (OperationCanceledException) when (!ct.IsCancellationRequested) { CloseIndex(); }
+                catch (OperationCanceledException) { break; }
             }
             catch (Exception e)
             {
@@ -209,10 +241,34 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
                 // back. Reusing the open index would load the stage's state from the last refreshed reader, which may be behind the
                 // commit's position (a backlog refreshes once a second) — the map stage would then miss what it already published.
                 CloseIndex();
-                try { await Task.Delay(delay, ct); } catch (OperationCanceledException) { break; }
+                try { await Task.Delay(delay, token); } catch (OperationCanceledException) when (!ct.IsCancellationRequested) { } catch (OperationCanceledException) { break; }
             }
-            finally { (stage as IDisposable)?.Dispose(); }
+            finally
+            {
+                (stage as IDisposable)?.Dispose();
+                _attempt = null;
+            }
         }
+    }
+
+    /// <summary>
+    /// The latest change, up to <paramref name="position"/>, of each document to retry: the feed read from its start (a retry is
+    /// rare and asked for; the feed is what this worker can read in either mode), as one batch to run before the feed goes on.
+    /// </summary>
+    private async Task<ChangeBatch?> RetriedAsync(IReadOnlySet<string> ids, ChangeFeedPosition position, CancellationToken ct)
+    {
+        var latest = new Dictionary<string, ChangeEvent>(StringComparer.Ordinal);
+        if (!position.Next.All(p => p.Value <= 0))
+            await foreach (var batch in feed.ReadAsync(ChangeFeedPosition.Beginning, batchSize, ct))
+            {
+                foreach (var change in batch.Changes)
+                    if (ids.Contains(change.Id)) latest[change.Id] = change;
+                if (Reached(batch.After, position.Next)) break;
+            }
+        log.LogInformation("index {Index}: retrying {Count} failed documents ({Found} found in the feed)", name, ids.Count, latest.Count);
+        // Not found any more (compacted away as deleted): no longer an error.
+        foreach (var id in ids.Where(id => !latest.ContainsKey(id))) Status.Cleared(id);
+        return latest.Count == 0 ? null : new ChangeBatch([.. latest.Values.OrderBy(c => c.Etag)], position);
     }
 
     private void CloseIndex()
@@ -227,7 +283,7 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
     /// mapped while batch n is applied (reduced), written and committed. At most <see cref="IIndexStage.MapAhead"/> mapped batches wait.
     /// A failure anywhere ends the attempt; the worker resumes from the last commit.
     /// </summary>
-    private async Task IndexFromAsync(IIndexPersistence index, IIndexStage stage, ChangeFeedPosition position, CancellationToken ct)
+    private async Task IndexFromAsync(IIndexPersistence index, IIndexStage stage, ChangeFeedPosition position, ChangeBatch? first, CancellationToken ct)
     {
         using var attempt = CancellationTokenSource.CreateLinkedTokenSource(ct);
         lock (_commitLock) _commitFailure = null;
@@ -241,6 +297,8 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
             try
             {
                 var waited = Stopwatch.GetTimestamp();
+                // Retried documents first, at the resumed position (nothing of the feed is skipped or read twice).
+                if (first is not null) await mapped.Writer.WriteAsync(stage.Map(first), attempt.Token);
                 await foreach (var batch in feed.ReadAsync(position, batchSize, attempt.Token))
                 {
                     var read = Ms(Stopwatch.GetElapsedTime(waited));
@@ -301,8 +359,10 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
             await index.DeleteAllAsync(ct);
             await index.CommitAsync(Commit(ChangeFeedPosition.Beginning, 0), ct);
             Status.Resumed(0, 0);
+            RestoreFailures(rebuilt: true);
             return ChangeFeedPosition.Beginning;
         }
+        RestoreFailures(rebuilt: false);
         await stage.LoadAsync(index, ct);
         if (stage.FedByAllPartitions && data.TryGetValue(SourceKey, out var source))
             _sourcePosition = new ChangeFeedPosition(JsonSerializer.Deserialize<Dictionary<string, long>>(source)!);
@@ -438,7 +498,37 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
             }
             Volatile.Write(ref _durable, next.Position);
             Status.Committed(next.Batch, Ms(Stopwatch.GetElapsedTime(started)));
+            SaveFailures();
         }
+    }
+
+    /// <summary>The documents failing now, kept beside the index after each commit (a restart that resumes from the commit reads them back).</summary>
+    private string FailuresFile => Path.Combine(directory, "errors.json");
+
+    private long _savedFailures = -1;
+
+    private void SaveFailures()
+    {
+        var (failures, count, version) = Status.Failures();
+        if (version == _savedFailures) return;
+        try
+        {
+            Contracts.Storage.DurableFile.Write(FailuresFile, JsonSerializer.SerializeToUtf8Bytes(new KeptFailures(failures, count), WireJson.Web));
+            _savedFailures = version;
+        }
+        catch (IOException e) { log.LogWarning("index {Index}: its errors could not be kept beside it: {Error}", name, e.Message); }
+    }
+
+    private sealed record KeptFailures(IReadOnlyList<IndexError> Failures, long Count);
+
+    private void RestoreFailures(bool rebuilt)
+    {
+        KeptFailures? kept = null;
+        if (!rebuilt && File.Exists(FailuresFile))
+            try { kept = JsonSerializer.Deserialize<KeptFailures>(File.ReadAllBytes(FailuresFile), WireJson.Web); }
+            catch (JsonException e) { log.LogWarning("index {Index}: its kept errors are unreadable ({Error}); starting without them", name, e.Message); }
+        Status.Restore(kept?.Failures ?? [], kept?.Count ?? 0);
+        _savedFailures = -1;
     }
 
     private Dictionary<string, string> Commit(ChangeFeedPosition position, long etag)

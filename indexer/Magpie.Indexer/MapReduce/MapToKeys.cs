@@ -29,9 +29,13 @@ public sealed class MapToKeys(IndexDefinition definition, ScriptLimits limits, I
         var changes = new List<MappedChange>();
         foreach (var change in MapStage.LatestOf(batch, _maps))
         {
-            if (change.Op == ChangeOp.Delete) { changes.AddRange(Documents.Changes(change.Id, [])); status.Deleted(change.Id); continue; }
+            if (change.Op == ChangeOp.Delete) { changes.AddRange(Documents.Changes(change.Id, [])); status.Cleared(change.Id); continue; }
             status.Attempted(1);
-            try { changes.AddRange(Documents.Changes(change.Id, _maps.RunJson(change))); }
+            try
+            {
+                changes.AddRange(Documents.Changes(change.Id, _maps.RunJson(change)));
+                status.Cleared(change.Id);
+            }
             catch (ScriptRunException e)
             {
                 status.Error(change.Id, e.Message);

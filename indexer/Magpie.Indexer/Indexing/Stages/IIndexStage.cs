@@ -91,8 +91,9 @@ public interface IIndexErrors
     void Attempted(int count);
 
     /// <summary>
-    /// The document was deleted: what failed for it no longer counts (a deleted document is never an error; a new index that reads
-    /// the change feed from its start meets documents that failed and were deleted long before it was defined).
+    /// The document was deleted, or mapped without error now: what failed for it before no longer counts (a deleted document is
+    /// never an error; a new index that reads the change feed from its start meets documents that failed and were deleted long
+    /// before it was defined; a retried document that passes is fixed).
     /// </summary>
-    void Deleted(string documentId);
+    void Cleared(string documentId);
 }

@@ -55,7 +55,7 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, II
             if (change.Op == ChangeOp.Delete)
             {
                 deletes.Add(change.Id);
-                status.Deleted(change.Id);
+                status.Cleared(change.Id);
                 if (references?.Set(change.Id, []) == true) deletes.Add(DocumentReferences.EntryIdOf(change.Id));
                 continue;
             }
@@ -66,6 +66,7 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, II
                 if (storeSource) mapped = WithSource(mapped, change);
                 entries += mapped.Count;
                 documents.Add(new IndexedDocument(change.Id, mapped));
+                status.Cleared(change.Id);
             }
             catch (Exception e) when (e is ScriptRunException or EntryRefusedException)
             {
