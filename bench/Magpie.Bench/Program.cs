@@ -18,6 +18,8 @@ using Magpie.Tests.Fixtures;
 //        dotnet run -c Release --project bench/Magpie.Bench -- facets [--docs N] [--runs R] [--per-term-runs P]
 //        dotnet run -c Release --project bench/Magpie.Bench -- subscriptions [--docs N]
 //        dotnet run -c Release --project bench/Magpie.Bench -- pg [--docs N] [--runs R]
+//        dotnet run -c Release --project bench/Magpie.Bench -- load-document [--docs N]   (a map that load()s each post's owner vs the same map without; a rename)
+//        dotnet run -c Release --project bench/Magpie.Bench -- patch-by-query [--docs N] (update by query vs POST /bulk_docs of the same changes)
 //        dotnet run -c Release --project bench/Magpie.Bench -- faults [--rounds N] [--outage-seconds S] [--kafka]
 //        dotnet run -c Release --project bench/Magpie.Bench -- overload [--connections C] [--seconds S] [--docs N] [--write-share W] [--shed-pause-ms P]
 var docs = Arg("--docs", 300_000);
@@ -40,6 +42,8 @@ switch (args.FirstOrDefault())
     case "facets": await RunFacetsAsync(); return;
     case "subscriptions": await RunSubscriptionsAsync(); return;
     case "pg": await RunPgAsync(); return;
+    case "load-document": await RunLoadDocumentAsync(); return;
+    case "patch-by-query": await RunPatchByQueryAsync(); return;
     case "overload": await RunOverloadAsync(); return;
     case "faults": await RunFaultsAsync(); return;
     case "compaction": await RunCompactionAsync(); return;
@@ -635,6 +639,53 @@ async Task RunPgAsync()
         stream_rows_per_s = Math.Round(streamed.Rows / streamed.Elapsed.TotalSeconds), stream_seconds = Math.Round(streamed.Elapsed.TotalSeconds, 1),
         stored_stream_rows_per_s = Math.Round(storedRate), stored_ratio = Math.Round(storedRate / (streamed.Rows / streamed.Elapsed.TotalSeconds), 2),
         grouped_p50_ms = Math.Round(P(0.5), 1), grouped_p99_ms = Math.Round(P(0.99), 1), buckets = grouped.Buckets,
+    }));
+}
+
+async Task RunLoadDocumentAsync()
+{
+    var n = (int)Arg("--docs", 1_000_000);
+    using var loaded = await StartLoadedAsync("load-document", n);
+    var (magpie, http) = (loaded.Process, loaded.Http);
+    await IngestBenchmark.HttpBulkAsync(loaded.Writes, LoadDocumentBenchmark.Users(), 4);
+    var plain = await LoadDocumentBenchmark.IndexAsync(http, LoadDocumentBenchmark.Plain, LoadDocumentBenchmark.PlainDefinition, n);
+    var loading = await LoadDocumentBenchmark.IndexAsync(http, LoadDocumentBenchmark.Loading, LoadDocumentBenchmark.LoadingDefinition, n);
+    var rename = await LoadDocumentBenchmark.RenameAsync(http);
+    StopMagpie(magpie);
+    var ratio = plain.TotalSeconds / loading.TotalSeconds;
+    Console.WriteLine();
+    Console.WriteLine($"indexing {n:N0} posts, the map alone: {n / plain.TotalSeconds:N0} docs/s ({plain.TotalSeconds:F1} s)");
+    Console.WriteLine($"indexing {n:N0} posts, loading each owner: {n / loading.TotalSeconds:N0} docs/s ({loading.TotalSeconds:F1} s), {ratio:F2} of the map alone");
+    Console.WriteLine($"renaming the owner of {rename.Posts:N0} posts: every one answers the new name after {rename.Elapsed.TotalSeconds:F2} s");
+    Console.WriteLine(JsonSerializer.Serialize(new
+    {
+        benchmark = "load-document", docs = n, cores = Environment.ProcessorCount,
+        plain_docs_per_s = Math.Round(n / plain.TotalSeconds), loading_docs_per_s = Math.Round(n / loading.TotalSeconds), ratio = Math.Round(ratio, 2),
+        renamed_posts = rename.Posts, rename_seconds = Math.Round(rename.Elapsed.TotalSeconds, 2),
+    }));
+}
+
+async Task RunPatchByQueryAsync()
+{
+    var n = (int)Arg("--docs", 1_000_000);
+    var posts = IngestBenchmark.Batches(n, 512, seed: 42);
+    var bumped = IngestBenchmark.Serialize(PatchByQueryBenchmark.Bumped(posts));
+    using var loaded = await StartLoadedAsync("patch-by-query", n);
+    var (magpie, http) = (loaded.Process, loaded.Http);
+    // The automatic index the operation's query runs on, built before either side is timed.
+    (await http.PostAsJsonAsync("queries", new { query = "from Posts", pageSize = 0, waitForNonStaleResults = true, timeoutMs = 300_000 })).EnsureSuccessStatusCode();
+    var operation = await PatchByQueryBenchmark.OperationAsync(http);
+    var bulk = await IngestBenchmark.HttpBulkAsync(loaded.Writes, bumped, 8);
+    StopMagpie(magpie);
+    if (operation.Written != n) throw new InvalidOperationException($"the operation wrote {operation.Written} of {n}");
+    var rate = n / operation.Elapsed.TotalSeconds;
+    Console.WriteLine();
+    Console.WriteLine($"update by query over {n:N0} posts: {rate:N0} docs/s ({operation.Elapsed.TotalSeconds:F1} s)");
+    Console.WriteLine($"POST /bulk_docs of the same changes (8 clients): {bulk.DocsPerSecond:N0} docs/s; the operation runs at {rate / bulk.DocsPerSecond:F2} of it");
+    Console.WriteLine(JsonSerializer.Serialize(new
+    {
+        benchmark = "patch-by-query", docs = n, cores = Environment.ProcessorCount,
+        operation_docs_per_s = Math.Round(rate), bulk_docs_per_s = Math.Round(bulk.DocsPerSecond), ratio = Math.Round(rate / bulk.DocsPerSecond, 2),
     }));
 }
 

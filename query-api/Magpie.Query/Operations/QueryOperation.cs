@@ -28,6 +28,12 @@ public sealed class QueryOperation(string id, RqlQuery query, IDocumentWriter wr
     /// <summary>Documents written per batch (one durable group commit each).</summary>
     public const int BatchSize = 256;
 
+    /// <summary>
+    /// Batches in flight at once: each waits for the store's durable group commit, so one at a time left the CPU idle between them
+    /// (12k docs/s against 59k for the same changes through bulk_docs, 200k posts); the store commits concurrent batches together.
+    /// </summary>
+    public const int BatchesInFlight = 4;
+
     /// <summary>How many times a document that keeps changing under the operation is read again before it counts as failed.</summary>
     public const int MaxAttempts = 10;
 
@@ -45,12 +51,23 @@ public sealed class QueryOperation(string id, RqlQuery query, IDocumentWriter wr
     /// <summary>Runs the operation to its end over the documents <paramref name="matches"/> yields (a stream's pages of hits).</summary>
     public async Task RunAsync(IAsyncEnumerable<IReadOnlyList<JsonElement>> matches, CancellationToken ct)
     {
-        await foreach (var page in matches.WithCancellation(ct))
-            foreach (var batch in page.Chunk(BatchSize))
-            {
-                Interlocked.Add(ref _matched, batch.Length);
-                await WriteAsync(batch, ct);
-            }
+        var inFlight = new List<Task>();
+        try
+        {
+            await foreach (var page in matches.WithCancellation(ct))
+                foreach (var batch in page.Chunk(BatchSize))
+                {
+                    Interlocked.Add(ref _matched, batch.Length);
+                    if (inFlight.Count == BatchesInFlight)
+                    {
+                        var done = await Task.WhenAny(inFlight);
+                        inFlight.Remove(done);
+                        await done;
+                    }
+                    inFlight.Add(WriteAsync(batch, ct));
+                }
+        }
+        finally { await Task.WhenAll(inFlight); }
     }
 
     /// <summary>One batch: each document written as the update makes it (or deleted), read again and redone if it changed meanwhile.</summary>
@@ -65,7 +82,12 @@ public sealed class QueryOperation(string id, RqlQuery query, IDocumentWriter wr
                 var (docId, etag) = Identity(document);
                 if (_patch is null) { writes.Add(new GuardedWrite(docId, null, etag)); continue; }
                 if (ScriptPatch.MarkerOf(document) == id) { Interlocked.Increment(ref _skipped); continue; }
-                try { writes.Add(new GuardedWrite(docId, _patch.Apply(document, id), etag)); }
+                try
+                {
+                    string patched;
+                    lock (_patch) patched = _patch.Apply(document, id);   // one sandbox: batches in flight take turns running the script
+                    writes.Add(new GuardedWrite(docId, patched, etag));
+                }
                 catch (ScriptRunException e) { Fail(docId, e.Message); }
             }
             if (writes.Count == 0) return;

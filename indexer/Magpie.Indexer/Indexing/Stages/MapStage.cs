@@ -22,8 +22,12 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, II
     private readonly MapScript _maps = MapScript.Compile(definition.Maps, limits);
     private DocumentReferences? _references;
 
-    /// <summary>Documents loaded in one batch kept for the batch's other maps (a user loaded by each of their posts is read once).</summary>
-    public const int LoadCachePerBatch = 10_000;
+    /// <summary>
+    /// Loaded documents kept for later maps (a user loaded by each of their posts is read once): a document leaves it when the feed
+    /// brings a change of it, before that batch is mapped — the same change maps its referrers again — so a map never reads a
+    /// version older than the feed has delivered. When full it starts over (the limit of what loads keep in memory).
+    /// </summary>
+    public const int LoadCacheSize = 100_000;
 
     private readonly Dictionary<string, JsonElement?> _loadCache = new(StringComparer.Ordinal);
 
@@ -47,7 +51,7 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, II
         var references = References;
         if (references is not null)
         {
-            _loadCache.Clear();
+            foreach (var change in batch.Changes) _loadCache.Remove(change.Id);
             _maps.Loader = Load;
         }
         foreach (var change in Changes(batch, references))
@@ -108,7 +112,8 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, II
     {
         if (_loadCache.TryGetValue(id, out var cached)) return cached;
         var document = Read(id);
-        if (_loadCache.Count < LoadCachePerBatch) _loadCache[id] = document;
+        if (_loadCache.Count >= LoadCacheSize) _loadCache.Clear();
+        _loadCache[id] = document;
         return document;
     }
 
