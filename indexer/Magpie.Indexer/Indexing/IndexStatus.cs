@@ -42,7 +42,7 @@ public sealed class IndexStatus(string index) : Stages.IIndexErrors
         {
             lock (_lock)
                 return _attempts >= ErrorSampleSize && _errorCount > ErrorRatioLimit * _attempts
-                    ? string.Create(System.Globalization.CultureInfo.InvariantCulture, $"errored: {_errorCount:N0} of {_attempts:N0} documents failed (over {ErrorRatioLimit:P0}); fix the definition or the documents, then POST /indexes/{{name}}/reset")
+                    ? string.Create(System.Globalization.CultureInfo.InvariantCulture, $"errored: {_errorCount:N0} of {_attempts:N0} documents failed (over {ErrorRatioLimit:P0}); fix the documents and POST /indexes/{{name}}/errors/retry, or fix the definition, or POST /indexes/{{name}}/reset")
                     : null;
         }
     }
