@@ -23,6 +23,9 @@ public static partial class EntryFields
     /// <summary>Every entry's source document id, as written (one exact term).</summary>
     public const string Id = "@id";
 
+    /// <summary>The ids a document's maps loaded (a JSON array), kept on its first entry: what maps it again when one of them changes.</summary>
+    public const string Loads = "@loads";
+
     /// <summary>The whole document (or reduce result) kept in its entries, where no store is beside the index (Kafka mode, reduce results).</summary>
     public const string Source = "@source";
 

@@ -29,7 +29,9 @@ public static class IndexTrial
     public sealed record Result(int Documents, IReadOnlyList<DocumentEntries> Entries, IReadOnlyList<JsonNode?>? Reduced, IReadOnlyList<DocumentError> Errors);
 
     /// <summary>Throws <see cref="IndexDefinitionException"/> (400) for a definition or sample size that can't be tried.</summary>
-    public static async Task<Result> RunAsync(Request request, IIndexShards shards, ScriptLimits limits, CancellationToken ct)
+    /// <param name="lookup">Where the maps' <c>load(id)</c> reads (the store, embedded); null: loads answer null.</param>
+    public static async Task<Result> RunAsync(Request request, IIndexShards shards, ScriptLimits limits, CancellationToken ct,
+        Contracts.Documents.IDocumentLookup? lookup = null)
     {
         if (request.Definition is not { } definition) throw new IndexDefinitionException(400, "body needs \"definition\": { \"maps\": [...] }");
         if (request.SampleSize is < 1 or > MaxSample) throw new IndexDefinitionException(400, $"sampleSize must be 1 to {MaxSample:N0}, not {request.SampleSize}");
@@ -37,8 +39,9 @@ public static class IndexTrial
         ReduceScript? reduce = null;
         try
         {
-            DefinitionCompiler.Check(definition, limits);
+            if (lookup is null) DefinitionCompiler.CheckWithoutLoads(definition, limits); else DefinitionCompiler.Check(definition, limits);
             maps = MapScript.Compile(definition.Maps, limits);
+            if (lookup is not null) maps.Loader = id => lookup.GetAsync(id, ct).AsTask().GetAwaiter().GetResult();
             if (definition.Reduce is { } r) reduce = ReduceScript.Compile(r, limits);
         }
         catch (ScriptSyntaxException e) { throw new IndexDefinitionException(400, e.Message, e.Line, e.Column, e); }

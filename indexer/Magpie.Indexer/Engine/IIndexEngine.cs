@@ -46,6 +46,12 @@ public interface IIndexPersistence : IShardSearcher
     /// <summary>Every state entry (<see cref="StateEntry"/>) as of now, from one snapshot: what a map/reduce index reloads when it starts.</summary>
     IEnumerable<StateEntry> ScanState();
 
+    /// <summary>
+    /// Every entry holding the stored field <paramref name="field"/> as of now, from one snapshot: its document id and the value
+    /// (what a map that loads reloads when it starts: each document's loaded ids, kept on its first entry).
+    /// </summary>
+    IEnumerable<(string Id, string Value)> ScanStored(string field);
+
     /// <summary>Closes the index (what was not committed is lost); held snapshots go with it.</summary>
     void Close();
 }

@@ -57,13 +57,17 @@ public static class IndexEndpoints
             catch (Confluent.Kafka.KafkaException e) { return Problem(503, $"the deletion could not be kept in magpie.indexes: {e.Error.Reason}"); }
             return Results.NoContent();
         });
-        app.MapPost("/indexes/test", async (HttpRequest request, IIndexShards shards) =>
+        app.MapPost("/indexes/test", async (HttpRequest request, IIndexShards shards, IServiceProvider services) =>
         {
             IndexTrial.Request? trial;
             try { trial = await JsonSerializer.DeserializeAsync<IndexTrial.Request>(request.Body, IndexDefinitionStore.Json, request.HttpContext.RequestAborted); }
             catch (JsonException e) { return Problem(400, $"body is not {{ \"definition\": {{…}}, \"sampleSize\": n }}: {e.Message}"); }
             if (trial is null) return Problem(400, "body must be { \"definition\": {…}, \"sampleSize\": n }");
-            try { return Results.Json(await IndexTrial.RunAsync(trial, shards, options.ScriptLimits, request.HttpContext.RequestAborted), IndexDefinitionStore.Json); }
+            try
+            {
+                return Results.Json(await IndexTrial.RunAsync(trial, shards, options.ScriptLimits, request.HttpContext.RequestAborted,
+                    services.GetService(typeof(Contracts.Documents.IDocumentLookup)) as Contracts.Documents.IDocumentLookup), IndexDefinitionStore.Json);
+            }
             catch (IndexDefinitionException e) { return Problem(e); }
         });
         app.MapPost("/indexes/{**path}", async (string path, IndexDefinitionStore store, IndexRegistry registry, IndexReplacements replacements, CancellationToken ct) =>

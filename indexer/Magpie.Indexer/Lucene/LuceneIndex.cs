@@ -217,6 +217,29 @@ internal sealed class LuceneIndex : IIndexPersistence
         finally { ReleaseSnapshot(snapshot); }
     }
 
+    public IEnumerable<(string Id, string Value)> ScanStored(string field)
+    {
+        var snapshot = AcquireSnapshot();
+        try
+        {
+            var searcher = _snapshots[snapshot];
+            var fields = new HashSet<string> { LuceneDocuments.Id, field };
+            // Every field of an entry has its @exists term: the entries holding this one, live documents only.
+            var holding = new Term(LuceneDocuments.Exists, field);
+            foreach (var leaf in searcher.IndexReader.Leaves)
+            {
+                var docs = leaf.AtomicReader.GetTermDocsEnum(holding);
+                if (docs is null) continue;
+                for (var doc = docs.NextDoc(); doc != DocIdSetIterator.NO_MORE_DOCS; doc = docs.NextDoc())
+                {
+                    var d = leaf.AtomicReader.Document(doc, fields);
+                    yield return (d.Get(LuceneDocuments.Id), d.Get(field));
+                }
+            }
+        }
+        finally { ReleaseSnapshot(snapshot); }
+    }
+
     public Task<SearchPage> SearchAsync(SearchRequest request, CancellationToken ct = default) =>
         Task.FromResult(WithSearcher(request.Snapshot, searcher => Search(searcher, request)));
 

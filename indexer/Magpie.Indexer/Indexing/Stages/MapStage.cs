@@ -33,13 +33,19 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, II
 
     private DocumentReferences? References => _maps.Loads ? _references ??= new DocumentReferences() : null;
 
-    /// <summary>A map that loads keeps what each document loaded beside its entries: commits hold whole batches.</summary>
-    public bool WholeBatchCommits => _maps.Loads;
+    /// <summary>
+    /// Commits may run beside a batch's writes, what each document loaded included: a replay from the commit's position maps the
+    /// same documents again and writes their entries and what they loaded anew, and the changes of loaded documents in it map their
+    /// referrers again, so nothing a commit caught half of stays half done. (Whole-batch commits held the writes behind every
+    /// commit: 0.33 of the map without loads at 1M posts.)
+    /// </summary>
+    public bool WholeBatchCommits => false;
 
     public Task LoadAsync(IIndexPersistence index, CancellationToken ct)
     {
-        if (References is { } references)
-            foreach (var entry in index.ScanState()) references.Load(entry);
+        if (References is not { } references) return Task.CompletedTask;
+        foreach (var entry in index.ScanState()) references.Load(entry);
+        foreach (var (id, loaded) in index.ScanStored(EntryFields.Loads)) references.Load(id, loaded);
         return Task.CompletedTask;
     }
 
@@ -60,29 +66,26 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, II
             {
                 deletes.Add(change.Id);
                 status.Cleared(change.Id);
-                if (references?.Set(change.Id, []) == true) deletes.Add(DocumentReferences.EntryIdOf(change.Id));
+                references?.Deleted(change.Id, deletes);
                 continue;
             }
             status.Attempted(1);
+            List<IndexEntry> mapped;
             try
             {
-                var mapped = _maps.Run(change).Select(e => EntryMapping.From(e, definition)).ToList();
+                mapped = _maps.Run(change).Select(e => EntryMapping.From(e, definition)).ToList();
                 if (storeSource) mapped = WithSource(mapped, change);
                 entries += mapped.Count;
-                documents.Add(new IndexedDocument(change.Id, mapped));
                 status.Cleared(change.Id);
             }
             catch (Exception e) when (e is ScriptRunException or EntryRefusedException)
             {
                 status.Error(change.Id, e.Message);
-                documents.Add(new IndexedDocument(change.Id, []));
+                mapped = [];
             }
             // What it loaded is kept whether its map passed or not: a document it needed appearing later maps it again.
-            if (references?.Set(change.Id, _maps.Loaded) == true)
-            {
-                if (references.EntryOf(change.Id) is { } state) documents.Add(state);
-                else deletes.Add(DocumentReferences.EntryIdOf(change.Id));
-            }
+            references?.Keep(change.Id, _maps.Loaded, mapped, documents, deletes);
+            documents.Add(new IndexedDocument(change.Id, mapped));
         }
         return new MappedBatch(FeedRead.Of(batch), deletes, documents, entries);
     }

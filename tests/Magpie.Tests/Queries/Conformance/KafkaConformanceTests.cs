@@ -11,6 +11,7 @@ public sealed class KafkaConformanceFixture : IAsyncLifetime
     private readonly List<MagpieProcess> _processes = [];
     public MagpieProcess Query { get; private set; } = null!;
     public MagpieProcess Ingest { get; private set; } = null!;
+    public string Kafka => _broker.BootstrapServers;
     public MagpieProcess Indexer { get; private set; } = null!;
     public MagpieProcess OtherIndexer { get; private set; } = null!;
     public List<SamplePost> Posts { get; } = SamplePost.Load();
@@ -68,6 +69,75 @@ public sealed class KafkaConformanceTests(KafkaConformanceFixture fx) : IClassFi
     [Fact]
     public Task A_side_by_side_rebuild_switches_every_indexer_at_once_under_query_load() =>
         Indexing.SideBySideCases.A_changed_definition_serves_only_once_built(fx.Indexer.Http, fx.Query.Http, "Posts/KafkaSideBySide", fx.Posts.Count);
+
+    [Fact]
+    public async Task A_map_reduce_replacement_switches_on_every_indexer_and_its_old_mapped_topic_is_deleted()
+    {
+        static string Definition(string key) => System.Text.Json.JsonSerializer.Serialize(new
+        {
+            maps = new[] { $"map('Posts', p => ({{ Key: {key}, Count: 1 }}))" },
+            reduce = "groupBy(x => x.Key).aggregate(g => ({ Key: g.key, Count: g.values.reduce((n, v) => n + v.Count, 0) }))",
+        });
+        const string index = "Posts/KafkaCounts";
+        await fx.Indexer.Http.PutIndexAsync(index, Definition("'type ' + p.PostTypeId"));
+        var byType = await fx.Query.Http.QueryNonStaleAsync($"from index '{index}'");
+        Assert.Equal(fx.Posts.Select(p => p.Type).Distinct().Count(), byType.GetProperty("totalResults").GetInt32());
+        var topics = MappedTopics();
+        var first = Assert.Single(topics);
+
+        await fx.OtherIndexer.Http.PutIndexAsync(index, Definition("'year ' + p.CreationDate.substring(0, 4)"));
+        var deadline = DateTime.UtcNow.AddMinutes(2);
+        while ((await Indexing.SideBySideCases.ReplacementAsync(fx.Indexer.Http, index)).ValueKind != System.Text.Json.JsonValueKind.Null)
+        {
+            Assert.True(DateTime.UtcNow < deadline, "the map/reduce replacement never switched in");
+            await Task.Delay(200);
+        }
+        var byYear = await fx.Query.Http.QueryNonStaleAsync($"from index '{index}' order by Key");
+        var expected = fx.Posts.GroupBy(p => "year " + p.Created[..4]).OrderBy(g => g.Key, StringComparer.Ordinal).Select(g => (g.Key, g.Count())).ToList();
+        Assert.Equal(expected, byYear.GetProperty("results").EnumerateArray().Select(r => (r.GetProperty("Key").GetString()!, r.GetProperty("Count").GetInt32())).ToList());
+        // The replaced version's mapped topic goes once its indexers let it go (ReplacedGrace, 5 s).
+        while (MappedTopics().Contains(first))
+        {
+            Assert.True(DateTime.UtcNow < deadline.AddMinutes(1), $"{first} was not deleted");
+            await Task.Delay(500);
+        }
+        Assert.Single(MappedTopics());
+
+        List<string> MappedTopics()
+        {
+            using var admin = new Confluent.Kafka.AdminClientBuilder(new Confluent.Kafka.AdminClientConfig { BootstrapServers = fx.Kafka }).Build();
+            return admin.GetMetadata(TimeSpan.FromSeconds(10)).Topics.Select(t => t.Topic)
+                .Where(t => t.StartsWith("magpie.mapped.", StringComparison.Ordinal) && t.Contains("Posts_KafkaCounts", StringComparison.Ordinal)).ToList();
+        }
+    }
+
+    [Fact]
+    public async Task A_retry_asked_of_one_indexer_reaches_every_indexer_of_the_index()
+    {
+        const string index = "Posts/KafkaFailing";
+        await fx.Indexer.Http.PutIndexAsync(index, """{ "maps": ["map('Posts', p => { if (p.Score < 0) throw new Error('negative'); return { Score: p.Score }; })"] }""");
+        var failing = fx.Posts.Count(p => p.Score < 0);
+        var deadline = DateTime.UtcNow.AddMinutes(1);
+        long Errors(System.Text.Json.JsonElement s) => s.GetProperty("status").GetProperty("errorCount").GetInt64();
+        while (Errors(await (await fx.Indexer.Http.GetAsync($"indexes/{index}")).JsonAsync()) + Errors(await (await fx.OtherIndexer.Http.GetAsync($"indexes/{index}")).JsonAsync()) < failing)
+        {
+            Assert.True(DateTime.UtcNow < deadline, "the failing posts never all showed as errors");
+            await Task.Delay(200);
+        }
+        var r = await fx.Indexer.Http.PostAsync($"indexes/{index}/errors/retry", null);
+        Assert.Equal(System.Net.HttpStatusCode.Accepted, r.StatusCode);
+        // Both indexers hold failing shards; each retries its own (they fail again: the errors stay, counted once each).
+        foreach (var indexer in new[] { fx.Indexer, fx.OtherIndexer })
+        {
+            while (!indexer.Output.Any(l => l.Contains($"index {index}: retrying", StringComparison.Ordinal)))
+            {
+                Assert.True(DateTime.UtcNow < deadline.AddMinutes(1), "an indexer never retried");
+                await Task.Delay(100);
+            }
+        }
+        await Task.Delay(1000);
+        Assert.Equal(failing, Errors(await (await fx.Indexer.Http.GetAsync($"indexes/{index}")).JsonAsync()) + Errors(await (await fx.OtherIndexer.Http.GetAsync($"indexes/{index}")).JsonAsync()));
+    }
 
     [Fact]
     public Task A_replacement_is_swapped_in_on_every_indexer_by_hand() =>
