@@ -346,7 +346,7 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
         if (definition.Reduce is null)
             return [(new WorkerKey(name, version, shard), Worker(shards.FeedOf(shard), directory, (s, stop) => new MapStage(definition, limits with { Stop = stop }, s, options.StoreSource, lookup)))];
         if (shards.Mapped is not { } mapped)
-            return [(new WorkerKey(name, version, shard), Worker(shards.FeedOf(shard), directory, (s, stop) => new LocalMapReduceStage(definition, limits with { Stop = stop }, s, output, handover)))];
+            return [(new WorkerKey(name, version, shard), Worker(shards.FeedOf(shard), directory, (s, stop) => new LocalMapReduceStage(definition, limits with { Stop = stop }, s, output, handover, lookup)))];
         var topic = mapped.TopicOf(name, definition);
         var remap = _remapping.Contains(name);
         return

@@ -22,8 +22,6 @@ public static class DefinitionCompiler
         var maps = MapScript.Compile(definition.Maps, limits);
         if (maps.Loads && !loads)
             throw new ScriptSyntaxException("load() reads the document store, which Kafka-mode indexers do not have yet: run this index embedded", 1, 1);
-        if (maps.Loads && definition.Reduce is not null)
-            throw new ScriptSyntaxException("load() is supported in map indexes; a map/reduce index cannot load() yet", 1, 1);
         if (definition.Reduce is not { } reduce) return;
         ReduceScript.Compile(reduce, limits);
         ReduceShape.Check(definition.Maps, reduce);

@@ -91,7 +91,8 @@ public sealed class TopicReduceStage(IndexDefinition definition, ScriptLimits li
 
     public async Task LoadAsync(IIndexPersistence index, CancellationToken ct)
     {
-        foreach (var entry in index.ScanState()) _reduce.State.Load(entry);
+        foreach (var entry in index.ScanState())
+            if (entry.Key != Maps.DocumentReferences.Key) _reduce.State.Load(entry);
         _reduce.State.Loaded();
         await _reduce.HandOverAsync(ct);
     }

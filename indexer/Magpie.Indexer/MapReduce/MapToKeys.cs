@@ -14,22 +14,45 @@ namespace Magpie.Indexer.MapReduce;
 /// map or key throws is recorded and contributes nothing. Owns its own reduce script (for the keys): the reduce half
 /// runs on another thread.
 /// </summary>
-public sealed class MapToKeys(IndexDefinition definition, ScriptLimits limits, IIndexErrors status)
+/// <remarks>Maps that <c>load()</c> (embedded: <paramref name="lookup"/> is the store) keep what each document loaded as state entries,
+/// added to the batch's writes (<paramref name="lookup"/> null: Kafka mode, where such definitions are refused).</remarks>
+public sealed class MapToKeys(IndexDefinition definition, ScriptLimits limits, IIndexErrors status, IDocumentLookup? lookup = null)
 {
     private readonly MapScript _maps = MapScript.Compile(definition.Maps, limits);
     private readonly ReduceScript _keys = ReduceScript.Compile(definition.Reduce!, limits);
     private DocumentKeys? _documents;
+    private DocumentLoads? _loads;
 
     private DocumentKeys Documents => _documents ??= new DocumentKeys(_keys);
 
-    public void Load(StateEntry entry) => Documents.Load(entry);
+    private DocumentLoads? Loads => _maps.Loads ? _loads ??= new DocumentLoads(_maps, lookup) : null;
 
-    public List<MappedChange> Map(ChangeBatch batch)
+    /// <summary>A committed state entry: what a document loaded, or which reduce key it feeds. False: not the map side's (the reduce's).</summary>
+    public bool Load(StateEntry entry)
+    {
+        if (entry.Key == DocumentReferences.Key)
+        {
+            Loads?.References.Load(entry);
+            return false;
+        }
+        Documents.Load(entry);
+        return true;
+    }
+
+    /// <param name="state">What documents loaded, to write beside the results (and <paramref name="stateDeletes"/>: to delete).</param>
+    public List<MappedChange> Map(ChangeBatch batch, List<IndexedDocument>? state = null, List<string>? stateDeletes = null)
     {
         var changes = new List<MappedChange>();
-        foreach (var change in MapStage.LatestOf(batch, _maps))
+        var loads = Loads;
+        foreach (var change in loads?.Changes(batch) ?? MapStage.LatestOf(batch, _maps))
         {
-            if (change.Op == ChangeOp.Delete) { changes.AddRange(Documents.Changes(change.Id, [])); status.Cleared(change.Id); continue; }
+            if (change.Op == ChangeOp.Delete)
+            {
+                changes.AddRange(Documents.Changes(change.Id, []));
+                status.Cleared(change.Id);
+                if (loads is not null) loads.References.Deleted(change.Id, stateDeletes!);
+                continue;
+            }
             status.Attempted(1);
             try
             {
@@ -41,6 +64,8 @@ public sealed class MapToKeys(IndexDefinition definition, ScriptLimits limits, I
                 status.Error(change.Id, e.Message);
                 changes.AddRange(Documents.Changes(change.Id, []));
             }
+            // No entry of its own to carry them (its results are per key): what it loaded is a state entry.
+            loads?.References.Keep(change.Id, _maps.Loaded, [], state!, stateDeletes!);
         }
         return changes;
     }
@@ -106,15 +131,16 @@ public sealed class ReduceWriter(IndexDefinition definition, ScriptLimits limits
         foreach (var (id, entry) in flush.State)
             if (entry is null) deletes.Add(id);
             else documents.Add(entry.ToDocument());
-        return batch with { Deletes = deletes, Documents = documents, Entries = flush.Results.Count };
+        // What the map side kept beside the results (what documents loaded) goes in the same writes.
+        return batch with { Deletes = [.. batch.Deletes, .. deletes], Documents = [.. batch.Documents, .. documents], Entries = flush.Results.Count };
     }
 }
 
 /// <summary>Embedded map/reduce: both halves in one worker, the reduce on the write loop, several mapped batches allowed ahead.</summary>
 public sealed class LocalMapReduceStage(IndexDefinition definition, ScriptLimits limits, IIndexErrors status, IDocumentOutput? documents = null,
-    string? handover = null) : IIndexStage
+    string? handover = null, IDocumentLookup? lookup = null) : IIndexStage
 {
-    private readonly MapToKeys _map = new(definition, limits, status);
+    private readonly MapToKeys _map = new(definition, limits, status, lookup);
     private readonly ReduceWriter _reduce = new(definition, limits, status, documents, handover);
 
     public int MapAhead => 4;
@@ -122,15 +148,17 @@ public sealed class LocalMapReduceStage(IndexDefinition definition, ScriptLimits
     public async Task LoadAsync(IIndexPersistence index, CancellationToken ct)
     {
         foreach (var entry in index.ScanState())
-        {
-            _map.Load(entry);
-            _reduce.State.Load(entry);
-        }
+            if (_map.Load(entry)) _reduce.State.Load(entry);
         _reduce.State.Loaded();
         await _reduce.HandOverAsync(ct);
     }
 
-    public MappedBatch Map(ChangeBatch batch) => new(FeedRead.Of(batch), [], [], 0) { Changes = _map.Map(batch) };
+    public MappedBatch Map(ChangeBatch batch)
+    {
+        List<string> deletes = [];
+        List<IndexedDocument> state = [];
+        return new(FeedRead.Of(batch), deletes, state, 0) { Changes = _map.Map(batch, state, deletes) };
+    }
 
     public Task<MappedBatch> ApplyAsync(MappedBatch batch, CancellationToken ct) => _reduce.ApplyAsync(batch, ct);
 }

@@ -20,18 +20,9 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, II
     Contracts.Documents.IDocumentLookup? lookup = null) : IIndexStage
 {
     private readonly MapScript _maps = MapScript.Compile(definition.Maps, limits);
-    private DocumentReferences? _references;
+    private DocumentLoads? _loads;
 
-    /// <summary>
-    /// Loaded documents kept for later maps (a user loaded by each of their posts is read once): a document leaves it when the feed
-    /// brings a change of it, before that batch is mapped — the same change maps its referrers again — so a map never reads a
-    /// version older than the feed has delivered. When full it starts over (the limit of what loads keep in memory).
-    /// </summary>
-    public const int LoadCacheSize = 100_000;
-
-    private readonly Dictionary<string, JsonElement?> _loadCache = new(StringComparer.Ordinal);
-
-    private DocumentReferences? References => _maps.Loads ? _references ??= new DocumentReferences() : null;
+    private DocumentReferences? References => _maps.Loads ? (_loads ??= new DocumentLoads(_maps, lookup)).References : null;
 
     /// <summary>
     /// Commits may run beside a batch's writes, what each document loaded included: a replay from the commit's position maps the
@@ -55,12 +46,7 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, II
         var documents = new List<IndexedDocument>();
         var entries = 0;
         var references = References;
-        if (references is not null)
-        {
-            foreach (var change in batch.Changes) _loadCache.Remove(change.Id);
-            _maps.Loader = Load;
-        }
-        foreach (var change in Changes(batch, references))
+        foreach (var change in _loads?.Changes(batch) ?? LatestOf(batch, _maps))
         {
             if (change.Op == ChangeOp.Delete)
             {
@@ -89,38 +75,6 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, II
         }
         return new MappedBatch(FeedRead.Of(batch), deletes, documents, entries);
     }
-
-    /// <summary>
-    /// The batch's latest change of each mapped document and, for a map that loads, a change for each document that loaded one
-    /// the batch changed (any collection): its current version, read from the store (gone: its own delete is on its way).
-    /// </summary>
-    private IEnumerable<ChangeEvent> Changes(ChangeBatch batch, DocumentReferences? references)
-    {
-        var latest = new Dictionary<string, ChangeEvent>(StringComparer.Ordinal);
-        foreach (var change in batch.Changes)
-            if (_maps.Covers(change.Collection)) latest[change.Id] = change;
-        foreach (var change in latest.Values) yield return change;
-        if (references is null) yield break;
-        var again = new HashSet<string>(StringComparer.Ordinal);
-        foreach (var change in batch.Changes)
-            foreach (var referrer in references.ReferrersOf(change.Id))
-                if (!latest.ContainsKey(referrer)) again.Add(referrer);
-        foreach (var referrer in again)
-            if (Read(referrer) is { } current && current.TryGetProperty("@metadata", out var m))
-                yield return new ChangeEvent(referrer, m.GetProperty("@collection").GetString()!, m.GetProperty("@etag").GetInt64(), ChangeOp.Put,
-                    m.TryGetProperty("@last-modified", out var at) ? at.GetDateTimeOffset() : DateTimeOffset.UtcNow, current);
-    }
-
-    private JsonElement? Load(string id)
-    {
-        if (_loadCache.TryGetValue(id, out var cached)) return cached;
-        var document = Read(id);
-        if (_loadCache.Count >= LoadCacheSize) _loadCache.Clear();
-        _loadCache[id] = document;
-        return document;
-    }
-
-    private JsonElement? Read(string id) => lookup?.GetAsync(id).AsTask().GetAwaiter().GetResult();
 
     /// <summary>The last change of each document of the maps' collections in the batch: earlier ones are superseded.</summary>
     public static IEnumerable<ChangeEvent> LatestOf(ChangeBatch batch, MapScript maps)
