@@ -20,7 +20,7 @@ namespace Magpie.Indexer.Indexing;
 /// replaces the same entries again — so the index equals a fresh rebuild. A commit made by another definition (a
 /// changed index) is wiped and rebuilt from the beginning of the feed.
 /// </summary>
-public sealed class IndexWorker(string name, IndexDefinition definition, IChangeFeed feed, IIndexEngine engine, string directory,
+public sealed partial class IndexWorker(string name, IndexDefinition definition, IChangeFeed feed, IIndexEngine engine, string directory,
     Func<IIndexErrors, CancellationToken, IIndexStage> stages, ILogger log, int batchSize = IndexerOptions.DefaultBatchSize, RetryDelays? retry = null) : IAsyncDisposable, ILocalShard
 {
     public const string PositionKey = "magpie.position", EtagKey = "magpie.etag", DefinitionKey = "magpie.definition", SourceKey = "magpie.source";
@@ -165,27 +165,6 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
         catch (TimeoutException) { return false; }
     }
 
-    /// <summary>The current attempt's stop: a retry of failed documents (<see cref="Retry"/>) ends it, and the next attempt retries them first.</summary>
-    private CancellationTokenSource? _attempt;
-    private IReadOnlySet<string>? _retry;
-
-    /// <summary>
-    /// Maps the documents that failed (kept across restarts) again, as they are now, without a rebuild: the worker resumes from its
-    /// last commit, runs them through the stage first, then goes on with the feed — an errored index whose retried documents pass
-    /// runs on. Returns how many documents are retried (reduce keys are retried by their next change).
-    /// </summary>
-    public int Retry()
-    {
-        var ids = Status.Failures().Failures.Select(f => f.DocumentId).Where(id => !id.StartsWith(ReduceKeyPrefix, StringComparison.Ordinal)).ToHashSet(StringComparer.Ordinal);
-        if (ids.Count == 0) return 0;
-        Volatile.Write(ref _retry, ids);
-        try { _attempt?.Cancel(); } catch (ObjectDisposedException) { }
-        return ids.Count;
-    }
-
-    /// <summary>How a reduce key's error is named (not a document: a retry cannot read it).</summary>
-    public const string ReduceKeyPrefix = "reduce key ";
-
     private async Task RunAsync(CancellationToken ct)
     {
         var backoff = (retry ?? RetryDelays.Default).Start();
@@ -249,26 +228,6 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
                 _attempt = null;
             }
         }
-    }
-
-    /// <summary>
-    /// The latest change, up to <paramref name="position"/>, of each document to retry: the feed read from its start (a retry is
-    /// rare and asked for; the feed is what this worker can read in either mode), as one batch to run before the feed goes on.
-    /// </summary>
-    private async Task<ChangeBatch?> RetriedAsync(IReadOnlySet<string> ids, ChangeFeedPosition position, CancellationToken ct)
-    {
-        var latest = new Dictionary<string, ChangeEvent>(StringComparer.Ordinal);
-        if (!position.Next.All(p => p.Value <= 0))
-            await foreach (var batch in feed.ReadAsync(ChangeFeedPosition.Beginning, batchSize, ct))
-            {
-                foreach (var change in batch.Changes)
-                    if (ids.Contains(change.Id)) latest[change.Id] = change;
-                if (Reached(batch.After, position.Next)) break;
-            }
-        log.LogInformation("index {Index}: retrying {Count} failed documents ({Found} found in the feed)", name, ids.Count, latest.Count);
-        // Not found any more (compacted away as deleted): no longer an error.
-        foreach (var id in ids.Where(id => !latest.ContainsKey(id))) Status.Cleared(id);
-        return latest.Count == 0 ? null : new ChangeBatch([.. latest.Values.OrderBy(c => c.Etag)], position);
     }
 
     private void CloseIndex()
@@ -500,35 +459,6 @@ public sealed class IndexWorker(string name, IndexDefinition definition, IChange
             Status.Committed(next.Batch, Ms(Stopwatch.GetElapsedTime(started)));
             SaveFailures();
         }
-    }
-
-    /// <summary>The documents failing now, kept beside the index after each commit (a restart that resumes from the commit reads them back).</summary>
-    private string FailuresFile => Path.Combine(directory, "errors.json");
-
-    private long _savedFailures = -1;
-
-    private void SaveFailures()
-    {
-        var (failures, count, version) = Status.Failures();
-        if (version == _savedFailures) return;
-        try
-        {
-            Contracts.Storage.DurableFile.Write(FailuresFile, JsonSerializer.SerializeToUtf8Bytes(new KeptFailures(failures, count), WireJson.Web));
-            _savedFailures = version;
-        }
-        catch (IOException e) { log.LogWarning("index {Index}: its errors could not be kept beside it: {Error}", name, e.Message); }
-    }
-
-    private sealed record KeptFailures(IReadOnlyList<IndexError> Failures, long Count);
-
-    private void RestoreFailures(bool rebuilt)
-    {
-        KeptFailures? kept = null;
-        if (!rebuilt && File.Exists(FailuresFile))
-            try { kept = JsonSerializer.Deserialize<KeptFailures>(File.ReadAllBytes(FailuresFile), WireJson.Web); }
-            catch (JsonException e) { log.LogWarning("index {Index}: its kept errors are unreadable ({Error}); starting without them", name, e.Message); }
-        Status.Restore(kept?.Failures ?? [], kept?.Count ?? 0);
-        _savedFailures = -1;
     }
 
     private Dictionary<string, string> Commit(ChangeFeedPosition position, long etag)
