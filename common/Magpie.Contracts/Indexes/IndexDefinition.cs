@@ -19,9 +19,15 @@ public sealed record IndexDefinition
 
     public IndexFieldOptions FieldOptions(string name) => Fields.TryGetValue(name, out var o) ? o : IndexFieldOptions.Default;
 
-    /// <summary>16 hex digits that change whenever the definition does (what an index's commit and its mapped topic are tied to).</summary>
-    public string Fingerprint() =>
-        Convert.ToHexString(System.Security.Cryptography.SHA256.HashData(System.Text.Json.JsonSerializer.SerializeToUtf8Bytes(this)))[..16];
+    /// <summary>
+    /// 16 hex digits that change whenever the definition does (what an index's commit and its mapped topic are tied to, and the
+    /// version a query pins). Computed once per instance: queries ask for it on every page, and definitions are not changed once
+    /// made (<c>with</c> makes a new instance, fingerprinted anew).
+    /// </summary>
+    public string Fingerprint() => Fingerprints.GetValue(this, d =>
+        Convert.ToHexString(System.Security.Cryptography.SHA256.HashData(System.Text.Json.JsonSerializer.SerializeToUtf8Bytes(d)))[..16]);
+
+    private static readonly System.Runtime.CompilerServices.ConditionalWeakTable<IndexDefinition, string> Fingerprints = new();
 }
 
 public sealed record IndexFieldOptions

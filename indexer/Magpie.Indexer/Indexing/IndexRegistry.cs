@@ -318,7 +318,7 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
             await _gate.WaitAsync();
             try
             {
-                DeleteFiles(DirectoryOf(key.Name, key.Version, key.Shard) + (key.MapSide ? "-map" : ""));
+                DeleteFiles(FolderOf(key));
                 var versionFolder = Path.Combine(DirectoryOf(key.Name), key.Version);
                 if (Directory.Exists(versionFolder) && !Directory.EnumerateFileSystemEntries(versionFolder).Any()) Directory.Delete(versionFolder);
                 if (Directory.Exists(DirectoryOf(key.Name)) && !Directory.EnumerateFileSystemEntries(DirectoryOf(key.Name)).Any()) Directory.Delete(DirectoryOf(key.Name));
@@ -352,7 +352,7 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
         return
         [
             (new WorkerKey(name, version, shard, MapSide: true),
-                Worker(shards.FeedOf(shard), directory + "-map", (s, stop) => new MappedTopicStage(definition, limits with { Stop = stop }, s, mapped, topic, shard, remap))),
+                Worker(shards.FeedOf(shard), FolderOf(new WorkerKey(name, version, shard, MapSide: true)), (s, stop) => new MappedTopicStage(definition, limits with { Stop = stop }, s, mapped, topic, shard, remap))),
             (new WorkerKey(name, version, shard), Worker(mapped.FeedOf(topic, shard), directory, (s, stop) => new TopicReduceStage(definition, limits with { Stop = stop }, s, output, mapped, topic, handover))),
         ];
     }
@@ -372,7 +372,7 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
         {
             await worker.DisposeAsync();
             worker.Index?.Close();
-            if (deleteFiles) DeleteFiles(DirectoryOf(key.Name, key.Version, key.Shard) + (key.MapSide ? "-map" : ""));
+            if (deleteFiles) DeleteFiles(FolderOf(key));
         });
         // Past the timeout the stop finishes in the background (IndexerOptions.WorkerStopTimeout); a worker started on the same
         // shard meanwhile retries until the old one lets go of the index's files.
@@ -392,6 +392,9 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
     /// <summary>Index names may hold '/', so the folder is the name made safe plus a short hash (two names never share one).</summary>
     private string DirectoryOf(string name) => Path.Combine(options.DataDir, "indexes",
         name.Replace('/', '_') + "-" + Convert.ToHexString(SHA256.HashData(Encoding.UTF8.GetBytes(name)))[..8].ToLowerInvariant());
+
+    /// <summary>One worker's folder: its version's shard folder, with "-map" for Kafka mode's map side of a map/reduce index.</summary>
+    private string FolderOf(WorkerKey key) => DirectoryOf(key.Name, key.Version, key.Shard) + (key.MapSide ? "-map" : "");
 
     /// <summary>A version's folder (named by its fingerprint): embedded the index itself; Kafka mode: one subfolder per partition.</summary>
     private string DirectoryOf(string name, string version, int shard) =>

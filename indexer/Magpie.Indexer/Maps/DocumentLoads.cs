@@ -38,9 +38,7 @@ public sealed class DocumentLoads
     public IEnumerable<ChangeEvent> Changes(ChangeBatch batch)
     {
         foreach (var change in batch.Changes) _cache.Remove(change.Id);
-        var latest = new Dictionary<string, ChangeEvent>(StringComparer.Ordinal);
-        foreach (var change in batch.Changes)
-            if (_maps.Covers(change.Collection)) latest[change.Id] = change;
+        var latest = Indexing.Stages.MapStage.LatestOf(batch, _maps).ToDictionary(c => c.Id, StringComparer.Ordinal);
         foreach (var change in latest.Values) yield return change;
         var again = new HashSet<string>(StringComparer.Ordinal);
         foreach (var change in batch.Changes)

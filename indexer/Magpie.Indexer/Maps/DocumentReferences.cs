@@ -22,9 +22,6 @@ public sealed class DocumentReferences
     /// <summary>Documents whose loaded ids are kept as a state entry (they have no entry to carry them).</summary>
     private readonly HashSet<string> _inState = new(StringComparer.Ordinal);
 
-    /// <summary>Documents that loaded something.</summary>
-    public int Count => _loadedBy.Count;
-
     public void Load(StateEntry entry)
     {
         if (entry.Key != Key || entry.Values is null) return;
@@ -67,11 +64,8 @@ public sealed class DocumentReferences
     /// <summary>The documents that loaded <paramref name="id"/> (empty when none did).</summary>
     public IReadOnlyCollection<string> ReferrersOf(string id) => _referrers.TryGetValue(id, out var r) ? r : [];
 
-    /// <summary>
-    /// Records what <paramref name="source"/> loaded now (empty: nothing, or the document is gone); false when that is what it had.
-    /// The caller then writes <see cref="EntryOf"/> (or deletes <see cref="EntryIdOf"/> when it loads nothing now).
-    /// </summary>
-    public bool Set(string source, IReadOnlyCollection<string> loaded)
+    /// <summary>Records what <paramref name="source"/> loaded now (empty: nothing, or the document is gone); false when that is what it had.</summary>
+    private bool Set(string source, IReadOnlyCollection<string> loaded)
     {
         var had = _loadedBy.TryGetValue(source, out var before) ? before : [];
         if (had.Length == loaded.Count && had.All(loaded.Contains)) return false;
@@ -91,5 +85,5 @@ public sealed class DocumentReferences
     }
 
     /// <summary>The id of a document's references entry (deleted when it loads nothing anymore).</summary>
-    public static string EntryIdOf(string source) => StateEntry.IdOf(Key, source);
+    private static string EntryIdOf(string source) => StateEntry.IdOf(Key, source);
 }

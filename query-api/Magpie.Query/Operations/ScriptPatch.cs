@@ -26,8 +26,7 @@ public sealed class ScriptPatch
     {
         _maxDepth = limits.MaxJsonDepth;
         _sandbox = new ScriptSandbox(limits, deterministic: true);
-        _sandbox.Define("id", args => args.Length > 0 && args[0] is Jint.Native.Object.ObjectInstance o
-            && o.Get("@metadata") is Jint.Native.Object.ObjectInstance m ? m.Get("@id") : JsValue.Undefined, 1);
+        _sandbox.Define("id", Projections.ScriptProjection.IdOf, 1);
         _sandbox.Seal();
         var alias = query.Alias ?? "__document";
         var text = $"(function ({alias}) {{\n{string.Join("\n", query.Functions)}\n{query.Update![1..^1]}\n}})";

@@ -30,8 +30,7 @@ public sealed class ScriptProjection
     {
         _maxDepth = limits.MaxJsonDepth;
         _sandbox = new ScriptSandbox(limits, deterministic: true);
-        _sandbox.Define("id", args => args.Length > 0 && args[0] is Jint.Native.Object.ObjectInstance o
-            && o.Get("@metadata") is Jint.Native.Object.ObjectInstance m ? m.Get("@id") : JsValue.Undefined, 1);
+        _sandbox.Define("id", IdOf, 1);
         _sandbox.Define("load", args => Load(args.Length > 0 ? args[0] : JsValue.Undefined), 1);
         _sandbox.Seal();
         var parameters = string.Join(", ", new[] { query.Alias! }.Concat(query.Loads.Select(l => l.Alias)));
@@ -64,6 +63,10 @@ public sealed class ScriptProjection
             catch (ScriptRunException e) { throw new QueryProblem(400, $"the projection failed on {IdOf(document)}: {e.Message}"); }
         }
     }
+
+    /// <summary><c>id(doc)</c> in projections and updates: the document's <c>@metadata.@id</c>.</summary>
+    public static JsValue IdOf(JsValue[] args) => args.Length > 0 && args[0] is Jint.Native.Object.ObjectInstance o
+        && o.Get("@metadata") is Jint.Native.Object.ObjectInstance m ? m.Get("@id") : JsValue.Undefined;
 
     private JsValue Load(JsValue id)
     {

@@ -19,8 +19,8 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
     public async Task<ShardPage> PageAsync(CoordinatorRequest request, RqlQuery query, int take, int skip, string? after, bool wait, CancellationToken ct)
     {
         var (index, layout) = await LayoutForAsync(request, query, after, wait, ct);
-        return await PinnedAsync(request, index, async () =>
-            (await AskAsync(Asked(layout), Base(request, index, layout, wait), query, take, skip, after, hold: false, layout.Complete, ct)).Page, ct);
+        return await PinnedAsync(request, index, async version =>
+            (await AskAsync(Asked(layout), Base(request, index, version, layout, wait), query, take, skip, after, hold: false, layout.Complete, ct)).Page, ct);
     }
 
     /// <summary>
@@ -28,13 +28,13 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
     /// rebuild switches, an owner that already retired that version says so, and the query runs again once this process has read
     /// the switch too (until the request's timeout): every owner always answers from the same version.
     /// </summary>
-    private async Task<T> PinnedAsync<T>(CoordinatorRequest request, string index, Func<Task<T>> ask, CancellationToken ct)
+    private async Task<T> PinnedAsync<T>(CoordinatorRequest request, string index, Func<string?, Task<T>> ask, CancellationToken ct)
     {
         var deadline = DateTime.UtcNow + TimeSpan.FromMilliseconds(Math.Clamp(request.TimeoutMs, 1_000, 300_000));
         while (true)
         {
             var version = definitions.Current.GetValueOrDefault(index)?.Fingerprint();
-            try { return await ask(); }
+            try { return await ask(version); }
             catch (QueryProblem e) when (e.Code == QueryProblem.VersionReplaced && DateTime.UtcNow < deadline)
             {
                 while (definitions.Current.GetValueOrDefault(index)?.Fingerprint() == version && DateTime.UtcNow < deadline) await Task.Delay(50, ct);
@@ -52,9 +52,9 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
         if (query.Facets.Count > 0) throw new QueryProblem(400, "facets are answered by POST /queries, not streamed");
         var after = request.Cursor;
         var (index, layout) = await LayoutForAsync(request, query, after, request.WaitForNonStaleResults, ct);
-        return await PinnedAsync(request, index, async () =>
+        return await PinnedAsync(request, index, async version =>
         {
-            var baseQuery = Base(request, index, layout, request.WaitForNonStaleResults);
+            var baseQuery = Base(request, index, version, layout, request.WaitForNonStaleResults);
             var (first, held) = await AskAsync(Asked(layout), baseQuery, query, take, query.Offset ?? request.Start, after, hold: true, layout.Complete, ct);
             return new QueryStream(this, held, baseQuery with { WaitForNonStale = false, Target = null, NumericSorts = first.NumericSorts }, query, first);
         }, ct);
@@ -79,9 +79,9 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
 
     private static List<HeldOwner> Asked(ShardLayout layout) => layout.Owners.Select(o => new HeldOwner(o.Owner, o.Partitions, null)).ToList();
 
-    private ShardQuery Base(CoordinatorRequest request, string index, ShardLayout layout, bool wait) => new()
+    private static ShardQuery Base(CoordinatorRequest request, string index, string? version, ShardLayout layout, bool wait) => new()
     {
-        Query = request.Query, Index = index, Version = definitions.Current.GetValueOrDefault(index)?.Fingerprint(), Parameters = request.Parameters, Target = layout.Target, WaitForNonStale = wait, TimeoutMs = request.TimeoutMs,
+        Query = request.Query, Index = index, Version = version, Parameters = request.Parameters, Target = layout.Target, WaitForNonStale = wait, TimeoutMs = request.TimeoutMs,
         Facets = request.Facets, FacetsOnly = request.FacetsOnly,
     };
 

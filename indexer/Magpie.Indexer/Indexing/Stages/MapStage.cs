@@ -22,7 +22,7 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, II
     private readonly MapScript _maps = MapScript.Compile(definition.Maps, limits);
     private DocumentLoads? _loads;
 
-    private DocumentReferences? References => _maps.Loads ? (_loads ??= new DocumentLoads(_maps, lookup)).References : null;
+    private DocumentLoads? Loads => _maps.Loads ? _loads ??= new DocumentLoads(_maps, lookup) : null;
 
     /// <summary>
     /// Commits may run beside a batch's writes, what each document loaded included: a replay from the commit's position maps the
@@ -34,7 +34,7 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, II
 
     public Task LoadAsync(IIndexPersistence index, CancellationToken ct)
     {
-        if (References is not { } references) return Task.CompletedTask;
+        if (Loads?.References is not { } references) return Task.CompletedTask;
         foreach (var entry in index.ScanState()) references.Load(entry);
         foreach (var (id, loaded) in index.ScanStored(EntryFields.Loads)) references.Load(id, loaded);
         return Task.CompletedTask;
@@ -45,8 +45,9 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, II
         var deletes = new List<string>();
         var documents = new List<IndexedDocument>();
         var entries = 0;
-        var references = References;
-        foreach (var change in _loads?.Changes(batch) ?? LatestOf(batch, _maps))
+        var loads = Loads;
+        var references = loads?.References;
+        foreach (var change in loads?.Changes(batch) ?? LatestOf(batch, _maps))
         {
             if (change.Op == ChangeOp.Delete)
             {
