@@ -161,6 +161,7 @@ public sealed class ScriptSandbox
         catch (Exception e) when (e is not ScriptRunException)
         {
             Engine.Advanced.ResetCallStack();
+            if (e is ScriptHostException || e.InnerException is ScriptHostException) throw e as ScriptHostException ?? (ScriptHostException)e.InnerException!;
             if (_limits.Stop.IsCancellationRequested) throw new OperationCanceledException("the script's owner stopped", e, _limits.Stop);
             throw new ScriptRunException(Describe(e, lineOffset));
         }

@@ -35,9 +35,11 @@ public static class IndexerModule
         // The search engine behind the seam (Engine/IIndexEngine): Lucene.Net in-process. The container disposes it after the registry.
         services.AddSingleton<IIndexEngine>(sp => new LuceneEngine(sp.GetRequiredService<ILoggerFactory>().CreateLogger("Magpie.Indexes.Engine"),
             (long)options.FacetCacheMegabytes << 20, (long)options.KnownIdsMegabytes << 20));
+        // Where load() reads: the store when ingest runs here, else (Kafka mode) an ingest process over HTTP.
+        var ingest = options.Kafka is not null && options.IngestUrl is { } url ? new Magpie.Http.IngestClient(url, options.PeerClient(TimeSpan.FromSeconds(30))) : null;
         services.AddSingleton(sp => new IndexRegistry(sp.GetRequiredService<IndexDefinitionStore>(), sp.GetRequiredService<IIndexShards>(), options,
             sp.GetRequiredService<IIndexEngine>(), sp.GetRequiredService<ILoggerFactory>(), sp.GetService<IDocumentOutput>(),
-            sp.GetService<Contracts.Documents.IDocumentLookup>()));
+            sp.GetService<Contracts.Documents.IDocumentLookup>() ?? ingest));
         services.AddHostedService(sp => sp.GetRequiredService<IndexRegistry>());
         services.AddSingleton(sp => new IndexReplacements(sp.GetRequiredService<IndexDefinitionStore>(), sp.GetRequiredService<IndexRegistry>(),
             sp.GetRequiredService<IIndexShards>(), options, sp.GetRequiredService<ILoggerFactory>()));
@@ -58,7 +60,7 @@ public static class IndexerModule
             ? new KafkaDefinitionLog(kafka, sp.GetRequiredService<ILoggerFactory>().CreateLogger("Magpie.Indexer.Definitions"))
             : new FileDefinitionLog(options.DataDir));
         services.AddSingleton(sp => new IndexDefinitionStore(sp.GetRequiredService<IIndexDefinitionLog>(),
-                options.Kafka is null ? MapReduce.DefinitionCompiler.Check : MapReduce.DefinitionCompiler.CheckWithoutLoads))
+                options.Kafka is null ? MapReduce.DefinitionCompiler.Check : MapReduce.DefinitionCompiler.CheckForKafka))
             .AddHostedService(sp => sp.GetRequiredService<IndexDefinitionStore>());
         services.AddSingleton<Magpie.Contracts.Indexes.IIndexDefinitions>(sp => sp.GetRequiredService<IndexDefinitionStore>());
         return services;

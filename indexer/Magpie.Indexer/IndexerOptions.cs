@@ -59,6 +59,15 @@ public sealed class IndexerOptions
     public int KafkaPartitions { get; init; } = 6;
     public short KafkaReplicationFactor { get; init; } = 1;
 
+    /// <summary>
+    /// Kafka mode: where an ingest process answers. Maps that <c>load()</c> read documents through it (the indexer has no store);
+    /// null: such indexes fail with a status saying so.
+    /// </summary>
+    public string? IngestUrl { get; init; }
+
+    /// <summary>HTTP clients for other processes (the ingest), with the deployment's service key and certificate trust.</summary>
+    public Func<TimeSpan, HttpClient> PeerClient { get; init; } = timeout => new HttpClient { Timeout = timeout };
+
     /// <summary>Keep documents in the index (Kafka mode: there is no document store beside the indexer).</summary>
     public bool StoreSource => Kafka is not null;
 }

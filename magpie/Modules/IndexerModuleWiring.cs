@@ -19,6 +19,9 @@ public sealed class IndexerModuleWiring(bool ingestInProcess) : IMagpieModule
 {
     public string Name => "indexer";
 
+    /// <summary>What <see cref="AddServices"/> built (with the host's security), for <see cref="Map"/>.</summary>
+    private IndexerOptions? _options;
+
     public string? Meter => Indexer.Indexing.IndexingMetrics.MeterName;
 
     public string? Unmet(MagpieSettings settings) => !ingestInProcess && settings.Embedded
@@ -27,19 +30,21 @@ public sealed class IndexerModuleWiring(bool ingestInProcess) : IMagpieModule
 
     public void AddServices(WebApplicationBuilder builder, MagpieSettings settings, HostSecurity security)
     {
-        builder.Services.AddIndexer(Options(settings, ingestInProcess));
+        builder.Services.AddIndexer(_options = Options(settings, ingestInProcess, security));
         builder.Services.AddLocalShards();
         builder.Services.AddReadinessCheck("indexes", (sp, ct) => sp.GetRequiredService<IndexRegistry>().UnansweringAsync(TimeSpan.FromSeconds(2), ct));
     }
 
     public void Map(WebApplication app, MagpieSettings settings)
     {
-        app.MapIndexer(Options(settings, ingestInProcess));
+        app.MapIndexer(_options ?? throw new InvalidOperationException("the indexer's services were not added"));
         if (!ingestInProcess) app.MapShardQueries();
     }
 
-    internal static IndexerOptions Options(MagpieSettings s, bool embedded) => new()
+    internal static IndexerOptions Options(MagpieSettings s, bool embedded, HostSecurity security) => new()
     {
+        IngestUrl = s.IngestUrl,
+        PeerClient = security.PeerClient,
         DataDir = Path.GetFullPath(s.DataDir),
         Kafka = embedded || s.Embedded ? null : s.Kafka,
         IndexerGroup = s.IndexerGroup,

@@ -24,7 +24,7 @@ public sealed class QueryModuleWiring(bool indexerInProcess) : IMagpieModule
 
     public void AddServices(WebApplicationBuilder builder, MagpieSettings settings, HostSecurity security)
     {
-        var indexer = IndexerModuleWiring.Options(settings, indexerInProcess);
+        var indexer = IndexerModuleWiring.Options(settings, indexerInProcess, security);
         // Alone, the query target reads the definitions itself (from magpie.indexes); with the indexer, the indexer registered them.
         if (!indexerInProcess) builder.Services.AddIndexDefinitions(indexer);
         builder.Services.AddDocumentFilters(indexer);

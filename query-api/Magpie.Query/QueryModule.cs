@@ -37,7 +37,7 @@ public static class QueryModule
             options.Kafka is { } bootstrap ? new KafkaChangeFeed(bootstrap) : sp.GetRequiredService<IChangeFeed>(), sp.GetRequiredService<IDocumentFilters>(),
             options.Kafka is null ? sp.GetService<IDocumentLookup>() : null));
         // Update and delete by query write through the store's write path: the store here (embedded), or ingest over HTTP.
-        var ingest = options.Kafka is not null && options.IngestUrl is { } url ? new Operations.IngestClient(url, options.PeerClient(TimeSpan.FromMinutes(2))) : null;
+        var ingest = options.Kafka is not null && options.IngestUrl is { } url ? new Magpie.Http.IngestClient(url, options.PeerClient(TimeSpan.FromMinutes(2))) : null;
         services.AddSingleton(sp => new Operations.OperationRegistry(options.DataDir, sp.GetRequiredService<QueryCoordinator>(),
             ingest ?? sp.GetService<IDocumentWriter>(), ingest ?? sp.GetService<IDocumentLookup>(),
             sp.GetRequiredService<Microsoft.Extensions.Logging.ILoggerFactory>().CreateLogger("Magpie.Operations")));

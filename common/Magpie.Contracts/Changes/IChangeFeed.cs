@@ -17,6 +17,12 @@ public sealed record ChangeFeedPosition(IReadOnlyDictionary<string, long> Next)
 public sealed record ChangeBatch(IReadOnlyList<ChangeEvent> Changes, ChangeFeedPosition After)
 {
     public long SeenEtag { get; init; }
+
+    /// <summary>
+    /// Ids of documents changed on other shards of the feed (Kafka mode, an index whose maps <c>load()</c>: the documents a map
+    /// loaded may live on any partition). Not this shard's changes: nothing indexes them here, their referrers are mapped again.
+    /// </summary>
+    public IReadOnlyList<string> ChangedElsewhere { get; init; } = [];
 }
 
 /// <summary>

@@ -29,7 +29,7 @@ public static class IndexTrial
     public sealed record Result(int Documents, IReadOnlyList<DocumentEntries> Entries, IReadOnlyList<JsonNode?>? Reduced, IReadOnlyList<DocumentError> Errors);
 
     /// <summary>Throws <see cref="IndexDefinitionException"/> (400) for a definition or sample size that can't be tried.</summary>
-    /// <param name="lookup">Where the maps' <c>load(id)</c> reads (the store, embedded); null: loads answer null.</param>
+    /// <param name="lookup">Where the maps' <c>load(id)</c> reads (the store, or an ingest process in Kafka mode); null: maps that load are refused.</param>
     public static async Task<Result> RunAsync(Request request, IIndexShards shards, ScriptLimits limits, CancellationToken ct,
         Contracts.Documents.IDocumentLookup? lookup = null)
     {
@@ -39,8 +39,10 @@ public static class IndexTrial
         ReduceScript? reduce = null;
         try
         {
-            if (lookup is null) DefinitionCompiler.CheckWithoutLoads(definition, limits); else DefinitionCompiler.Check(definition, limits);
+            if (shards.Mapped is null) DefinitionCompiler.Check(definition, limits); else DefinitionCompiler.CheckForKafka(definition, limits);
             maps = MapScript.Compile(definition.Maps, limits);
+            if (maps.Loads && lookup is null)
+                throw new IndexDefinitionException(400, "load() reads documents through an ingest process on Kafka indexers: give this indexer MAGPIE__INGESTURL");
             if (lookup is not null) maps.Loader = id => lookup.GetAsync(id, ct).AsTask().GetAwaiter().GetResult();
             if (definition.Reduce is { } r) reduce = ReduceScript.Compile(r, limits);
         }

@@ -57,7 +57,7 @@ public static class IndexEndpoints
             catch (Confluent.Kafka.KafkaException e) { return Problem(503, $"the deletion could not be kept in magpie.indexes: {e.Error.Reason}"); }
             return Results.NoContent();
         });
-        app.MapPost("/indexes/test", async (HttpRequest request, IIndexShards shards, IServiceProvider services) =>
+        app.MapPost("/indexes/test", async (HttpRequest request, IIndexShards shards, IndexRegistry registry) =>
         {
             IndexTrial.Request? trial;
             try { trial = await JsonSerializer.DeserializeAsync<IndexTrial.Request>(request.Body, IndexDefinitionStore.Json, request.HttpContext.RequestAborted); }
@@ -65,8 +65,8 @@ public static class IndexEndpoints
             if (trial is null) return Problem(400, "body must be { \"definition\": {…}, \"sampleSize\": n }");
             try
             {
-                return Results.Json(await IndexTrial.RunAsync(trial, shards, options.ScriptLimits, request.HttpContext.RequestAborted,
-                    services.GetService(typeof(Contracts.Documents.IDocumentLookup)) as Contracts.Documents.IDocumentLookup), IndexDefinitionStore.Json);
+                return Results.Json(await IndexTrial.RunAsync(trial, shards, options.ScriptLimits, request.HttpContext.RequestAborted, registry.Documents),
+                    IndexDefinitionStore.Json);
             }
             catch (IndexDefinitionException e) { return Problem(e); }
         });

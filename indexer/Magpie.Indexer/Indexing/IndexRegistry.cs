@@ -29,6 +29,9 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
     : IHostedService, IAsyncDisposable, IIndexWaiter, ILocalShards
 {
     private readonly SemaphoreSlim _gate = new(1, 1);
+
+    /// <summary>Where maps' <c>load(id)</c> reads documents (the store, or an ingest process in Kafka mode); null: nowhere.</summary>
+    public Contracts.Documents.IDocumentLookup? Documents => lookup;
     private readonly Dictionary<WorkerKey, RunningWorker> _workers = [];
 
     /// <summary>Replaced (or deleted) versions' workers, stopped but open for queries pinned to them until they retire.</summary>
@@ -344,7 +347,11 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
         var output = serving ? documents : null;
         var handover = serving && definition.OutputReduceToCollection is not null ? directory : null;
         if (definition.Reduce is null)
-            return [(new WorkerKey(name, version, shard), Worker(shards.FeedOf(shard), directory, (s, stop) => new MapStage(definition, limits with { Stop = stop }, s, options.StoreSource, lookup)))];
+        {
+            // Loaded documents may live on any shard: such an index follows every shard's changes beside its own (LoadFollowingFeed).
+            var feed = MapReduce.DefinitionCompiler.Loads(definition, limits) ? shards.FeedFollowingLoadsOf(shard) : shards.FeedOf(shard);
+            return [(new WorkerKey(name, version, shard), Worker(feed, directory, (s, stop) => new MapStage(definition, limits with { Stop = stop }, s, options.StoreSource, lookup)))];
+        }
         if (shards.Mapped is not { } mapped)
             return [(new WorkerKey(name, version, shard), Worker(shards.FeedOf(shard), directory, (s, stop) => new LocalMapReduceStage(definition, limits with { Stop = stop }, s, output, handover, lookup)))];
         var topic = mapped.TopicOf(name, definition);

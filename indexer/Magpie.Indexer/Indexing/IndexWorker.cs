@@ -82,9 +82,19 @@ public sealed partial class IndexWorker(string name, IndexDefinition definition,
     /// </summary>
     public ChangeFeedPosition SourcePosition => Volatile.Read(ref _sourcePosition) ?? Position;
 
-    /// <summary>The part of a target (source partition → offset) this worker answers for: its own shard, or all of it when fed by every partition.</summary>
-    public Dictionary<string, long> Covers(IReadOnlyDictionary<string, long> target) =>
-        _sourcePosition is not null || Shard == Shards.IIndexShards.All ? new(target) : target.Where(t => t.Key == Shard.ToString()).ToDictionary();
+    /// <summary>
+    /// The part of a target (source partition → offset) this worker answers for: its own shard, or all of it when fed by every
+    /// partition. A shard whose maps load documents of any partition answers for every partition's changes too (what it loaded
+    /// may be among them), followed under <see cref="Maps.LoadFollowingFeed.Prefix"/>.
+    /// </summary>
+    public Dictionary<string, long> Covers(IReadOnlyDictionary<string, long> target)
+    {
+        if (_sourcePosition is not null || Shard == Shards.IIndexShards.All) return new(target);
+        var mine = target.Where(t => t.Key == Shard.ToString()).ToDictionary();
+        if (feed is Maps.LoadFollowingFeed)
+            foreach (var (partition, offset) in target) mine[Maps.LoadFollowingFeed.Prefix + partition] = offset;
+        return mine;
+    }
 
     /// <summary>Completes when the index has seen its source up to <paramref name="target"/> (per source partition); false on timeout.</summary>
     public async Task<bool> WaitForPositionAsync(IReadOnlyDictionary<string, long> target, TimeSpan timeout, CancellationToken ct = default)

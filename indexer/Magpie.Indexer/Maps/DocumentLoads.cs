@@ -32,17 +32,19 @@ public sealed class DocumentLoads
 
     /// <summary>
     /// The batch's changes to map: the latest change of each document of the maps' collections, then a change for each document
-    /// that loaded one the batch changed (any collection), at its current version read from the store (gone: its own delete is
-    /// on its way). Cached versions of what the batch changed are forgotten first.
+    /// that loaded one the batch changed (any collection; in Kafka mode on any partition, <see cref="ChangeBatch.ChangedElsewhere"/>),
+    /// at its current version read from the store (gone: its own delete is on its way). Cached versions of what the batch changed
+    /// are forgotten first.
     /// </summary>
     public IEnumerable<ChangeEvent> Changes(ChangeBatch batch)
     {
         foreach (var change in batch.Changes) _cache.Remove(change.Id);
+        foreach (var id in batch.ChangedElsewhere) _cache.Remove(id);
         var latest = Indexing.Stages.MapStage.LatestOf(batch, _maps).ToDictionary(c => c.Id, StringComparer.Ordinal);
         foreach (var change in latest.Values) yield return change;
         var again = new HashSet<string>(StringComparer.Ordinal);
-        foreach (var change in batch.Changes)
-            foreach (var referrer in References.ReferrersOf(change.Id))
+        foreach (var changed in batch.Changes.Select(c => c.Id).Concat(batch.ChangedElsewhere))
+            foreach (var referrer in References.ReferrersOf(changed))
                 if (!latest.ContainsKey(referrer)) again.Add(referrer);
         foreach (var referrer in again)
             if (Read(referrer) is { } current && current.TryGetProperty("@metadata", out var m))
@@ -59,5 +61,14 @@ public sealed class DocumentLoads
         return document;
     }
 
-    private JsonElement? Read(string id) => _lookup?.GetAsync(id).AsTask().GetAwaiter().GetResult();
+    /// <summary>
+    /// A document as the store has it now. The store unreachable (Kafka mode reads through the ingest) fails the batch, not the
+    /// document: the worker retries from its last commit, and no map records an error that was not the document's.
+    /// </summary>
+    private JsonElement? Read(string id)
+    {
+        if (_lookup is null) throw new Scripting.ScriptHostException("load() reads documents through an ingest process in Kafka mode: give indexers MAGPIE__INGESTURL");
+        try { return _lookup.GetAsync(id).AsTask().GetAwaiter().GetResult(); }
+        catch (global::Magpie.Http.IngestUnavailableException e) { throw new Scripting.ScriptHostException(e.Message, e); }
+    }
 }

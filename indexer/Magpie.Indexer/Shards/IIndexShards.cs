@@ -27,6 +27,12 @@ public interface IIndexShards : IAsyncDisposable
     /// <summary>The changes of one shard.</summary>
     IChangeFeed FeedOf(int shard);
 
+    /// <summary>
+    /// The changes of one shard for an index whose maps <c>load()</c>: with the ids changed on every other shard beside them
+    /// (<see cref="Maps.LoadFollowingFeed"/>). Embedded, the one shard is the whole feed already.
+    /// </summary>
+    IChangeFeed FeedFollowingLoadsOf(int shard) => FeedOf(shard);
+
     Task StartAsync(CancellationToken ct);
 
     /// <summary>Kafka mode: the topics that carry map output to the reduce keys' owners; null when embedded (map and reduce share a worker).</summary>

@@ -40,6 +40,8 @@ public sealed class KafkaPartitionShards(string bootstrapServers, string group, 
 
     public IChangeFeed FeedOf(int shard) => new KafkaChangeFeed(bootstrapServers, Topics.Changes, shard);
 
+    public IChangeFeed FeedFollowingLoadsOf(int shard) => new Maps.LoadFollowingFeed(FeedOf(shard), new KafkaChangeFeed(bootstrapServers, Topics.Changes));
+
     public async Task StartAsync(CancellationToken ct)
     {
         await TopicAdmin.EnsureAsync(bootstrapServers, TopicAdmin.DefaultTopics(partitions, replicationFactor), ct);

@@ -133,7 +133,7 @@ public sealed class OperationRegistry(string dataDir, QueryCoordinator coordinat
         }
         catch (OperationCanceledException) when (r.Stop.IsCancellationRequested) { End(id, r, "cancelled", null); }
         catch (OperationCanceledException) when (hostStop.IsCancellationRequested) { }   // the process stops: resumed at the next start
-        catch (QueryProblem e) { End(id, r, "failed", e.Message); }
+        catch (Exception e) when (e is QueryProblem or Magpie.Http.IngestUnavailableException) { End(id, r, "failed", e.Message); }
         catch (Exception e)
         {
             log.LogError(e, "operation {Id} failed", id);

@@ -326,14 +326,23 @@ public sealed class ScriptSandboxTests
         Assert.Contains("more than 128 documents", Assert.Throws<ScriptRunException>(() => greedy.Run(Put("posts/1", "{}"))).Message);
         // A property named load is not the call.
         Assert.False(Map("map('Posts', p => ({ L: p.load }))").Loads);
+        // The store unreachable is not the document's error: it passes through the sandbox, so the batch is retried.
+        maps.Loader = _ => throw new ScriptHostException("ingest at http://ingest did not answer");
+        Assert.Contains("did not answer", Assert.Throws<ScriptHostException>(() => maps.Run(Put("posts/3", """{"OwnerId":"users/1"}"""))).Message);
+        // And the same maps run on once the store answers again.
+        maps.Loader = id => users.TryGetValue(id, out var json) ? System.Text.Json.JsonDocument.Parse(json).RootElement : null;
+        Assert.Equal("Ada", (string)Values(Assert.Single(maps.Run(Put("posts/3", """{"OwnerId":"users/1"}"""))))["Owner"]!);
     }
 
     [Fact]
     public void Where_load_cannot_be_answered_the_definition_is_refused()
     {
         var loads = new Magpie.Contracts.Indexes.IndexDefinition { Maps = ["map('Posts', p => ({ O: load(p.OwnerId).Name }))"] };
+        var counted = loads with { Reduce = "groupBy(x => x.O).aggregate(g => ({ O: g.key }))" };
         Magpie.Indexer.MapReduce.DefinitionCompiler.Check(loads, ScriptLimits.Default);
-        Assert.Contains("Kafka-mode indexers", Assert.Throws<ScriptSyntaxException>(() => Magpie.Indexer.MapReduce.DefinitionCompiler.CheckWithoutLoads(loads, ScriptLimits.Default)).Message);
-        Magpie.Indexer.MapReduce.DefinitionCompiler.Check(loads with { Reduce = "groupBy(x => x.O).aggregate(g => ({ O: g.key }))" }, ScriptLimits.Default);
+        Magpie.Indexer.MapReduce.DefinitionCompiler.Check(counted, ScriptLimits.Default);
+        // Kafka indexers load in map indexes; a map/reduce index's map side there cannot keep what its documents loaded.
+        Magpie.Indexer.MapReduce.DefinitionCompiler.CheckForKafka(loads, ScriptLimits.Default);
+        Assert.Contains("map/reduce index runs embedded only", Assert.Throws<ScriptSyntaxException>(() => Magpie.Indexer.MapReduce.DefinitionCompiler.CheckForKafka(counted, ScriptLimits.Default)).Message);
     }
 }

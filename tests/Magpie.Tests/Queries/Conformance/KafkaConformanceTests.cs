@@ -25,8 +25,9 @@ public sealed class KafkaConformanceFixture : IAsyncLifetime
         var ingest = Ingest = await Start(kafka, "ingest");
         var (exit, output) = await MagpieCli.RunAsync(TimeSpan.FromMinutes(5), "produce", "stackexchange", "--dir", RepoPaths.StackExchangeSample, "--url", ingest.BaseUrl.ToString());
         if (exit != 0) throw new InvalidOperationException(output);
-        var indexer = Indexer = await Start(kafka, "indexer");
-        OtherIndexer = await Start(kafka, "indexer");
+        // Maps that load() read documents through ingest.
+        var indexer = Indexer = await Start(kafka, "indexer", new() { ["MAGPIE__INGESTURL"] = ingest.BaseUrl.ToString() });
+        OtherIndexer = await Start(kafka, "indexer", new() { ["MAGPIE__INGESTURL"] = ingest.BaseUrl.ToString() });
         Query = await Start(kafka, "query", new() { ["MAGPIE__INGESTURL"] = ingest.BaseUrl.ToString() });
         await indexer.Http.PutIndexAsync(RqlConformance.StaticIndex, RqlConformance.StaticDefinition);
         await SplitDeployment.RelayCaughtUpAsync(ingest);
@@ -110,6 +111,15 @@ public sealed class KafkaConformanceTests(KafkaConformanceFixture fx) : IClassFi
                 .Where(t => t.StartsWith("magpie.mapped.", StringComparison.Ordinal) && t.Contains("Posts_KafkaCounts", StringComparison.Ordinal)).ToList();
         }
     }
+
+    /// <summary>
+    /// load() with Kafka indexers: a user's posts live on every partition, the user on one; renamed, every post answers the new
+    /// name (the query waits for every partition's changes to have reached each shard that loads); across a kill -9 of an indexer.
+    /// </summary>
+    [Fact]
+    public Task Posts_indexed_with_their_owners_name_follow_the_owner_across_partitions() =>
+        Indexing.LoadDocumentCases.Posts_follow_their_owner(fx.Indexer.Http, fx.Ingest.Http, fx.Query.Http, "Posts/KafkaWithOwner",
+            async () => { fx.Indexer.Crash(); await fx.Indexer.StartAsync(); }, () => SplitDeployment.RelayCaughtUpAsync(fx.Ingest));
 
     [Fact]
     public async Task A_retry_asked_of_one_indexer_reaches_every_indexer_of_the_index()

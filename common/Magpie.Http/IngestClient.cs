@@ -5,11 +5,11 @@ using System.Text.Json;
 using Magpie.Contracts;
 using Magpie.Contracts.Documents;
 
-namespace Magpie.Query.Operations;
+namespace Magpie.Http;
 
 /// <summary>
-/// Kafka mode: a query process reads and writes documents through an ingest process over HTTP (<c>IngestUrl</c>), with this
-/// deployment's service key. Writes go to <c>POST /bulk_docs</c>, whose batches are all or nothing: a command refused there (its
+/// Kafka mode: a process without the document store (query, indexer) reads and writes documents through an ingest process over
+/// HTTP (<c>IngestUrl</c>), with this deployment's service key. Writes go to <c>POST /bulk_docs</c>, whose batches are all or nothing: a command refused there (its
 /// <c>index</c> in the problem) gets its outcome and the rest of the batch is sent again.
 /// </summary>
 public sealed class IngestClient(string baseUrl, HttpClient http) : IDocumentWriter, IDocumentLookup
@@ -18,7 +18,13 @@ public sealed class IngestClient(string baseUrl, HttpClient http) : IDocumentWri
 
     public async ValueTask<JsonElement?> GetAsync(string id, CancellationToken ct = default)
     {
-        using var response = await http.GetAsync(new Uri(_base, "docs/" + Uri.EscapeDataString(id).Replace("%2F", "/")), ct);
+        HttpResponseMessage response;
+        try { response = await http.GetAsync(new Uri(_base, "docs/" + Uri.EscapeDataString(id).Replace("%2F", "/")), ct); }
+        catch (Exception e) when (e is HttpRequestException || e is TaskCanceledException && !ct.IsCancellationRequested)
+        {
+            throw new IngestUnavailableException($"ingest at {baseUrl} did not answer: {e.Message}");
+        }
+        using var _ = response;
         if (response.StatusCode == HttpStatusCode.NotFound) return null;
         await EnsureAsync(response, ct);
         return await response.Content.ReadFromJsonAsync<JsonElement>(WireJson.Web, ct);
@@ -50,7 +56,7 @@ public sealed class IngestClient(string baseUrl, HttpClient http) : IDocumentWri
             }
             var problem = await response.Content.ReadFromJsonAsync<JsonElement>(WireJson.Web, ct);
             if (!problem.TryGetProperty("index", out var at) || at.ValueKind != JsonValueKind.Number || at.GetInt32() >= remaining.Count)
-                throw new QueryProblem(502, $"ingest at {baseUrl} refused a batch of the operation: {(int)response.StatusCode} {Detail(problem)}");
+                throw new IngestUnavailableException($"ingest at {baseUrl} refused a batch: {(int)response.StatusCode} {Detail(problem)}");
             var refused = remaining[at.GetInt32()];
             outcomes[refused.Id] = new GuardedOutcome(refused.Id, (int)response.StatusCode switch
             {
@@ -68,6 +74,12 @@ public sealed class IngestClient(string baseUrl, HttpClient http) : IDocumentWri
     private async Task EnsureAsync(HttpResponseMessage response, CancellationToken ct)
     {
         if (response.IsSuccessStatusCode) return;
-        throw new QueryProblem(502, $"ingest at {baseUrl} answered {(int)response.StatusCode}: {await response.Content.ReadAsStringAsync(ct)}");
+        throw new IngestUnavailableException($"ingest at {baseUrl} answered {(int)response.StatusCode}: {await response.Content.ReadAsStringAsync(ct)}");
     }
+}
+
+/// <summary>The ingest process did not answer, or refused what it should have taken: the caller's work is retried or fails, never a user's error.</summary>
+public sealed class IngestUnavailableException(string message) : Exception(message), IStatusException
+{
+    public int StatusCode => 502;
 }
