@@ -59,8 +59,7 @@ public static class IndexerModule
         services.AddSingleton<IIndexDefinitionLog>(sp => options.Kafka is { } kafka
             ? new KafkaDefinitionLog(kafka, sp.GetRequiredService<ILoggerFactory>().CreateLogger("Magpie.Indexer.Definitions"))
             : new FileDefinitionLog(options.DataDir));
-        services.AddSingleton(sp => new IndexDefinitionStore(sp.GetRequiredService<IIndexDefinitionLog>(),
-                options.Kafka is null ? MapReduce.DefinitionCompiler.Check : MapReduce.DefinitionCompiler.CheckForKafka))
+        services.AddSingleton(sp => new IndexDefinitionStore(sp.GetRequiredService<IIndexDefinitionLog>(), MapReduce.DefinitionCompiler.Check))
             .AddHostedService(sp => sp.GetRequiredService<IndexDefinitionStore>());
         services.AddSingleton<Magpie.Contracts.Indexes.IIndexDefinitions>(sp => sp.GetRequiredService<IndexDefinitionStore>());
         return services;

@@ -39,7 +39,7 @@ public static class IndexTrial
         ReduceScript? reduce = null;
         try
         {
-            if (shards.Mapped is null) DefinitionCompiler.Check(definition, limits); else DefinitionCompiler.CheckForKafka(definition, limits);
+            DefinitionCompiler.Check(definition, limits);
             maps = MapScript.Compile(definition.Maps, limits);
             if (maps.Loads && lookup is null)
                 throw new IndexDefinitionException(400, "load() reads documents through an ingest process on Kafka indexers: give this indexer MAGPIE__INGESTURL");

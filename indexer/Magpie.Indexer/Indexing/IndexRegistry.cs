@@ -341,17 +341,16 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
     private List<(WorkerKey Key, IndexWorker Worker)> WorkersFor(string name, string version, IndexDefinition definition, int shard, bool serving)
     {
         var directory = DirectoryOf(name, version, shard);
-        IndexWorker Worker(IChangeFeed feed, string folder, Func<IIndexErrors, CancellationToken, IIndexStage> stage) =>
-            new(name, definition, feed, engine, folder, stage, _log, options.BatchSize, options.Retry) { Shard = shard };
         var limits = options.ScriptLimits;
+        // Loaded documents may live on any shard: such an index follows every shard's changes beside its own (LoadFollowingFeed).
+        var loads = shards.Mapped is not null && MapReduce.DefinitionCompiler.Loads(definition, limits);
+        IndexWorker Worker(IChangeFeed feed, string folder, Func<IIndexErrors, CancellationToken, IIndexStage> stage) =>
+            new(name, definition, feed, engine, folder, stage, _log, options.BatchSize, options.Retry) { Shard = shard, FollowsLoads = loads };
+        var source = loads ? shards.FeedFollowingLoadsOf(shard) : shards.FeedOf(shard);
         var output = serving ? documents : null;
         var handover = serving && definition.OutputReduceToCollection is not null ? directory : null;
         if (definition.Reduce is null)
-        {
-            // Loaded documents may live on any shard: such an index follows every shard's changes beside its own (LoadFollowingFeed).
-            var feed = MapReduce.DefinitionCompiler.Loads(definition, limits) ? shards.FeedFollowingLoadsOf(shard) : shards.FeedOf(shard);
-            return [(new WorkerKey(name, version, shard), Worker(feed, directory, (s, stop) => new MapStage(definition, limits with { Stop = stop }, s, options.StoreSource, lookup)))];
-        }
+            return [(new WorkerKey(name, version, shard), Worker(source, directory, (s, stop) => new MapStage(definition, limits with { Stop = stop }, s, options.StoreSource, lookup)))];
         if (shards.Mapped is not { } mapped)
             return [(new WorkerKey(name, version, shard), Worker(shards.FeedOf(shard), directory, (s, stop) => new LocalMapReduceStage(definition, limits with { Stop = stop }, s, output, handover, lookup)))];
         var topic = mapped.TopicOf(name, definition);
@@ -359,7 +358,7 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
         return
         [
             (new WorkerKey(name, version, shard, MapSide: true),
-                Worker(shards.FeedOf(shard), FolderOf(new WorkerKey(name, version, shard, MapSide: true)), (s, stop) => new MappedTopicStage(definition, limits with { Stop = stop }, s, mapped, topic, shard, remap))),
+                Worker(source, FolderOf(new WorkerKey(name, version, shard, MapSide: true)), (s, stop) => new MappedTopicStage(definition, limits with { Stop = stop }, s, mapped, topic, shard, remap, lookup))),
             (new WorkerKey(name, version, shard), Worker(mapped.FeedOf(topic, shard), directory, (s, stop) => new TopicReduceStage(definition, limits with { Stop = stop }, s, output, mapped, topic, handover))),
         ];
     }

@@ -87,14 +87,27 @@ public sealed partial class IndexWorker(string name, IndexDefinition definition,
     /// partition. A shard whose maps load documents of any partition answers for every partition's changes too (what it loaded
     /// may be among them), followed under <see cref="Maps.LoadFollowingFeed.Prefix"/>.
     /// </summary>
+    /// <remarks>The reduce side of such an index (fed by every partition) answers for how far each map stage followed each
+    /// partition (<see cref="MapReduce.MappedTopics.LoadsWatermark"/>).</remarks>
     public Dictionary<string, long> Covers(IReadOnlyDictionary<string, long> target)
     {
-        if (_sourcePosition is not null || Shard == Shards.IIndexShards.All) return new(target);
+        if (Shard == Shards.IIndexShards.All) return new(target);
+        if (_sourcePosition is not null)
+        {
+            var all = new Dictionary<string, long>(target);
+            if (FollowsLoads)
+                foreach (var mapped in target.Keys)
+                    foreach (var (changed, offset) in target) all[MapReduce.MappedTopics.LoadsWatermark(mapped, changed)] = offset;
+            return all;
+        }
         var mine = target.Where(t => t.Key == Shard.ToString()).ToDictionary();
-        if (feed is Maps.LoadFollowingFeed)
+        if (FollowsLoads)
             foreach (var (partition, offset) in target) mine[Maps.LoadFollowingFeed.Prefix + partition] = offset;
         return mine;
     }
+
+    /// <summary>Kafka mode, an index whose maps <c>load()</c>: its shards follow every partition's changes (<see cref="Maps.LoadFollowingFeed"/>).</summary>
+    public bool FollowsLoads { get; init; }
 
     /// <summary>Completes when the index has seen its source up to <paramref name="target"/> (per source partition); false on timeout.</summary>
     public async Task<bool> WaitForPositionAsync(IReadOnlyDictionary<string, long> target, TimeSpan timeout, CancellationToken ct = default)

@@ -12,24 +12,14 @@ namespace Magpie.Indexer.MapReduce;
 public static class DefinitionCompiler
 {
     /// <summary>Throws <see cref="ScriptSyntaxException"/> with the position of the first problem.</summary>
-    public static void Check(IndexDefinition definition, ScriptLimits limits) => Check(definition, limits, kafka: false);
-
-    /// <summary>
-    /// Kafka mode's check: a map/reduce index's maps may not <c>load()</c> there. Its map side keeps its record of each document in
-    /// the mapped topic (taken over from it when a partition moves), and that record does not carry what documents loaded.
-    /// </summary>
-    public static void CheckForKafka(IndexDefinition definition, ScriptLimits limits) => Check(definition, limits, kafka: true);
-
-    /// <summary>Whether the definition's maps call <c>load()</c> (its shards then follow the changes of every partition).</summary>
-    public static bool Loads(IndexDefinition definition, ScriptLimits limits) => MapScript.Compile(definition.Maps, limits).Loads;
-
-    private static void Check(IndexDefinition definition, ScriptLimits limits, bool kafka)
+    public static void Check(IndexDefinition definition, ScriptLimits limits)
     {
-        var maps = MapScript.Compile(definition.Maps, limits);
-        if (maps.Loads && kafka && definition.Reduce is not null)
-            throw new ScriptSyntaxException("load() in a map/reduce index runs embedded only: with Kafka indexers, load() works in map indexes (denormalize there) but not yet in map/reduce maps", 1, 1);
+        MapScript.Compile(definition.Maps, limits);
         if (definition.Reduce is not { } reduce) return;
         ReduceScript.Compile(reduce, limits);
         ReduceShape.Check(definition.Maps, reduce);
     }
+
+    /// <summary>Whether the definition's maps call <c>load()</c> (in Kafka mode its shards then follow the changes of every partition).</summary>
+    public static bool Loads(IndexDefinition definition, ScriptLimits limits) => MapScript.Compile(definition.Maps, limits).Loads;
 }

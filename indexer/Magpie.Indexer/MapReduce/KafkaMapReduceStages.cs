@@ -20,10 +20,14 @@ namespace Magpie.Indexer.MapReduce;
 /// fences every earlier publisher of this partition, so what the topic holds is exactly what the progress says, and a
 /// local record behind it is always caught up from the topic.
 /// </summary>
+/// <remarks>Maps that <c>load()</c> (<paramref name="lookup"/>: the store through an ingest process) read a feed that follows every
+/// partition's changes too (<c>Maps/LoadFollowingFeed</c>), keep what each document loaded as state entries in the same small
+/// index, and put how far they followed each partition in their watermarks. A record taken over from the topic does not say
+/// what documents loaded, so such a stage then maps every document of its partition again from the start.</remarks>
 public sealed class MappedTopicStage(IndexDefinition definition, ScriptLimits limits, IIndexErrors status, MappedTopics topics, string topic, int shard,
-    bool remap = false) : IIndexStage, IDisposable
+    bool remap = false, IDocumentLookup? lookup = null) : IIndexStage, IDisposable
 {
-    private MapToKeys _map = new(definition, limits, status);
+    private MapToKeys _map = new(definition, limits, status, lookup);
     private MappedPublisher? _publisher;
 
     public async Task PrepareAsync(CancellationToken ct)
@@ -41,10 +45,11 @@ public sealed class MappedTopicStage(IndexDefinition definition, ScriptLimits li
     {
         var here = position.Next.GetValueOrDefault(shard.ToString());
         if (await topics.PublishedAsync(topic, shard, ct) is not { } published || published <= here) return null;
-        // A reset maps every document again, from the record the reducers hold (so what it no longer maps to is taken out).
-        if (remap && here == 0) published = 0;
+        // A reset maps every document again, from the record the reducers hold (so what it no longer maps to is taken out); so
+        // does a map that loads, whose references the topic does not hold.
+        if (remap && here == 0 || _map.Loads) published = 0;
         var keysOf = await topics.RestoreAsync(topic, shard, ct);
-        _map = new MapToKeys(definition, limits, status);
+        _map = new MapToKeys(definition, limits, status, lookup);
         await index.DeleteAllAsync(ct);
         var entries = keysOf.SelectMany(d => d.Value.Select(key => new StateEntry(key, d.Key, null)));
         foreach (var chunk in entries.Chunk(4096))
@@ -52,18 +57,26 @@ public sealed class MappedTopicStage(IndexDefinition definition, ScriptLimits li
             foreach (var entry in chunk) _map.Load(entry);
             await index.WriteAsync([], chunk.Select(e => e.ToDocument()).ToList(), ct);
         }
-        return new ChangeFeedPosition(new Dictionary<string, long>(position.Next) { [shard.ToString()] = published });
+        // Every partition's changes are followed afresh (from their end now) when every document is mapped again.
+        var resumed = position.Next.Where(p => published > 0 || !p.Key.StartsWith(Maps.LoadFollowingFeed.Prefix, StringComparison.Ordinal)).ToDictionary();
+        return new ChangeFeedPosition(new Dictionary<string, long>(resumed) { [shard.ToString()] = published });
     }
 
-    public MappedBatch Map(ChangeBatch batch) => new(FeedRead.Of(batch), [], [], 0) { Changes = _map.Map(batch) };
+    /// <summary>The mapped changes, and what documents loaded as this index's writes (state entries to write and to delete).</summary>
+    public MappedBatch Map(ChangeBatch batch)
+    {
+        var (state, stateDeletes) = (new List<IndexedDocument>(), new List<string>());
+        return new(FeedRead.Of(batch), stateDeletes, state, 0) { Changes = _map.Map(batch, state, stateDeletes) };
+    }
 
     public async Task<MappedBatch> ApplyAsync(MappedBatch batch, CancellationToken ct)
     {
         var next = batch.Source.After.Next.GetValueOrDefault(shard.ToString());
         var publisher = _publisher ?? throw new InvalidOperationException("the map stage publishes only after PrepareAsync");
-        await publisher.PublishAsync(batch.Changes, batch.Source.MaxEtag, next, ct);
-        var deletes = new List<string>();
-        var documents = new List<IndexedDocument>();
+        var followed = Maps.LoadFollowingFeed.Followed(batch.Source.After).Next;
+        await publisher.PublishAsync(batch.Changes, batch.Source.MaxEtag, next, ct, followed);
+        var deletes = batch.Deletes;
+        var documents = batch.Documents;
         foreach (var change in batch.Changes)
             if (change.Removes) deletes.Add(StateEntry.IdOf(change.Key, change.Source));
             else documents.Add(new StateEntry(change.Key, change.Source, null).ToDocument());

@@ -14,8 +14,8 @@ namespace Magpie.Indexer.MapReduce;
 /// map or key throws is recorded and contributes nothing. Owns its own reduce script (for the keys): the reduce half
 /// runs on another thread.
 /// </summary>
-/// <remarks>Maps that <c>load()</c> (embedded: <paramref name="lookup"/> is the store) keep what each document loaded as state entries,
-/// added to the batch's writes (<paramref name="lookup"/> null: Kafka mode, where such definitions are refused).</remarks>
+/// <remarks>Maps that <c>load()</c> (<paramref name="lookup"/>: the store, or an ingest process in Kafka mode) keep what each document
+/// loaded as state entries, added to the batch's writes.</remarks>
 public sealed class MapToKeys(IndexDefinition definition, ScriptLimits limits, IIndexErrors status, IDocumentLookup? lookup = null)
 {
     private readonly MapScript _maps = MapScript.Compile(definition.Maps, limits);
@@ -25,14 +25,17 @@ public sealed class MapToKeys(IndexDefinition definition, ScriptLimits limits, I
 
     private DocumentKeys Documents => _documents ??= new DocumentKeys(_keys);
 
-    private DocumentLoads? Loads => _maps.Loads ? _loads ??= new DocumentLoads(_maps, lookup) : null;
+    private DocumentLoads? Loading => _maps.Loads ? _loads ??= new DocumentLoads(_maps, lookup) : null;
+
+    /// <summary>Whether the maps call <c>load()</c>.</summary>
+    public bool Loads => _maps.Loads;
 
     /// <summary>A committed state entry: what a document loaded, or which reduce key it feeds. False: not the map side's (the reduce's).</summary>
     public bool Load(StateEntry entry)
     {
         if (entry.Key == DocumentReferences.Key)
         {
-            Loads?.References.Load(entry);
+            Loading?.References.Load(entry);
             return false;
         }
         Documents.Load(entry);
@@ -43,7 +46,7 @@ public sealed class MapToKeys(IndexDefinition definition, ScriptLimits limits, I
     public List<MappedChange> Map(ChangeBatch batch, List<IndexedDocument>? state = null, List<string>? stateDeletes = null)
     {
         var changes = new List<MappedChange>();
-        var loads = Loads;
+        var loads = Loading;
         foreach (var change in loads?.Changes(batch) ?? MapStage.LatestOf(batch, _maps))
         {
             if (change.Op == ChangeOp.Delete)

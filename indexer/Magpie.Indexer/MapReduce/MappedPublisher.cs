@@ -64,7 +64,9 @@ public sealed class MappedPublisher : IDisposable
     /// partition, with the progress, in one transaction; returns once it committed. On failure the transaction is aborted
     /// (none of it is ever read) and the exception surfaces: the attempt ends and the next one fences this publisher.
     /// </summary>
-    public async Task PublishAsync(IReadOnlyList<MappedChange> changes, long etag, long next, CancellationToken ct)
+    /// <param name="loads">Maps that <c>load()</c>: how far this map stage has followed every partition's changes (its referrers
+    /// mapped again), carried in the watermark so reducers count it for staleness.</param>
+    public async Task PublishAsync(IReadOnlyList<MappedChange> changes, long etag, long next, CancellationToken ct, IReadOnlyDictionary<string, long>? loads = null)
     {
         var now = DateTimeOffset.UtcNow;
         _producer.BeginTransaction();
@@ -75,7 +77,7 @@ public sealed class MappedPublisher : IDisposable
             foreach (var change in changes)
                 sent.Add(_producer.ProduceAsync(new TopicPartition(_topic, _partitionOf(change.Key)),
                     new Message<string, byte[]> { Key = Engine.StateEntry.IdOf(change.Key, change.Source), Value = MappedTopics.ChangeMessage(change, etag, now, _sourcePartition) }, ct));
-            var mark = MappedTopics.WatermarkMessage(_sourcePartition, next, etag, now);
+            var mark = MappedTopics.WatermarkMessage(_sourcePartition, next, etag, now, loads);
             for (var p = 0; p < _partitions; p++)
                 sent.Add(_producer.ProduceAsync(new TopicPartition(_topic, p), new Message<string, byte[]> { Key = $"{MappedTopics.Watermark}/{_sourcePartition}", Value = mark }, ct));
             await Task.WhenAll(sent);

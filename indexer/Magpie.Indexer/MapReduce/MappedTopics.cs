@@ -160,6 +160,12 @@ public sealed class MappedTopics(string bootstrapServers, string group, int part
         {
             var partition = d.GetProperty("partition").GetInt32().ToString();
             watermarks[partition] = Math.Max(d.GetProperty("next").GetInt64(), watermarks.GetValueOrDefault(partition));
+            if (d.TryGetProperty("loads", out var loads))
+                foreach (var followed in loads.EnumerateObject())
+                {
+                    var key = LoadsWatermark(partition, followed.Name);
+                    watermarks[key] = Math.Max(followed.Value.GetInt64(), watermarks.GetValueOrDefault(key));
+                }
             return null;
         }
         return new MappedChange(d.GetProperty("key").GetString()!, e.Id, d.GetProperty("values").EnumerateArray().Select(v => v.GetRawText()).ToList());
@@ -174,12 +180,26 @@ public sealed class MappedTopics(string bootstrapServers, string group, int part
         w.WriteNumber("partition", sourcePartition);
     });
 
-    /// <summary>How far the map stage of <paramref name="sourcePartition"/> has published: its next offset.</summary>
-    internal static byte[] WatermarkMessage(int sourcePartition, long next, long etag, DateTimeOffset at) => Event($"{Watermark}/{sourcePartition}", Watermark, etag, at, w =>
-    {
-        w.WriteNumber("partition", sourcePartition);
-        w.WriteNumber("next", next);
-    });
+    /// <summary>
+    /// How far the map stage of <paramref name="sourcePartition"/> has published: its next offset, and for maps that <c>load()</c>
+    /// how far it has followed each partition's changes (<paramref name="loads"/>: partition → next offset).
+    /// </summary>
+    internal static byte[] WatermarkMessage(int sourcePartition, long next, long etag, DateTimeOffset at, IReadOnlyDictionary<string, long>? loads = null) =>
+        Event($"{Watermark}/{sourcePartition}", Watermark, etag, at, w =>
+        {
+            w.WriteNumber("partition", sourcePartition);
+            w.WriteNumber("next", next);
+            if (loads is not { Count: > 0 }) return;
+            w.WriteStartObject("loads");
+            foreach (var (partition, offset) in loads) w.WriteNumber(partition, offset);
+            w.WriteEndObject();
+        });
+
+    /// <summary>
+    /// The reducers' watermark key for how far the map stage of <paramref name="mapPartition"/> has followed the changes of
+    /// <paramref name="changedPartition"/> (maps that load): <c>2/loads/3</c>.
+    /// </summary>
+    public static string LoadsWatermark(string mapPartition, string changedPartition) => $"{mapPartition}/{Maps.LoadFollowingFeed.Prefix}{changedPartition}";
 
     private static byte[] Event(string id, string collection, long etag, DateTimeOffset at, Action<Utf8JsonWriter> body)
     {

@@ -21,7 +21,7 @@ public sealed class LoadFollowingFeed(IChangeFeed shard, IChangeFeed everyPartit
     public async IAsyncEnumerable<ChangeBatch> ReadAsync(ChangeFeedPosition from, int maxBatchSize, [EnumeratorCancellation] CancellationToken cancellationToken)
     {
         var own = Own(from);
-        var others = Others(from);
+        var others = Followed(from);
         // A shard read from its beginning (a build, a rebuild) maps every document against the store as it is now, which holds
         // every change already in the feed: only what comes after needs following.
         var fresh = others.Next.Count == 0;
@@ -78,7 +78,8 @@ public sealed class LoadFollowingFeed(IChangeFeed shard, IChangeFeed everyPartit
     private static ChangeFeedPosition Own(ChangeFeedPosition position) =>
         new(position.Next.Where(p => !p.Key.StartsWith(Prefix, StringComparison.Ordinal)).ToDictionary());
 
-    private static ChangeFeedPosition Others(ChangeFeedPosition position) =>
+    /// <summary>How far a position has followed every partition's changes (partition → next offset; empty: not following).</summary>
+    public static ChangeFeedPosition Followed(ChangeFeedPosition position) =>
         new(position.Next.Where(p => p.Key.StartsWith(Prefix, StringComparison.Ordinal)).ToDictionary(p => p.Key[Prefix.Length..], p => p.Value));
 
     private static ChangeFeedPosition Merged(ChangeFeedPosition own, ChangeFeedPosition others)

@@ -69,4 +69,33 @@ public static class LoadDocumentCases
             Assert.Equal(posts, await PostsOwnedByAsync("Back Again"));
         }
     }
+
+    /// <summary>A map/reduce index counting posts per owner name (loaded): a rename moves the owner's posts to the new name's key.</summary>
+    public static async Task Owner_counts_follow_a_rename(HttpClient definer, HttpClient writer, HttpClient query, string index, Func<Task> written)
+    {
+        await definer.PutIndexAsync(index, """
+            {
+              "maps": ["map('Posts', p => { const u = p.OwnerUserId ? load('users/' + p.OwnerUserId) : null; return { Owner: u ? u.DisplayName : 'nobody', Count: 1 }; })"],
+              "reduce": "groupBy(x => x.Owner).aggregate(g => ({ Owner: g.key, Count: g.values.reduce((n, v) => n + v.Count, 0) }))"
+            }
+            """);
+        var names = Xml.Users.ToDictionary(u => (int)u.Attribute("Id")!, u => (string)u.Attribute("DisplayName")!);
+        var perOwner = Xml.Posts.Where(p => p.Attribute("OwnerUserId") is not null).GroupBy(p => (int)p.Attribute("OwnerUserId")!).ToDictionary(g => g.Key, g => g.Count());
+        // The second busiest owner with a name of their own (the other case renames the busiest).
+        var owner = perOwner.Where(o => names.ContainsKey(o.Key) && names.Values.Count(n => n == names[o.Key]) == 1)
+            .OrderByDescending(o => o.Value).Skip(1).First().Key;
+        async Task<int?> CountAsync(string name)
+        {
+            await written();
+            var r = await query.QueryNonStaleAsync($"from index '{index}' where Owner = {JsonSerializer.Serialize(name).Replace('"', '\'')}");
+            return r.GetProperty("results").EnumerateArray().Select(x => (int?)x.GetProperty("Count").GetInt32()).SingleOrDefault();
+        }
+        Assert.Equal(perOwner[owner], await CountAsync(names[owner]));
+        Assert.True((await writer.PatchAsync($"users/{owner}", """[{"op":"replace","path":"/DisplayName","value":"Counted Anew"}]""")).IsSuccessStatusCode);
+        Assert.Equal(perOwner[owner], await CountAsync("Counted Anew"));
+        Assert.Null(await CountAsync(names[owner]));
+        // Put back: other cases of the same deployment know this user by name.
+        Assert.True((await writer.PatchAsync($"users/{owner}", $$"""[{"op":"replace","path":"/DisplayName","value":{{JsonSerializer.Serialize(names[owner])}}}]""")).IsSuccessStatusCode);
+        Assert.Equal(perOwner[owner], await CountAsync(names[owner]));
+    }
 }

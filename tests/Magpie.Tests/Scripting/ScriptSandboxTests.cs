@@ -333,16 +333,4 @@ public sealed class ScriptSandboxTests
         maps.Loader = id => users.TryGetValue(id, out var json) ? System.Text.Json.JsonDocument.Parse(json).RootElement : null;
         Assert.Equal("Ada", (string)Values(Assert.Single(maps.Run(Put("posts/3", """{"OwnerId":"users/1"}"""))))["Owner"]!);
     }
-
-    [Fact]
-    public void Where_load_cannot_be_answered_the_definition_is_refused()
-    {
-        var loads = new Magpie.Contracts.Indexes.IndexDefinition { Maps = ["map('Posts', p => ({ O: load(p.OwnerId).Name }))"] };
-        var counted = loads with { Reduce = "groupBy(x => x.O).aggregate(g => ({ O: g.key }))" };
-        Magpie.Indexer.MapReduce.DefinitionCompiler.Check(loads, ScriptLimits.Default);
-        Magpie.Indexer.MapReduce.DefinitionCompiler.Check(counted, ScriptLimits.Default);
-        // Kafka indexers load in map indexes; a map/reduce index's map side there cannot keep what its documents loaded.
-        Magpie.Indexer.MapReduce.DefinitionCompiler.CheckForKafka(loads, ScriptLimits.Default);
-        Assert.Contains("map/reduce index runs embedded only", Assert.Throws<ScriptSyntaxException>(() => Magpie.Indexer.MapReduce.DefinitionCompiler.CheckForKafka(counted, ScriptLimits.Default)).Message);
-    }
 }

@@ -121,6 +121,12 @@ public sealed class KafkaConformanceTests(KafkaConformanceFixture fx) : IClassFi
         Indexing.LoadDocumentCases.Posts_follow_their_owner(fx.Indexer.Http, fx.Ingest.Http, fx.Query.Http, "Posts/KafkaWithOwner",
             async () => { fx.Indexer.Crash(); await fx.Indexer.StartAsync(); }, () => SplitDeployment.RelayCaughtUpAsync(fx.Ingest));
 
+    /// <summary>load() in a map/reduce index with Kafka indexers: the map sides follow every partition and tell the reducers how far.</summary>
+    [Fact]
+    public Task Posts_counted_per_owner_name_follow_a_rename_across_partitions() =>
+        Indexing.LoadDocumentCases.Owner_counts_follow_a_rename(fx.Indexer.Http, fx.Ingest.Http, fx.Query.Http, "Posts/KafkaPerOwnerName",
+            () => SplitDeployment.RelayCaughtUpAsync(fx.Ingest));
+
     [Fact]
     public async Task A_retry_asked_of_one_indexer_reaches_every_indexer_of_the_index()
     {
