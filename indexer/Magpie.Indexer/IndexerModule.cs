@@ -35,11 +35,13 @@ public static class IndexerModule
         // The search engine behind the seam (Engine/IIndexEngine): Lucene.Net in-process. The container disposes it after the registry.
         services.AddSingleton<IIndexEngine>(sp => new LuceneEngine(sp.GetRequiredService<ILoggerFactory>().CreateLogger("Magpie.Indexes.Engine"),
             (long)options.FacetCacheMegabytes << 20, (long)options.KnownIdsMegabytes << 20));
-        // Where load() reads: the store when ingest runs here, else (Kafka mode) an ingest process over HTTP.
-        var ingest = options.Kafka is not null && options.IngestUrl is { } url ? new Magpie.Http.IngestClient(url, options.PeerClient(TimeSpan.FromSeconds(30))) : null;
+        // Where load() in maps and in query projections reads: the store when ingest runs here (registered first), else (Kafka
+        // mode) an ingest process over HTTP.
+        if (options.Kafka is not null && options.IngestUrl is { } url)
+            services.TryAddSingleton<IDocumentLookup>(new Magpie.Http.IngestClient(url, options.PeerClient(TimeSpan.FromSeconds(30))));
         services.AddSingleton(sp => new IndexRegistry(sp.GetRequiredService<IndexDefinitionStore>(), sp.GetRequiredService<IIndexShards>(), options,
             sp.GetRequiredService<IIndexEngine>(), sp.GetRequiredService<ILoggerFactory>(), sp.GetService<IDocumentOutput>(),
-            sp.GetService<Contracts.Documents.IDocumentLookup>() ?? ingest));
+            sp.GetService<IDocumentLookup>()));
         services.AddHostedService(sp => sp.GetRequiredService<IndexRegistry>());
         services.AddSingleton(sp => new IndexReplacements(sp.GetRequiredService<IndexDefinitionStore>(), sp.GetRequiredService<IndexRegistry>(),
             sp.GetRequiredService<IIndexShards>(), options, sp.GetRequiredService<ILoggerFactory>()));

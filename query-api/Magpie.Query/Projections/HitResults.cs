@@ -32,8 +32,8 @@ public sealed class HitResults : IDisposable
         _documents = documents;
         _indexStores = indexStores ?? new HashSet<string>();
         if (query.ReadsRelatedDocuments && documents is null)
-            throw new QueryProblem(400, "load and include read related documents from the document store, which this process does not have "
-                + "(Kafka mode: the indexers answer from the documents they index); run them embedded, or with --target ingest,indexer,query");
+            throw new QueryProblem(400, "load and include read related documents from the document store, which this indexer cannot reach "
+                + "(Kafka mode: give indexers MAGPIE__INGESTURL, the address of an ingest process)");
         _script = query.Script is null ? null : ScriptProjectionPool.Rent(query, limits);
     }
 
@@ -94,7 +94,7 @@ public sealed class HitResults : IDisposable
                 loaded.Add(many ? JsonSerializer.SerializeToElement(docs) : docs.FirstOrDefault());
             }
             return _script.Project(d, loaded, related => _documents is null
-                ? throw new QueryProblem(400, "load() in a projection reads the document store, which this process does not have (Kafka mode)")
+                ? throw new QueryProblem(400, "load() in a projection reads the document store, which this indexer cannot reach (Kafka mode: give indexers MAGPIE__INGESTURL)")
                 : _documents.GetAsync(related, ct).AsTask().GetAwaiter().GetResult());
         }
         if (_query.Select.Count == 0) return await document();

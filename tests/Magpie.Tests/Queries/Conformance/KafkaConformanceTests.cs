@@ -127,6 +127,20 @@ public sealed class KafkaConformanceTests(KafkaConformanceFixture fx) : IClassFi
         Indexing.LoadDocumentCases.Owner_counts_follow_a_rename(fx.Indexer.Http, fx.Ingest.Http, fx.Query.Http, "Posts/KafkaPerOwnerName",
             () => SplitDeployment.RelayCaughtUpAsync(fx.Ingest));
 
+    /// <summary>The indexers answer a projection's load() through ingest: every post with its owner's current name.</summary>
+    [Fact]
+    public async Task A_projection_loads_related_documents_through_ingest()
+    {
+        var users = System.Xml.Linq.XDocument.Load(Path.Combine(RepoPaths.StackExchangeSample, "Users.xml")).Root!.Elements("row")
+            .ToDictionary(u => (int)u.Attribute("Id")!, u => (string)u.Attribute("DisplayName")!);
+        var answer = await fx.Query.Http.QueryNonStaleAsync("from Posts as p where PostTypeId = 1 and Score >= 20 select { Owner: load('users/' + p.OwnerUserId).DisplayName, Id: id(p) }");
+        var expected = fx.Posts.Where(p => p.Type == 1 && p.Score >= 20).ToDictionary(p => p.Id);
+        var results = answer.GetProperty("results").EnumerateArray().ToList();
+        Assert.Equal(expected.Count, results.Count);
+        foreach (var r in results)
+            Assert.Equal(users[expected[r.GetProperty("Id").GetString()!].Owner!.Value], r.GetProperty("Owner").GetString());
+    }
+
     [Fact]
     public async Task A_retry_asked_of_one_indexer_reaches_every_indexer_of_the_index()
     {
