@@ -30,8 +30,12 @@ public static class DocumentMetadata
     /// A result of a query ordered by <c>score()</c>: the document as written, with <c>@index-score</c> added to its
     /// <c>@metadata</c> (as RavenDB does), so a client can see why hits are in their order.
     /// </summary>
-    public static JsonElement WithIndexScore(JsonElement result, float score)
+    public static JsonElement WithIndexScore(JsonElement result, float score) => With(result, "@index-score", JsonSerializer.SerializeToElement(score));
+
+    /// <summary>The result as written, with <paramref name="name"/> set to <paramref name="value"/> in its <c>@metadata</c> (added if it has none).</summary>
+    public static JsonElement With(JsonElement result, string name, JsonElement value)
     {
+        if (result.ValueKind != JsonValueKind.Object) return result;
         var buffer = new System.Buffers.ArrayBufferWriter<byte>();
         using (var w = new Utf8JsonWriter(buffer))
         {
@@ -45,8 +49,9 @@ public static class DocumentMetadata
             w.WriteStartObject("@metadata");
             if (meta is { ValueKind: JsonValueKind.Object } m)
                 foreach (var p in m.EnumerateObject())
-                    if (!p.NameEquals("@index-score")) WriteAsWritten(w, p);
-            w.WriteNumber("@index-score", score);
+                    if (!p.NameEquals(name)) WriteAsWritten(w, p);
+            w.WritePropertyName(name);
+            value.WriteTo(w);
             w.WriteEndObject();
             w.WriteEndObject();
         }

@@ -22,6 +22,13 @@ public interface IShardSearcher
 
     void ReleaseSnapshot(long snapshot);
 
+    /// <summary>
+    /// The fragments of <paramref name="texts"/> (the values of <see cref="HighlightSpec.Field"/> of one hit) where
+    /// <paramref name="query"/> matches, best first, HTML-escaped around the marks; empty when it matches none of them. The text is
+    /// analyzed as the field is; wildcards, prefixes and fuzzy words match against the text itself, phrases only where whole.
+    /// </summary>
+    IReadOnlyList<string> Highlight(SearchQuery query, HighlightSpec spec, IReadOnlyList<string> texts);
+
     /// <summary>Every field name in the index as searched now (with Magpie's suffixes: <c>@num</c>, <c>@ticks</c>, <c>@cs</c>, …).</summary>
     IReadOnlyList<string> FieldNames();
 }

@@ -304,6 +304,9 @@ internal sealed class LuceneIndex : IIndexPersistence
             return counter.Result();
         }));
 
+    public IReadOnlyList<string> Highlight(SearchQuery query, HighlightSpec spec, IReadOnlyList<string> texts) =>
+        Guard(() => Text.Highlights.Of(LuceneQueries.Build(query, _engine.Analyzer, scored: true), spec, texts, _engine.Analyzer));
+
     public IReadOnlyList<string> FieldNames() => WithSearcher(0, searcher =>
         searcher.IndexReader.Leaves.SelectMany(l => l.AtomicReader.FieldInfos.Select(f => f.Name)).Distinct().Order(StringComparer.Ordinal).ToList());
 

@@ -81,6 +81,7 @@ public static class QueryEndpoints
                     resultsFrom = page.Hits.Count == 0 ? null : page.DocumentsRead == 0 ? "index" : "documents",
                     timings = query.Timings ? Timings(page, parsed, started) : null,
                     explanations = query.Explanations ? page.Hits.Where(h => h.Id is not null).GroupBy(h => h.Id!).ToDictionary(g => g.Key, g => g.Select(h => h.Explanation)) : null,
+                    highlightings = query.Highlights.Count > 0 ? Highlightings(page.Hits) : null,
                 });
             }
             catch (QueryProblem e) { return Problem(e); }
@@ -135,7 +136,7 @@ public static class QueryEndpoints
                     {
                         if (distinct is not null && (!distinct.Add(hit.Result) || distinct.Count <= skip)) continue;
                         if (remaining-- <= 0) break;
-                        await WriteLineAsync(hit.Result);
+                        await WriteLineAsync(hit.Highlights is { } marked ? Magpie.Contracts.Documents.DocumentMetadata.With(hit.Result, "@highlights", JsonSerializer.SerializeToElement(marked)) : hit.Result);
                     }
                     foreach (var (id, document) in page.Included ?? [])
                         if (sent.Add(id)) await WriteLineAsync(new Dictionary<string, JsonElement> { ["@include"] = document });
@@ -201,6 +202,23 @@ public static class QueryEndpoints
     /// <summary>Every hit of a distinct query from one snapshot: its offset and limit count distinct results, so they are applied here, not by the owners.</summary>
     private static Task<QueryStream> DistinctStreamAsync(QueryCoordinator coordinator, QueryRequest request, RqlQuery query, CancellationToken ct) =>
         coordinator.StreamAsync(request.ToCoordinator() with { Start = 0 }, query with { Limit = null, Offset = null }, ct);
+
+    /// <summary>
+    /// RavenDB's shape of <c>include highlight(…)</c> on a page: field → document id → fragments (an entry of a map producing several
+    /// per document adds its fragments to the document's).
+    /// </summary>
+    private static Dictionary<string, Dictionary<string, List<string>>> Highlightings(IEnumerable<ShardHit> hits)
+    {
+        var byField = new Dictionary<string, Dictionary<string, List<string>>>(StringComparer.Ordinal);
+        foreach (var hit in hits)
+            foreach (var (field, fragments) in hit.Highlights ?? [])
+            {
+                if (!byField.TryGetValue(field, out var byId)) byField[field] = byId = new(StringComparer.Ordinal);
+                if (!byId.TryGetValue(hit.Id!, out var list)) byId[hit.Id!] = list = [];
+                list.AddRange(fragments);
+            }
+        return byField;
+    }
 
     /// <summary><c>include timings()</c>: parsing here, then each stage as long as the slowest owner took, and the whole request.</summary>
     private static Dictionary<string, double> Timings(ShardPage page, double parsed, long started)

@@ -17,6 +17,8 @@ public sealed class HitResults : IDisposable
 {
     private readonly RqlQuery _query;
     private readonly IDocumentLookup? _documents;
+    private readonly HitHighlights? _highlights;
+    private readonly bool _highlightsReadDocuments;
     private readonly ScriptProjection? _script;
     private long _documentsRead;
 
@@ -26,9 +28,12 @@ public sealed class HitResults : IDisposable
     /// <summary>Fields the index stores (<c>store: true</c>): a selected one is answered from the index alone, null where an entry lacks it.</summary>
     private readonly IReadOnlySet<string> _indexStores;
 
-    public HitResults(RqlQuery query, IDocumentLookup? documents, ScriptLimits limits, IReadOnlySet<string>? indexStores = null)
+    /// <param name="highlights">The page's <c>highlight(…)</c>s; with <paramref name="highlightsReadDocuments"/> some read the document's text.</param>
+    public HitResults(RqlQuery query, IDocumentLookup? documents, ScriptLimits limits, IReadOnlySet<string>? indexStores = null,
+        HitHighlights? highlights = null, bool highlightsReadDocuments = false)
     {
         _query = query;
+        (_highlights, _highlightsReadDocuments) = (highlights, highlightsReadDocuments);
         _documents = documents;
         _indexStores = indexStores ?? new HashSet<string>();
         if (query.ReadsRelatedDocuments && documents is null)
@@ -43,8 +48,8 @@ public sealed class HitResults : IDisposable
         if (_script is not null) ScriptProjectionPool.Return(_query, _script);
     }
 
-    /// <summary>The result of one hit (null: its document is gone) and the ids it includes.</summary>
-    public async Task<(JsonElement? Result, IReadOnlyList<string> Includes)> ResultOfAsync(SearchHit hit, CancellationToken ct)
+    /// <summary>The result of one hit (null: its document is gone), the ids it includes and its highlighted fragments.</summary>
+    public async Task<(JsonElement? Result, IReadOnlyList<string> Includes, Dictionary<string, IReadOnlyList<string>>? Highlights)> ResultOfAsync(SearchHit hit, CancellationToken ct)
     {
         JsonElement? document = null;
         var read = false;
@@ -60,7 +65,8 @@ public sealed class HitResults : IDisposable
         IReadOnlyList<string> includes = _query.Includes.Count > 0 && await Document() is { } d ? IncludesOf(d) : [];
         var result = await ResultOf(hit.Id, Document, hit.Stored, ct);
         if (result is { ValueKind: JsonValueKind.Object } r && _query.OrderBy.Any(o => o.IsScore)) result = DocumentMetadata.WithIndexScore(r, hit.Score);
-        return (result, includes);
+        var highlights = _highlights?.Of(hit, _highlightsReadDocuments ? await Document() : null);
+        return (result, includes, highlights);
     }
 
     /// <summary>The result of a document (with its metadata) that no index holds (a subscription's change).</summary>

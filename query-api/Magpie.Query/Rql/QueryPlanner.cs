@@ -23,6 +23,57 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
 
     public SearchQuery Where(RqlExpression? where) => where is null ? SearchQuery.All : Plan(where);
 
+    /// <summary>
+    /// <c>highlight(F, length, count[, options])</c> with its sizes checked and its tags read. A static index highlights what it
+    /// stores (<c>"store": true</c>): its fields are what its maps made, which the document's text at that name need not be.
+    /// </summary>
+    public HighlightSpec Highlight(RqlHighlight h, bool staticIndex)
+    {
+        var field = NotId(h.Field, "highlight");
+        if (staticIndex && !definition.FieldOptions(field).Store)
+            throw new RqlException($"highlight({field}) on a static index reads the text the index stores: give the field \"store\": true (\"fields\": {{ \"{field}\": {{ \"indexing\": \"search\", \"store\": true }} }})", 1, 1);
+        var length = WholeNumber(h.Length, "highlight's fragment length", HighlightSpec.MinFragmentLength, HighlightSpec.MaxFragmentLength);
+        var count = WholeNumber(h.Count, "highlight's fragment count", 1, HighlightSpec.MaxFragments);
+        IReadOnlyList<string> pre = HighlightSpec.DefaultPreTags, post = HighlightSpec.DefaultPostTags;
+        if (h.Options is { } at)
+            foreach (var option in Options(at, "highlight").EnumerateObject())
+            {
+                if (option.NameEquals("PreTags") || option.Name.Equals("preTags", StringComparison.OrdinalIgnoreCase)) pre = Tags(option.Value, at, "PreTags");
+                else if (option.Name.Equals("postTags", StringComparison.OrdinalIgnoreCase)) post = Tags(option.Value, at, "PostTags");
+                else throw Bad(at, $"highlight's options are PreTags and PostTags, not '{option.Name}'");
+            }
+        return new HighlightSpec(field, length, count, pre, post);
+    }
+
+    private static IReadOnlyList<string> Tags(JsonElement value, RqlValue at, string name)
+    {
+        var tags = value.ValueKind == JsonValueKind.Array ? value.EnumerateArray().ToList() : [value];
+        if (tags.Count is 0 or > HighlightSpec.MaxTags || tags.Any(t => t.ValueKind != JsonValueKind.String || t.GetString()!.Length > HighlightSpec.MaxTagLength))
+            throw Bad(at, $"{name} must be 1 to {HighlightSpec.MaxTags} strings of at most {HighlightSpec.MaxTagLength} characters");
+        return tags.Select(t => t.GetString()!).ToList();
+    }
+
+    /// <summary>A function's options object: a <c>$parameter</c> holding one, a JSON string, or a <c>{ … }</c> written in the query.</summary>
+    public JsonElement Options(RqlValue v, string function)
+    {
+        var value = v.IsParameter
+            ? parameters is not null && parameters.TryGetValue(v.Parameter!, out var json) ? json : throw Bad(v, $"parameter ${v.Parameter} is not in \"parameters\"")
+            : v.Literal switch
+            {
+                JsonElement e => e,
+                string s => ParseJson(s, v, function),
+                _ => throw Bad(v, $"{function}'s options must be a JSON object"),
+            };
+        if (value.ValueKind == JsonValueKind.String) value = ParseJson(value.GetString()!, v, function);
+        return value.ValueKind == JsonValueKind.Object ? value : throw Bad(v, $"{function}'s options must be a JSON object");
+    }
+
+    private static JsonElement ParseJson(string text, RqlValue at, string function)
+    {
+        try { return JsonDocument.Parse(text).RootElement.Clone(); }
+        catch (JsonException e) { throw Bad(at, $"{function}'s options are not JSON: {e.Message}"); }
+    }
+
     private SearchQuery Plan(RqlExpression e) => e switch
     {
         RqlAnd a => BoolQuery.And([.. Flat(Plan(a.Left), b => b.Must), .. Flat(Plan(a.Right), b => b.Must)]),

@@ -13,6 +13,9 @@ public sealed record QueryPlan(SearchQuery Where, IReadOnlyList<SortField> Sort,
     /// <summary>Each hit with its score explanation (<c>include explanations()</c>).</summary>
     public bool Explain { get; init; }
 
+    /// <summary><c>include highlight(…)</c>: the fields to highlight in each hit, with the query's sizes and tags.</summary>
+    public IReadOnlyList<HighlightSpec> Highlights { get; init; } = [];
+
     /// <summary>Fields this plan sorts numerically (an owner reports them so the coordinator can align owners).</summary>
     public IReadOnlyList<string> NumericSorts => Sort.Where(s => s.Kind == SortKind.Double).Select(s => s.Field[..^EntryFields.Number.Length]).ToList();
 
@@ -31,16 +34,21 @@ public static class QueryRunner
     {
         StaticIndexFields.Check(query, definition, () => shards.SelectMany(s => s.FieldNames()));
         var numberFields = new Lazy<IReadOnlySet<string>>(() => QueryPlanner.NumberFieldsOf(shards.SelectMany(s => s.FieldNames())));
-        var where = new QueryPlanner(definition, parameters, numberFields).Where(query.Where);
+        var planner = new QueryPlanner(definition, parameters, numberFields);
+        var where = planner.Where(query.Where);
+        var highlights = query.Highlights.Select(h => planner.Highlight(h, query.From.IsIndex)).ToList();
         var sort = new List<SortField>();
         foreach (var order in query.OrderBy) sort.Add(await SortOfAsync(shards, order, numericSorts, ct));
         // With select: the projected stored fields, and the document source where the index keeps it (Kafka mode) unless every
         // selected field is stored (then no result reads its document; one without the value falls back to the store, if any).
-        var allStored = query.Select.All(s => s.Field == RqlFields.Id || definition.Fields.TryGetValue(s.Field, out var f) && f.Store);
+        var allStored = query.Select.All(s => s.Field == RqlFields.Id || definition.Fields.TryGetValue(s.Field, out var f) && f.Store)
+            && highlights.All(h => definition.FieldOptions(h.Field).Store);
+        // Highlighted fields the index stores are read there too.
         IReadOnlyList<string>? stored = query.Select.Count > 0
-            ? [.. query.Select.Select(s => s.Field + EntryFields.Stored), .. allStored ? Array.Empty<string>() : [EntryFields.Source]]
+            ? [.. query.Select.Select(s => s.Field + EntryFields.Stored), .. allStored ? Array.Empty<string>() : [EntryFields.Source],
+               .. highlights.Where(h => definition.FieldOptions(h.Field).Store).Select(h => h.Field + EntryFields.Stored)]
             : null;
-        return new QueryPlan(where, sort, stored) { Explain = query.Explanations };
+        return new QueryPlan(where, sort, stored) { Explain = query.Explanations, Highlights = highlights };
     }
 
     /// <summary>

@@ -153,6 +153,7 @@ public sealed class RqlParser
         }
         else if (functions.Count > 0 || loads.Count > 0) throw Expected("select { … } or update { … }: declared functions and loads are for JavaScript");
         var includes = new List<string>();
+        var highlights = new List<RqlHighlight>();
         bool timings = false, explanations = false;
         if (Current.Is("include"))
         {
@@ -161,6 +162,17 @@ public sealed class RqlParser
             {
                 if (Current.Is("timings") && Next.IsSymbol("(")) { _at += 2; Expect(")"); timings = true; }
                 else if (Current.Is("explanations") && Next.IsSymbol("(")) { _at += 2; Expect(")"); explanations = true; }
+                else if (Current.Is("highlight") && Next.IsSymbol("("))
+                {
+                    if (highlights.Count == QueryLimits.MaxHighlights) throw RqlLexer.Error(_text, Current.Position, $"at most {QueryLimits.MaxHighlights} highlights in a query");
+                    _at += 2;
+                    var field = WithoutAlias(Field(), alias);
+                    var length = AfterComma();
+                    var count = AfterComma();
+                    var options = Accept(",") ? Options() : null;
+                    Expect(")");
+                    highlights.Add(new RqlHighlight(field, length, count, options));
+                }
                 else
                 {
                     if (includes.Count == QueryLimits.MaxIncludePaths) throw RqlLexer.Error(_text, Current.Position, $"at most {QueryLimits.MaxIncludePaths} include paths in a query");
@@ -180,7 +192,7 @@ public sealed class RqlParser
         return new RqlQuery(source, where, orderBy, select, limit, offset)
         {
             Facets = facets, FacetsOnly = facets.Count > 0, Alias = alias, Functions = functions, Loads = loads, Script = script,
-            Includes = includes, Timings = timings, Explanations = explanations, GroupBy = groupBy, Aggregates = aggregates, Distinct = distinct,
+            Includes = includes, Highlights = highlights, Timings = timings, Explanations = explanations, GroupBy = groupBy, Aggregates = aggregates, Distinct = distinct,
         };
     }
 
@@ -443,6 +455,16 @@ public sealed class RqlParser
 
     /// <summary><c>id()</c> at the current token: a field, not a function call.</summary>
     private bool IsIdField() => Current.Is("id") && Next.IsSymbol("(") && _at + 2 < _tokens.Count && _tokens[_at + 2].IsSymbol(")");
+
+    /// <summary>A function's options: a <c>$parameter</c>, a JSON string, or a <c>{ … }</c> JSON object written in the query.</summary>
+    private RqlValue Options()
+    {
+        if (Current.Kind != RqlTokenKind.Script) return Value();
+        var t = Current;
+        _at++;
+        try { return new RqlValue(System.Text.Json.JsonDocument.Parse(t.Text).RootElement.Clone(), Position: t.Position); }
+        catch (System.Text.Json.JsonException e) { throw RqlLexer.Error(_text, t.Position, $"options must be a JSON object: {e.Message}"); }
+    }
 
     private RqlValue AfterComma()
     {

@@ -33,6 +33,9 @@ public sealed record RqlQuery(RqlSource From, RqlExpression? Where, IReadOnlyLis
     /// <summary><c>include explanations()</c>: Lucene's score explanation of each hit.</summary>
     public bool Explanations { get; init; }
 
+    /// <summary><c>include highlight(Body, 128, 2)</c>: fragments of each hit's text with the matched words marked.</summary>
+    public IReadOnlyList<RqlHighlight> Highlights { get; init; } = [];
+
     /// <summary><c>group by F, array(G)</c> on a collection: the query runs on an automatic map/reduce index over these keys.</summary>
     public IReadOnlyList<RqlGroupKey> GroupBy { get; init; } = [];
 
@@ -65,6 +68,12 @@ public sealed record RqlAggregate(string? Field)
 
     public string Name => Field ?? CountName;
 }
+
+/// <summary>
+/// <c>highlight(Field, fragmentLength, fragmentCount[, options])</c>; options (a <c>$parameter</c>, a JSON string or a <c>{ … }</c>
+/// object) give <c>PreTags</c> and <c>PostTags</c>.
+/// </summary>
+public sealed record RqlHighlight(string Field, RqlValue Length, RqlValue Count, RqlValue? Options);
 
 /// <summary><c>load Path as Alias</c>: the path holds an id (or an array of ids).</summary>
 public sealed record RqlLoad(string Path, string Alias);

@@ -118,9 +118,11 @@ public sealed class LocalShardOwner(IIndexDefinitions definitions, ILocalShards 
 
         // Each hit's result may need its document from the store (a read of the log): several at once, so a page
         // does not wait on one read after another (a streamed projection of 300k hits: 11 s one by one).
-        using var results = new HitResults(query, documents, ScriptLimits.Default, definition.Fields.Where(f => f.Value.Store).Select(f => f.Key).ToHashSet());
+        var highlights = plan.Highlights.Count > 0 ? new HitHighlights(plan.Highlights, plan.Where, indexes[0]) : null;
+        using var results = new HitResults(query, documents, ScriptLimits.Default, definition.Fields.Where(f => f.Value.Store).Select(f => f.Key).ToHashSet(),
+            highlights, highlights?.NeedsDocument(definition) ?? false);
         var page = pages[0].Hits;
-        var resolved = new (JsonElement? Result, IReadOnlyList<string> Includes)[page.Count];
+        var resolved = new (JsonElement? Result, IReadOnlyList<string> Includes, Dictionary<string, IReadOnlyList<string>>? Highlights)[page.Count];
         await Parallel.ForEachAsync(Enumerable.Range(0, page.Count), new ParallelOptions { MaxDegreeOfParallelism = ResultReads, CancellationToken = ct },
             async (i, token) => resolved[i] = await results.ResultOfAsync(page[i], token));
         var hits = new List<ShardHit>(page.Count);
@@ -129,7 +131,8 @@ public sealed class LocalShardOwner(IIndexDefinitions definitions, ILocalShards 
                 hits.Add(new ShardHit(r, page[i].Cursor.ToString())
                 {
                     Includes = resolved[i].Includes.Count > 0 ? resolved[i].Includes : null,
-                    Id = query.Explanations ? page[i].Id : null, Explanation = page[i].Explanation,
+                    Id = query.Explanations || highlights is not null ? page[i].Id : null, Explanation = page[i].Explanation,
+                    Highlights = resolved[i].Highlights,
                 });
         var included = await results.IncludedAsync(hits.SelectMany(h => h.Includes ?? []), ct);
         return new ShardPage(pages.Sum(p => p.TotalHits), hits, stale, shards.Max(s => s.Worker.IndexedEtag), plan.NumericSorts, lease, facets)

@@ -56,9 +56,12 @@ public sealed record ShardHit(JsonElement Result, string Cursor)
 {
     public IReadOnlyList<string>? Includes { get; init; }
 
-    /// <summary>The hit's document id and the engine's explanation of its score (<c>include explanations()</c>).</summary>
+    /// <summary>The hit's document id (with explanations or highlights) and the engine's explanation of its score (<c>include explanations()</c>).</summary>
     public string? Id { get; init; }
     public string? Explanation { get; init; }
+
+    /// <summary>Each highlighted field's fragments (<c>include highlight(…)</c>; fields the hit's text did not match left out).</summary>
+    public Dictionary<string, IReadOnlyList<string>>? Highlights { get; init; }
 }
 
 /// <summary>

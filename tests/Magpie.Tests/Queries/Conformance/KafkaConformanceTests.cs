@@ -142,6 +142,13 @@ public sealed class KafkaConformanceTests(KafkaConformanceFixture fx) : IClassFi
     }
 
     [Fact]
+    public async Task Highlights_come_from_the_indexers_holding_the_hits()
+    {
+        await fx.Indexer.Http.PutIndexAsync(Search.SearchCases.StoredIndex, Search.SearchCases.StoredDefinition);
+        await Search.SearchCases.Highlights_mark_the_matched_words_in_fragments_of_the_text(fx.Query.Http, fx.Posts);
+    }
+
+    [Fact]
     public async Task A_retry_asked_of_one_indexer_reaches_every_indexer_of_the_index()
     {
         const string index = "Posts/KafkaFailing";

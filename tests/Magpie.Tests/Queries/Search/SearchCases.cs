@@ -1,0 +1,114 @@
+using System.Net;
+using System.Net.Http.Json;
+using System.Text.Json;
+using System.Text.RegularExpressions;
+using Magpie.Tests.Http;
+using Magpie.Tests.Queries.Conformance;
+
+namespace Magpie.Tests.Queries.Search;
+
+/// <summary>
+/// Search features checked against the Stack Exchange sample's own text, the same cases embedded and over Kafka indexers:
+/// highlighting (fragments of the real bodies, escaped, with the matched words marked).
+/// </summary>
+public static partial class SearchCases
+{
+    /// <summary>A static index storing Body (static indexes highlight what they store).</summary>
+    public const string StoredIndex = "Posts/StoredText";
+
+    public const string StoredDefinition = """
+        { "maps": ["map('Posts', p => ({ Title: p.Title || null, Body: p.Body }))"],
+          "fields": { "Body": { "indexing": "search", "store": true }, "Title": { "indexing": "search" } } }
+        """;
+
+    private static async Task<JsonElement> PageAsync(HttpClient http, string rql, object? parameters = null)
+    {
+        var r = await http.PostAsJsonAsync("queries", new { query = rql, pageSize = 1024, waitForNonStaleResults = true, timeoutMs = 60_000, parameters });
+        Assert.True(r.IsSuccessStatusCode, $"{rql}\n{await r.Content.ReadAsStringAsync()}");
+        return await r.JsonAsync();
+    }
+
+    /// <summary>The marked words of a fragment, and the fragment's text without the marks, unescaped as a browser would show it.</summary>
+    private static (List<string> Marked, string Text) Read(string fragment, string pre = "<b>", string post = "</b>")
+    {
+        var marked = Regex.Matches(fragment, Regex.Escape(pre) + "(.*?)" + Regex.Escape(post)).Select(m => WebUtility.HtmlDecode(m.Groups[1].Value)).ToList();
+        return (marked, WebUtility.HtmlDecode(fragment.Replace(pre, "").Replace(post, "")));
+    }
+
+    /// <summary>Every hit's fragments: at most the count asked, each a piece of the post's own body (escaped: the bodies are HTML), marking what <paramref name="marks"/> accepts.</summary>
+    private static void AssertFragments(JsonElement answer, string field, Dictionary<string, SamplePost> posts, int count, int length, Func<string, bool> marks,
+        string pre = "<b>", string post = "</b>")
+    {
+        var results = answer.GetProperty("results").EnumerateArray().ToList();
+        Assert.NotEmpty(results);
+        var byId = answer.GetProperty("highlightings").GetProperty(field);
+        foreach (var r in results)
+        {
+            var id = r.GetProperty("@metadata").GetProperty("@id").GetString()!;
+            var fragments = byId.GetProperty(id).EnumerateArray().Select(f => f.GetString()!).ToList();
+            Assert.InRange(fragments.Count, 1, count);
+            foreach (var fragment in fragments)
+            {
+                Assert.DoesNotContain("<p>", fragment);   // the body's own HTML is escaped around the marks
+                var (marked, text) = Read(fragment, pre, post);
+                Assert.NotEmpty(marked);
+                Assert.All(marked, m => Assert.True(marks(m), $"{id}: '{m}' marked in {fragment}"));
+                Assert.Contains(text, posts[id].Body);
+                Assert.True(text.Length <= length + 40, $"{id}: a fragment of {text.Length} characters for {length} asked");
+            }
+        }
+    }
+
+    public static async Task Highlights_mark_the_matched_words_in_fragments_of_the_text(HttpClient http, List<SamplePost> sample)
+    {
+        var posts = sample.ToDictionary(p => p.Id);
+        const string Auto = "from Posts";
+        // A word: every hit's fragments mark it, in the text of the post's body.
+        var word = await PageAsync(http, $"{Auto} where search(Body, 'wikipedia') include highlight(Body, 128, 2)");
+        Assert.Equal(sample.Count(p => p.BodyTokens.Contains("wikipedia")), word.GetProperty("totalResults").GetInt32());
+        AssertFragments(word, "Body", posts, 2, 128, m => m.Equals("wikipedia", StringComparison.OrdinalIgnoreCase));
+
+        // A phrase marks its words only where they stand together; a wildcard and a fuzzy word mark what they match.
+        var phrase = await PageAsync(http, $"{Auto} where search(Body, '\"primary sources\"') include highlight(Body, 100, 3)");
+        AssertFragments(phrase, "Body", posts, 3, 100, m => m.Equals("primary", StringComparison.OrdinalIgnoreCase) || m.Equals("sources", StringComparison.OrdinalIgnoreCase));
+        foreach (var fragments in phrase.GetProperty("highlightings").GetProperty("Body").EnumerateObject())
+            foreach (var f in fragments.Value.EnumerateArray())
+                Assert.Matches(new Regex("<b>primary</b>(?:[^\\w<]|&\\w+;)+<b>sources</b>", RegexOptions.IgnoreCase), f.GetString()!);
+        AssertFragments(await PageAsync(http, $"{Auto} where search(Body, 'wikiped*') include highlight(Body, 128, 1)"), "Body", posts, 1, 128,
+            m => m.StartsWith("wikiped", StringComparison.OrdinalIgnoreCase));
+        AssertFragments(await PageAsync(http, $"{Auto} where search(Body, 'wikipeda~') include highlight(Body, 128, 1)"), "Body", posts, 1, 128,
+            m => m.Length >= 7 && m.StartsWith("wikiped", StringComparison.OrdinalIgnoreCase));
+
+        // Tags of one's own (RavenDB's options), the first word's tags for the first word, the second's for the second.
+        var tagged = await PageAsync(http, $"{Auto} where search(Body, 'primary sources', and) include highlight(Body, 128, 2, $tags)",
+            new { tags = new { PreTags = new[] { "<em class=\"a\">", "<em class=\"b\">" }, PostTags = new[] { "</em>" } } });
+        var any = tagged.GetProperty("highlightings").GetProperty("Body").EnumerateObject().SelectMany(p => p.Value.EnumerateArray()).Select(f => f.GetString()!).ToList();
+        Assert.NotEmpty(any);
+        Assert.Contains(any, f => f.Contains("<em class=\"a\">") && f.Contains("</em>"));
+        Assert.DoesNotContain(any, f => f.Contains("<b>"));
+
+        // A static index highlights what it stores.
+        var stored = await PageAsync(http, $"from index '{StoredIndex}' where search(Body, 'wikipedia') include highlight(Body, 128, 2)");
+        AssertFragments(stored, "Body", posts, 2, 128, m => m.Equals("wikipedia", StringComparison.OrdinalIgnoreCase));
+
+        // Streams: each result carries its fragments in @metadata.@highlights.
+        var r = await http.PostAsJsonAsync("streams/queries", new { query = $"{Auto} where search(Body, 'wikipedia') include highlight(Body, 128, 2)" });
+        var lines = (await r.Content.ReadAsStringAsync()).Split('\n', StringSplitOptions.RemoveEmptyEntries).Select(l => JsonDocument.Parse(l).RootElement).ToList();
+        Assert.Equal(word.GetProperty("totalResults").GetInt32(), lines.Count);
+        Assert.All(lines, l => Assert.Contains("<b>", l.GetProperty("@metadata").GetProperty("@highlights").GetProperty("Body")[0].GetString()));
+    }
+
+    public static async Task Highlights_out_of_bounds_are_refused(HttpClient http)
+    {
+        async Task Refused(string rql, string detail, object? parameters = null)
+        {
+            var r = await http.PostAsJsonAsync("queries", new { query = rql, parameters });
+            await HttpJson.AssertProblem(r, HttpStatusCode.BadRequest, detail);
+        }
+        await Refused("from Posts where search(Body, 'x') include highlight(Body, 5, 2)", "fragment length must be a whole number from 18 to 4,096");
+        await Refused("from Posts where search(Body, 'x') include highlight(Body, 128, 100)", "fragment count must be a whole number from 1 to 32");
+        await Refused("from Posts where search(Body, 'x') include highlight(Body, 128, 2, { \"Color\": 1 })", "options are PreTags and PostTags, not 'Color'");
+        await Refused("from Posts where search(Body, 'x') include highlight(Body, 128, 2, $o)", "PreTags must be 1 to 16 strings", new { o = new { PreTags = Array.Empty<string>() } });
+        await Refused($"from index '{RqlConformance.StaticIndex}' where search(Body, 'x') include highlight(Body, 128, 2)", "give the field \"store\": true");
+    }
+}

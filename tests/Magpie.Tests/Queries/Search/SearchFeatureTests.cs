@@ -1,0 +1,20 @@
+using Magpie.Tests.Http;
+using Magpie.Tests.Queries.Conformance;
+
+namespace Magpie.Tests.Queries.Search;
+
+/// <summary>Highlighting, suggestions, more like this and vectors, embedded, on the Stack Exchange sample.</summary>
+public sealed class SearchFeatureTests(RqlConformanceFixture fx) : IClassFixture<RqlConformanceFixture>, IAsyncLifetime
+{
+    private HttpClient Http => fx.Magpie.Http;
+
+    public Task InitializeAsync() => Http.PutIndexAsync(SearchCases.StoredIndex, SearchCases.StoredDefinition);
+
+    public Task DisposeAsync() => Task.CompletedTask;
+
+    [Fact]
+    public Task Highlights_mark_the_matched_words_in_fragments_of_the_text() => SearchCases.Highlights_mark_the_matched_words_in_fragments_of_the_text(Http, fx.Posts);
+
+    [Fact]
+    public Task Highlights_out_of_bounds_are_refused() => SearchCases.Highlights_out_of_bounds_are_refused(Http);
+}
