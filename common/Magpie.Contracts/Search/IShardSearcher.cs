@@ -29,6 +29,9 @@ public interface IShardSearcher
     /// </summary>
     IReadOnlyList<string> Highlight(SearchQuery query, HighlightSpec spec, IReadOnlyList<string> texts);
 
+    /// <summary>The field's terms close to a word (<see cref="SuggestSpec"/>), each with how many entries hold it, at <paramref name="snapshot"/> or now.</summary>
+    IReadOnlyList<TermSuggestion> Suggest(SuggestSpec spec, long snapshot = 0);
+
     /// <summary>Every field name in the index as searched now (with Magpie's suffixes: <c>@num</c>, <c>@ticks</c>, <c>@cs</c>, …).</summary>
     IReadOnlyList<string> FieldNames();
 }

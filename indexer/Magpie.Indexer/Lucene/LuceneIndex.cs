@@ -307,6 +307,9 @@ internal sealed class LuceneIndex : IIndexPersistence
     public IReadOnlyList<string> Highlight(SearchQuery query, HighlightSpec spec, IReadOnlyList<string> texts) =>
         Guard(() => Text.Highlights.Of(LuceneQueries.Build(query, _engine.Analyzer, scored: true), spec, texts, _engine.Analyzer));
 
+    public IReadOnlyList<TermSuggestion> Suggest(SuggestSpec spec, long snapshot = 0) =>
+        WithSearcher(snapshot, searcher => Text.Suggestions.Of(searcher.IndexReader, spec));
+
     public IReadOnlyList<string> FieldNames() => WithSearcher(0, searcher =>
         searcher.IndexReader.Leaves.SelectMany(l => l.AtomicReader.FieldInfos.Select(f => f.Name)).Distinct().Order(StringComparer.Ordinal).ToList());
 

@@ -67,6 +67,17 @@ public static class QueryEndpoints
                     request.WaitForNonStaleResults, ctx.RequestAborted);
                 if (pageSize == 0) page = page with { Hits = [] };
                 failed = false;
+                // RavenDB's shape: one result per suggest(), { Name: { Name, Suggestions } }.
+                if (page.Suggestions is { } suggested)
+                    return Results.Json(new
+                    {
+                        results = suggested.Select(s => new Dictionary<string, object>
+                        {
+                            [s.Name] = new Dictionary<string, object> { ["Name"] = s.Name, ["Suggestions"] = s.Suggestions() },
+                        }),
+                        totalResults = suggested.Count, isStale = page.IsStale, indexEtag = page.IndexEtag,
+                        durationMs = Math.Round(Stopwatch.GetElapsedTime(started).TotalMilliseconds, 2),
+                    });
                 return Results.Json(new
                 {
                     results = page.Hits.Select(h => h.Result),

@@ -28,6 +28,9 @@ public static class QueryLimits
     /// <summary><c>include</c> paths in a query.</summary>
     public const int MaxIncludePaths = 16;
 
+    /// <summary><c>suggest(…)</c> in a query.</summary>
+    public const int MaxSuggestions = 16;
+
     /// <summary><c>highlight(…)</c> includes in a query.</summary>
     public const int MaxHighlights = 8;
 

@@ -45,6 +45,45 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
         return new HighlightSpec(field, length, count, pre, post);
     }
 
+    /// <summary><c>suggest(F, 'word'[, options])</c>: the word (one, lower-cased as fields hold it) and RavenDB's options checked.</summary>
+    public SuggestPlan Suggest(RqlSuggest s)
+    {
+        var field = NotId(s.Field, "suggest");
+        var word = Text(s.Word, "suggest").Trim().ToLowerInvariant();
+        if (word.Length is 0 or > SuggestSpec.MaxTermChars || word.Any(char.IsWhiteSpace))
+            throw Bad(s.Word, $"suggest takes one word of 1 to {SuggestSpec.MaxTermChars} characters");
+        var (pageSize, accuracy, maxEdits, distance, popularity) = (15, 0.5, 2, SuggestDistance.Levenshtein, true);
+        if (s.Options is { } at)
+            foreach (var option in Options(at, "suggest").EnumerateObject())
+            {
+                var value = option.Value;
+                switch (option.Name.ToLowerInvariant())
+                {
+                    case "pagesize" when value.TryGetInt32(out var n) && n is >= 1 and <= MaxSuggestions: pageSize = n; break;
+                    case "accuracy" when value.TryGetDouble(out var a) && a is >= 0 and <= 1: accuracy = a; break;
+                    case "maxedits" when value.TryGetInt32(out var e) && e is 1 or 2: maxEdits = e; break;
+                    case "distance" when value.ValueKind == JsonValueKind.String && value.GetString() is "Default" or "Levenshtein" or "JaroWinkler":
+                        distance = value.GetString() == "JaroWinkler" ? SuggestDistance.JaroWinkler : SuggestDistance.Levenshtein; break;
+                    case "sortmode" when value.ValueKind == JsonValueKind.String && value.GetString() is "Popularity" or "None":
+                        popularity = value.GetString() == "Popularity"; break;
+                    case "pagesize" or "accuracy" or "maxedits" or "distance" or "sortmode":
+                        throw Bad(at, $"suggest's {option.Name} must be " + option.Name.ToLowerInvariant() switch
+                        {
+                            "pagesize" => $"a whole number from 1 to {MaxSuggestions}",
+                            "accuracy" => "a number from 0 to 1",
+                            "maxedits" => "1 or 2",
+                            "distance" => "\"Levenshtein\" (\"Default\") or \"JaroWinkler\" (NGram is not supported)",
+                            _ => "\"Popularity\" or \"None\"",
+                        });
+                    default: throw Bad(at, $"suggest's options are PageSize, Accuracy, Distance, SortMode and MaxEdits, not '{option.Name}'");
+                }
+            }
+        return new SuggestPlan(new SuggestSpec(field, word, maxEdits, (float)accuracy, distance), pageSize, popularity, s.Name);
+    }
+
+    /// <summary>Most suggestions one <c>suggest()</c> returns.</summary>
+    public const int MaxSuggestions = 1_024;
+
     private static IReadOnlyList<string> Tags(JsonElement value, RqlValue at, string name)
     {
         var tags = value.ValueKind == JsonValueKind.Array ? value.EnumerateArray().ToList() : [value];

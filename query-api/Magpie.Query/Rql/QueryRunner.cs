@@ -13,6 +13,9 @@ public sealed record QueryPlan(SearchQuery Where, IReadOnlyList<SortField> Sort,
     /// <summary>Each hit with its score explanation (<c>include explanations()</c>).</summary>
     public bool Explain { get; init; }
 
+    /// <summary><c>select suggest(…)</c>: the words to find terms close to (the query then asks nothing else).</summary>
+    public IReadOnlyList<SuggestPlan> Suggestions { get; init; } = [];
+
     /// <summary><c>include highlight(…)</c>: the fields to highlight in each hit, with the query's sizes and tags.</summary>
     public IReadOnlyList<HighlightSpec> Highlights { get; init; } = [];
 
@@ -48,7 +51,7 @@ public static class QueryRunner
             ? [.. query.Select.Select(s => s.Field + EntryFields.Stored), .. allStored ? Array.Empty<string>() : [EntryFields.Source],
                .. highlights.Where(h => definition.FieldOptions(h.Field).Store).Select(h => h.Field + EntryFields.Stored)]
             : null;
-        return new QueryPlan(where, sort, stored) { Explain = query.Explanations, Highlights = highlights };
+        return new QueryPlan(where, sort, stored) { Explain = query.Explanations, Highlights = highlights, Suggestions = query.Suggestions.Select(planner.Suggest).ToList() };
     }
 
     /// <summary>

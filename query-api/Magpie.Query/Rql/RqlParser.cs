@@ -125,6 +125,7 @@ public sealed class RqlParser
         }
         var select = new List<RqlProjection>();
         var facets = new List<RqlFacet>();
+        var suggestions = new List<RqlSuggest>();
         var aggregates = new List<RqlAggregate>();
         string? script = null;
         var distinct = false;
@@ -142,6 +143,19 @@ public sealed class RqlParser
             {
                 if (groupBy.Count > 0) { select.Add(Grouped(groupBy, aggregates, alias)); continue; }
                 if (Current.Is("facet") && Next.IsSymbol("(")) { facets.Add(Facet()); continue; }
+                if (Current.Is("suggest") && Next.IsSymbol("("))
+                {
+                    if (suggestions.Count == QueryLimits.MaxSuggestions) throw RqlLexer.Error(_text, Current.Position, $"at most {QueryLimits.MaxSuggestions} suggest() in a query");
+                    _at += 2;
+                    var suggested = WithoutAlias(Field(), alias);
+                    var word = AfterComma();
+                    var options = Accept(",") ? Options() : null;
+                    Expect(")");
+                    var name = suggested;
+                    if (Current.Is("as")) { _at++; name = Field(); }
+                    suggestions.Add(new RqlSuggest(suggested, word, options, name));
+                    continue;
+                }
                 var field = WithoutAlias(Field(), alias);
                 var fieldAlias = field;
                 if (Current.Is("as")) { _at++; fieldAlias = Field(); }
@@ -150,6 +164,8 @@ public sealed class RqlParser
             if (distinct && (facets.Count > 0 || select.Count == 0 && script is null)) throw Expected("fields or { … } after select distinct");
             if (facets.Count > 0 && select.Count > 0)
                 throw RqlLexer.Error(_text, _tokens[_at - 1].Position, "select either facet(…) or fields, not both (the request body's \"facets\" come beside results)");
+            if (suggestions.Count > 0 && (select.Count > 0 || facets.Count > 0 || where is not null || orderBy.Count > 0 || distinct))
+                throw RqlLexer.Error(_text, 0, "suggest() asks the index's terms, not its entries: from index 'X' select suggest(Field, 'word'), with no where, order by, fields or facets");
         }
         else if (functions.Count > 0 || loads.Count > 0) throw Expected("select { … } or update { … }: declared functions and loads are for JavaScript");
         var includes = new List<string>();
@@ -191,7 +207,7 @@ public sealed class RqlParser
         if (Current.Kind != RqlTokenKind.End) throw Expected("where, order by, load, select, include, limit, update, delete or the end of the query");
         return new RqlQuery(source, where, orderBy, select, limit, offset)
         {
-            Facets = facets, FacetsOnly = facets.Count > 0, Alias = alias, Functions = functions, Loads = loads, Script = script,
+            Facets = facets, FacetsOnly = facets.Count > 0, Suggestions = suggestions, Alias = alias, Functions = functions, Loads = loads, Script = script,
             Includes = includes, Highlights = highlights, Timings = timings, Explanations = explanations, GroupBy = groupBy, Aggregates = aggregates, Distinct = distinct,
         };
     }

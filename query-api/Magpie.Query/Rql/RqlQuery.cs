@@ -3,6 +3,9 @@ namespace Magpie.Query.Rql;
 /// <summary>A parsed RQL query: <c>from index 'Name' | from Collection [where …] [order by …] [select …] [limit n [offset m]]</c>.</summary>
 public sealed record RqlQuery(RqlSource From, RqlExpression? Where, IReadOnlyList<RqlOrder> OrderBy, IReadOnlyList<RqlProjection> Select, int? Limit, int? Offset)
 {
+    /// <summary><c>select suggest(Title, 'esspreso')</c>: indexed terms close to each word asked, and nothing else (no results).</summary>
+    public IReadOnlyList<RqlSuggest> Suggestions { get; init; } = [];
+
     /// <summary>Facets to count over the matching entries: <c>select facet(…)</c>, and those of the request body's <c>facets</c>.</summary>
     public IReadOnlyList<RqlFacet> Facets { get; init; } = [];
 
@@ -74,6 +77,12 @@ public sealed record RqlAggregate(string? Field)
 /// object) give <c>PreTags</c> and <c>PostTags</c>.
 /// </summary>
 public sealed record RqlHighlight(string Field, RqlValue Length, RqlValue Count, RqlValue? Options);
+
+/// <summary>
+/// <c>suggest(Field, 'word'[, options]) [as Name]</c>; options (a <c>$parameter</c>, a JSON string or a <c>{ … }</c> object) give
+/// <c>PageSize</c>, <c>Accuracy</c>, <c>Distance</c> and <c>SortMode</c> as RavenDB names them, and <c>MaxEdits</c>.
+/// </summary>
+public sealed record RqlSuggest(string Field, RqlValue Word, RqlValue? Options, string Name);
 
 /// <summary><c>load Path as Alias</c>: the path holds an id (or an array of ids).</summary>
 public sealed record RqlLoad(string Path, string Alias);

@@ -18,6 +18,7 @@ public static partial class StaticIndexFields
             .Concat(query.OrderBy.Where(o => !o.IsScore).Select(o => o.Field!))
             .Concat(query.Facets.SelectMany(f => f.Ranges.SelectMany(r => RqlConditionFields.Of(r.Expression).Select(x => x.Field))
                 .Concat(f.Aggregations.Select(a => a.Field)).Concat(f.Field is { } field ? [field] : [])))
+            .Concat(query.Suggestions.Select(s => s.Field)).Concat(query.Highlights.Select(h => h.Field))
             .Where(f => f != RqlFields.Id).Select(WithoutSuffix).Distinct(StringComparer.Ordinal);
         HashSet<string>? known = null;
         foreach (var field in asked)

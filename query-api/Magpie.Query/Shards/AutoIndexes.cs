@@ -48,6 +48,8 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
         var search = new SortedSet<string>(StringComparer.Ordinal);
         Collect(query.Where, exact, search);
         foreach (var o in query.OrderBy.Where(o => !o.IsScore && o.Field != RqlFields.Id)) if (!search.Contains(o.Field!)) exact.Add(o.Field!);
+        // Suggestions come from the words of the text (a search field), as a search would match them.
+        foreach (var s in query.Suggestions) if (s.Field != RqlFields.Id) { exact.Remove(s.Field); search.Add(s.Field); }
         // Facets count the values of their fields, ranges and aggregated fields: those are indexed (exact) too.
         foreach (var f in query.Facets)
         {

@@ -95,6 +95,11 @@ public sealed class LocalShardOwner(IIndexDefinitions definitions, ILocalShards 
         {
             plan = await QueryRunner.PlanAsync(indexes, definition, query, request.Parameters, request.NumericSorts, ct);
             planned = clock.Elapsed.TotalMilliseconds;
+            if (plan.Suggestions.Count > 0)
+                return new ShardPage(0, [], stale, shards.Max(s => s.Worker.IndexedEtag), plan.NumericSorts, lease)
+                {
+                    Suggestions = plan.Suggestions.Select(p => p.Answer(shards.SelectMany(s => s.Index.Suggest(p.Spec, s.Snapshot)))).ToList(),
+                };
             if (query.Facets.Count > 0)
             {
                 var specs = FacetPlan.Specs(query.Facets, definition, request.Parameters);

@@ -50,6 +50,7 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
     {
         var take = QueryStream.FirstTake(query);
         if (query.Facets.Count > 0) throw new QueryProblem(400, "facets are answered by POST /queries, not streamed");
+        if (query.Suggestions.Count > 0) throw new QueryProblem(400, "suggestions are answered by POST /queries, not streamed");
         var after = request.Cursor;
         var (index, layout) = await LayoutForAsync(request, query, after, request.WaitForNonStaleResults, ct);
         return await PinnedAsync(request, index, async version =>
@@ -120,6 +121,8 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
         return (new ShardPage(pages.Sum(p => p.TotalResults), hits, !complete || pages.Any(p => p.IsStale), pages.Max(p => p.IndexEtag), numeric, Facets: facets)
         {
             Included = included,
+            Suggestions = query.Suggestions.Count == 0 ? null
+                : SuggestAnswer.Merge([.. pages.Select(p => p.Suggestions ?? throw new QueryProblem(502, "a shard owner answered without the suggestions asked"))]),
             DocumentsRead = pages.Sum(p => p.DocumentsRead),
             // Owners work side by side: a stage takes as long as its slowest owner.
             Timings = pages.Any(p => p.Timings is not null)

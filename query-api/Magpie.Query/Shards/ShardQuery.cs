@@ -74,6 +74,9 @@ public sealed record ShardPage(long TotalResults, IReadOnlyList<ShardHit> Hits, 
     /// <summary>The documents the hits include, by id (null: the query includes nothing).</summary>
     public Dictionary<string, JsonElement>? Included { get; init; }
 
+    /// <summary>The candidates of each <c>suggest()</c> over this owner's shards (null: the query suggests nothing).</summary>
+    public IReadOnlyList<Rql.SuggestAnswer>? Suggestions { get; init; }
+
     /// <summary>How many of the hits needed their document (0: the results came from the values the index stores).</summary>
     public long DocumentsRead { get; init; }
 

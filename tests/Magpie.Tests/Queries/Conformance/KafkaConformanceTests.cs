@@ -148,6 +148,11 @@ public sealed class KafkaConformanceTests(KafkaConformanceFixture fx) : IClassFi
         await Search.SearchCases.Highlights_mark_the_matched_words_in_fragments_of_the_text(fx.Query.Http, fx.Posts);
     }
 
+    /// <summary>Each indexer suggests from its shards' terms; the query process adds up how many entries hold each: the same list as one index.</summary>
+    [Fact]
+    public Task Suggestions_over_shards_equal_one_index() =>
+        Search.SearchCases.Suggestions_are_the_closest_indexed_words_then_the_most_frequent(fx.Query.Http, fx.Posts);
+
     [Fact]
     public async Task A_retry_asked_of_one_indexer_reaches_every_indexer_of_the_index()
     {

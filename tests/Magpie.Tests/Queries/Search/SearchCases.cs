@@ -111,4 +111,73 @@ public static partial class SearchCases
         await Refused("from Posts where search(Body, 'x') include highlight(Body, 128, 2, $o)", "PreTags must be 1 to 16 strings", new { o = new { PreTags = Array.Empty<string>() } });
         await Refused($"from index '{RqlConformance.StaticIndex}' where search(Body, 'x') include highlight(Body, 128, 2)", "give the field \"store\": true");
     }
+
+    /// <summary>Every distinct word of the sample's bodies within two edits of <paramref name="word"/>, closest then most frequent first, as the index should suggest them.</summary>
+    private static List<string> ExpectedSuggestions(List<SamplePost> sample, string word, int take, double accuracy = 0.5)
+    {
+        var postsHolding = sample.SelectMany(p => p.BodyTokens.Distinct()).GroupBy(t => t).ToDictionary(g => g.Key, g => g.Count());
+        return postsHolding.Where(t => t.Key != word && Osa(word, t.Key) <= 2)
+            .Select(t => (Term: t.Key, Posts: t.Value, Similarity: 1f - (float)Osa(word, t.Key) / Math.Max(word.Length, t.Key.Length)))
+            .Where(t => t.Similarity >= accuracy)
+            .OrderByDescending(t => t.Similarity).ThenByDescending(t => t.Posts).ThenBy(t => t.Term, StringComparer.Ordinal)
+            .Take(take).Select(t => t.Term).ToList();
+    }
+
+    /// <summary>Edits with neighbour transpositions (optimal string alignment), computed here independently of the server.</summary>
+    private static int Osa(string a, string b)
+    {
+        var d = new int[a.Length + 1, b.Length + 1];
+        for (var i = 0; i <= a.Length; i++) d[i, 0] = i;
+        for (var j = 0; j <= b.Length; j++) d[0, j] = j;
+        for (var i = 1; i <= a.Length; i++)
+            for (var j = 1; j <= b.Length; j++)
+            {
+                d[i, j] = new[] { d[i - 1, j] + 1, d[i, j - 1] + 1, d[i - 1, j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1) }.Min();
+                if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i, j] = Math.Min(d[i, j], d[i - 2, j - 2] + 1);
+            }
+        return d[a.Length, b.Length];
+    }
+
+    private static List<string> Suggested(JsonElement answer, string name, int index = 0) =>
+        answer.GetProperty("results")[index].GetProperty(name).GetProperty("Suggestions").EnumerateArray().Select(s => s.GetString()!).ToList();
+
+    public static async Task Suggestions_are_the_closest_indexed_words_then_the_most_frequent(HttpClient http, List<SamplePost> sample)
+    {
+        const string S = $"from index '{RqlConformance.StaticIndex}'";
+        // Misspelled words of the sample: the real one first, then the others within two edits, as computed here.
+        foreach (var (typo, real) in new[] { ("wikipeda", "wikipedia"), ("histroy", "history"), ("discusion", "discussion") })
+        {
+            var answer = await PageAsync(http, $"{S} select suggest(Body, '{typo}')");
+            var suggested = Suggested(answer, "Body");
+            Assert.Equal(real, suggested[0]);
+            Assert.Equal(ExpectedSuggestions(sample, typo, 15), suggested);
+        }
+        // Options: how many, how close, several words at once, each under its name; a collection suggests through its automatic index.
+        var two = await PageAsync(http, $"{S} select suggest(Body, 'histroy', {{ \"PageSize\": 3 }}) as H, suggest(Body, 'wikipeda', $o) as W",
+            new { o = new { Accuracy = 0.85, Distance = "JaroWinkler", SortMode = "None" } });
+        Assert.Equal(ExpectedSuggestions(sample, "histroy", 3), Suggested(two, "H", 0));
+        Assert.Contains("wikipedia", Suggested(two, "W", 1));
+        Assert.Equal(ExpectedSuggestions(sample, "histroy", 15), Suggested(await PageAsync(http, "from Posts select suggest(Body, 'Histroy')"), "Body"));
+        // A word of the index itself is not suggested to itself; nothing close: nothing.
+        Assert.DoesNotContain("history", Suggested(await PageAsync(http, $"{S} select suggest(Body, 'history')"), "Body"));
+        Assert.Empty(Suggested(await PageAsync(http, $"{S} select suggest(Body, 'qqqqqqqqqq')"), "Body"));
+    }
+
+    public static async Task Suggestions_out_of_bounds_are_refused(HttpClient http)
+    {
+        const string S = $"from index '{RqlConformance.StaticIndex}'";
+        async Task Refused(string rql, string detail)
+        {
+            var r = await http.PostAsJsonAsync("queries", new { query = rql });
+            await HttpJson.AssertProblem(r, HttpStatusCode.BadRequest, detail);
+        }
+        await Refused($"{S} where Score > 1 select suggest(Body, 'x')", "suggest() asks the index's terms");
+        await Refused($"{S} select suggest(Body, 'two words')", "suggest takes one word");
+        await Refused($"{S} select suggest(Body, 'x', {{ \"PageSize\": 0 }})", "PageSize must be a whole number from 1 to 1024");
+        await Refused($"{S} select suggest(Body, 'x', {{ \"Distance\": \"NGram\" }})", "NGram is not supported");
+        await Refused($"{S} select suggest(Body, 'x', {{ \"Accuracy\": 2 }})", "Accuracy must be a number from 0 to 1");
+        await Refused($"{S} select suggest(Nope, 'x')", "the index has no field 'Nope'");
+        var stream = await http.PostAsJsonAsync("streams/queries", new { query = $"{S} select suggest(Body, 'x')" });
+        await HttpJson.AssertProblem(stream, HttpStatusCode.BadRequest, "not streamed");
+    }
 }

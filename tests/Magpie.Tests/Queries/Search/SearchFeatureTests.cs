@@ -17,4 +17,10 @@ public sealed class SearchFeatureTests(RqlConformanceFixture fx) : IClassFixture
 
     [Fact]
     public Task Highlights_out_of_bounds_are_refused() => SearchCases.Highlights_out_of_bounds_are_refused(Http);
+
+    [Fact]
+    public Task Suggestions_are_the_closest_indexed_words_then_the_most_frequent() => SearchCases.Suggestions_are_the_closest_indexed_words_then_the_most_frequent(Http, fx.Posts);
+
+    [Fact]
+    public Task Suggestions_out_of_bounds_are_refused() => SearchCases.Suggestions_out_of_bounds_are_refused(Http);
 }
