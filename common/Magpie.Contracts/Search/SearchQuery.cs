@@ -110,3 +110,40 @@ public interface IDocumentFilter
     /// <summary>Whether the document's entries (what the maps make of it) match; a document the maps refuse matches nothing.</summary>
     bool Matches(Changes.ChangeEvent change);
 }
+
+/// <summary>
+/// RavenDB's <c>moreLikeThis</c>: entries like a document, whose text per field is <see cref="Texts"/> — its most telling words
+/// (frequent in it, rare in the index: Lucene's <c>MoreLikeThis</c>) searched on the same field, scored.
+/// </summary>
+public sealed record MoreLikeThisQuery(IReadOnlyDictionary<string, IReadOnlyList<string>> Texts, MoreLikeThisOptions Options) : SearchQuery;
+
+/// <summary>What makes a word telling (RavenDB's <c>MoreLikeThisOptions</c>, Lucene's defaults).</summary>
+public sealed record MoreLikeThisOptions
+{
+    public const int MaxTerms = 1_024;
+
+    /// <summary>Times a word must occur in the document.</summary>
+    public int MinimumTermFrequency { get; init; } = 2;
+
+    /// <summary>Entries of the index a word must occur in.</summary>
+    public int MinimumDocumentFrequency { get; init; } = 5;
+
+    /// <summary>Entries a word may occur in at most (more: too common to tell anything).</summary>
+    public int MaximumDocumentFrequency { get; init; } = int.MaxValue;
+
+    /// <summary>Words searched per field, the most telling first.</summary>
+    public int MaximumQueryTerms { get; init; } = 25;
+
+    public int MinimumWordLength { get; init; }
+
+    /// <summary>0: no limit.</summary>
+    public int MaximumWordLength { get; init; }
+
+    /// <summary>Words read from each field's text.</summary>
+    public int MaximumNumberOfTokensParsed { get; init; } = 5_000;
+
+    /// <summary>Each word's clause boosted by how telling it is (scaled by <see cref="BoostFactor"/>).</summary>
+    public bool Boost { get; init; }
+
+    public float BoostFactor { get; init; } = 1;
+}

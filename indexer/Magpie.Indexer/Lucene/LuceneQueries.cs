@@ -30,6 +30,7 @@ internal static class LuceneQueries
             : throw new IndexEngineException($"a pattern is longer than {SearchSyntax.MaxPatternChars} characters"),
         RegexQuery r => new RegexTermsQuery(r.Field, r.Pattern),
         LuceneSyntaxQuery l => LuceneSyntax.Parse(l, analyzer),
+        MoreLikeThisQuery m => new Text.MoreLikeThis(m, analyzer),
         BoostQuery b => Boosted(Build(b.Inner, analyzer, scored), b.Factor),
         ExistsQuery e => new global::Lucene.Net.Search.TermQuery(new Term(LuceneDocuments.Exists, e.Field)),
         TermsQuery t when t.Values.Count == 0 => new BooleanQuery(),

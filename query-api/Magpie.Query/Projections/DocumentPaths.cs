@@ -40,6 +40,14 @@ public static class DocumentPaths
         return JsonSerializer.SerializeToElement(values);
     }
 
+    /// <summary>The strings of a value: itself, or every string of an array (nested too).</summary>
+    public static IEnumerable<string> Texts(JsonElement value) => value.ValueKind switch
+    {
+        JsonValueKind.String => [value.GetString()!],
+        JsonValueKind.Array => value.EnumerateArray().SelectMany(Texts),
+        _ => [],
+    };
+
     /// <summary>The document ids a path holds (strings, through arrays).</summary>
     public static IEnumerable<string> Ids(JsonElement d, string path) =>
         Values(d, path).SelectMany<JsonElement, JsonElement>(v => v.ValueKind == JsonValueKind.Array ? v.EnumerateArray() : [v])

@@ -22,8 +22,8 @@ public sealed class HitHighlights(IReadOnlyList<HighlightSpec> specs, SearchQuer
         foreach (var spec in specs)
         {
             var texts = hit.Stored.TryGetValue(spec.Field + EntryFields.Stored, out var stored) && stored.Count > 0
-                ? stored.SelectMany(v => Strings(ParseStored(v))).ToList()
-                : document is { } d ? DocumentPaths.Values(d, spec.Field).SelectMany(Strings).ToList() : [];
+                ? stored.SelectMany(v => DocumentPaths.Texts(ParseStored(v))).ToList()
+                : document is { } d ? DocumentPaths.Values(d, spec.Field).SelectMany(DocumentPaths.Texts).ToList() : [];
             if (texts.Count > 0 && engine.Highlight(where, spec, texts) is { Count: > 0 } found) fragments[spec.Field] = found;
         }
         return fragments;
@@ -34,13 +34,5 @@ public sealed class HitHighlights(IReadOnlyList<HighlightSpec> specs, SearchQuer
         string s => JsonDocument.Parse(s).RootElement,
         byte[] b => JsonDocument.Parse(b).RootElement,
         _ => default,
-    };
-
-    /// <summary>The strings of a value: itself, or the strings of an array (nested too).</summary>
-    private static IEnumerable<string> Strings(JsonElement value) => value.ValueKind switch
-    {
-        JsonValueKind.String => [value.GetString()!],
-        JsonValueKind.Array => value.EnumerateArray().SelectMany(Strings),
-        _ => [],
     };
 }

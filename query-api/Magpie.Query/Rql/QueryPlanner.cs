@@ -84,6 +84,57 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
     /// <summary>Most suggestions one <c>suggest()</c> returns.</summary>
     public const int MaxSuggestions = 1_024;
 
+    /// <summary>
+    /// <c>moreLikeThis</c>: the document's text in each field (its own, which the coordinator read as the index holds it, or the one
+    /// given) and RavenDB's options; the document itself is left out of its likes.
+    /// </summary>
+    private SearchQuery MoreLikeThis(RqlMoreLikeThis m)
+    {
+        var options = new MoreLikeThisOptions();
+        var at = m.Options ?? m.Document ?? m.Id!;
+        if (m.Options is { } given)
+            foreach (var option in Options(given, "moreLikeThis").EnumerateObject())
+            {
+                int Whole(int min, int max) => option.Value.TryGetInt32(out var n) && n >= min && n <= max ? n
+                    : throw Bad(given, $"moreLikeThis's {option.Name} must be a whole number from {min} to {max:N0}");
+                options = option.Name.ToLowerInvariant() switch
+                {
+                    "fields" => options,
+                    "minimumtermfrequency" => options with { MinimumTermFrequency = Whole(1, int.MaxValue) },
+                    "minimumdocumentfrequency" => options with { MinimumDocumentFrequency = Whole(1, int.MaxValue) },
+                    "maximumdocumentfrequency" => options with { MaximumDocumentFrequency = Whole(1, int.MaxValue) },
+                    "maximumqueryterms" => options with { MaximumQueryTerms = Whole(1, MoreLikeThisOptions.MaxTerms) },
+                    "minimumwordlength" => options with { MinimumWordLength = Whole(0, 255) },
+                    "maximumwordlength" => options with { MaximumWordLength = Whole(0, 255) },
+                    "maximumnumberoftokensparsed" => options with { MaximumNumberOfTokensParsed = Whole(1, 100_000) },
+                    "boost" => options with { Boost = option.Value.ValueKind is JsonValueKind.True or JsonValueKind.False ? option.Value.GetBoolean() : throw Bad(given, "moreLikeThis's Boost is true or false") },
+                    "boostfactor" => options with { BoostFactor = option.Value.TryGetDouble(out var f) && f is > 0 and <= MaxBoost ? (float)f : throw Bad(given, $"moreLikeThis's BoostFactor must be a number above 0, at most {MaxBoost:N0}") },
+                    _ => throw Bad(given, $"moreLikeThis's options are Fields, MinimumTermFrequency, MinimumDocumentFrequency, MaximumDocumentFrequency, MaximumQueryTerms, MinimumWordLength, MaximumWordLength, MaximumNumberOfTokensParsed, Boost and BoostFactor, not '{option.Name}'"),
+                };
+            }
+        var fields = m.Fields.Count > 0 ? m.Fields : SearchFields();
+        if (fields.Count == 0) throw Bad(at, "moreLikeThis compares the words of search fields: name them in its options' Fields");
+        foreach (var field in fields)
+            if (!IsSearch(field)) throw Bad(at, $"moreLikeThis compares the words of search fields; '{field}' is not one (\"indexing\": \"search\")");
+        string? id = null;
+        JsonElement document;
+        if (m.Id is { } idValue)
+        {
+            id = Text(idValue, "moreLikeThis's id()");
+            document = parameters is not null && parameters.TryGetValue(m.Resolved, out var own) ? own
+                : throw Bad(idValue, "moreLikeThis(id() = …) is answered through the query coordinator, which reads the document first");
+        }
+        else document = Options(m.Document!, "moreLikeThis's document");
+        var texts = fields.Distinct(StringComparer.Ordinal).ToDictionary(f => f,
+            f => (IReadOnlyList<string>)Projections.DocumentPaths.Values(document, f).SelectMany(Projections.DocumentPaths.Texts).ToList(), StringComparer.Ordinal);
+        SearchQuery like = new MoreLikeThisQuery(texts, options);
+        return id is null ? like : new BoolQuery([like], [], [new LuceneTermQuery(EntryFields.Id, id)]);
+    }
+
+    /// <summary>The definition's search fields (what moreLikeThis compares when its options name none).</summary>
+    public IReadOnlyList<string> SearchFields() =>
+        definition.Fields.Where(f => f.Value.Indexing == IndexFieldOptions.Search).Select(f => f.Key).Order(StringComparer.Ordinal).ToList();
+
     private static IReadOnlyList<string> Tags(JsonElement value, RqlValue at, string name)
     {
         var tags = value.ValueKind == JsonValueKind.Array ? value.EnumerateArray().ToList() : [value];
@@ -131,6 +182,7 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
         RqlRegex r => new RegexQuery(Indexed(r.Field), Text(r.Pattern, "regex")),
         RqlLucene l => new LuceneSyntaxQuery(NotId(l.Field, "lucene"), Text(l.Text, "lucene")),
         RqlExists x => Exists(x.Field),
+        RqlMoreLikeThis m => MoreLikeThis(m),
         _ => throw new ArgumentOutOfRangeException(nameof(e)),
     };
 

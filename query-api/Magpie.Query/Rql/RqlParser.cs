@@ -59,6 +59,7 @@ public sealed class RqlParser
         }
         else if (Current.Kind == RqlTokenKind.Identifier && !IsKeyword(Current)) { source = new RqlSource(Current.Text, IsIndex: false); _at++; }
         else throw Expected("index 'Name' or a collection name");
+        _fromIndex = source.IsIndex;
         string? alias = null;
         if (Current.Is("as")) { _at++; alias = Name("an alias after 'as' (from Posts as p)"); }
         var groupBy = new List<RqlGroupKey>();
@@ -205,6 +206,8 @@ public sealed class RqlParser
             else if (Accept(",")) { offset = limit; limit = Count("limit"); }   // limit m, n (offset, count)
         }
         if (Current.Kind != RqlTokenKind.End) throw Expected("where, order by, load, select, include, limit, update, delete or the end of the query");
+        // Documents like another come most alike first, as RavenDB answers them, unless the query orders them itself.
+        if (orderBy.Count == 0 && _moreLikeThis > 0) orderBy.Add(new RqlOrder(null, Descending: true, null));
         return new RqlQuery(source, where, orderBy, select, limit, offset)
         {
             Facets = facets, FacetsOnly = facets.Count > 0, Suggestions = suggestions, Alias = alias, Functions = functions, Loads = loads, Script = script,
@@ -415,8 +418,9 @@ public sealed class RqlParser
                 "fuzzy" => Fuzzy(),
                 "proximity" => Proximity(),
                 "boost" => Boost(),
+                "morelikethis" => MoreLikeThis(),
                 _ => throw RqlLexer.Error(_text, _tokens[at].Position,
-                    $"unknown function '{_tokens[at].Text}' (expected search, startsWith, endsWith, exists, exact, fuzzy, proximity, boost, regex or lucene)"),
+                    $"unknown function '{_tokens[at].Text}' (expected search, startsWith, endsWith, exists, exact, fuzzy, proximity, boost, regex, lucene or moreLikeThis)"),
             };
             Expect(")");
             return result;
@@ -461,6 +465,51 @@ public sealed class RqlParser
     }
 
     /// <summary><c>boost(expression, factor)</c>, after <c>boost(</c>.</summary>
+    /// <summary><c>moreLikeThis(id() = 'posts/1'[, options])</c> or <c>moreLikeThis('{ "Title": … }' | $doc | { … }[, options])</c>.</summary>
+    private RqlMoreLikeThis MoreLikeThis()
+    {
+        RqlValue? id = null, document = null;
+        if (IsIdField())
+        {
+            _at += 3;
+            Expect("=");
+            id = Value();
+        }
+        else document = Options();
+        var at = Current.Position;
+        var options = Accept(",") ? Options() : null;
+        // The fields are known now (an automatic index makes them search fields; a static index must have them).
+        var fields = new List<string>();
+        foreach (var option in options is not null && OptionsJson(options, at) is { } json ? json.EnumerateObject().ToList() : [])
+        {
+            if (!option.Name.Equals("Fields", StringComparison.OrdinalIgnoreCase)) continue;
+            var named = option.Value;
+            if (named.ValueKind != System.Text.Json.JsonValueKind.Array || named.GetArrayLength() is 0 or > 64 || named.EnumerateArray().Any(f => f.ValueKind != System.Text.Json.JsonValueKind.String))
+                throw RqlLexer.Error(_text, at, "moreLikeThis's Fields must be 1 to 64 field names");
+            fields.AddRange(named.EnumerateArray().Select(f => f.GetString()!));
+        }
+        // A collection's automatic index has no search fields of its own to fall back on: which ones it would use would depend on
+        // which automatic index happened to exist.
+        if (fields.Count == 0 && !_fromIndex) throw RqlLexer.Error(_text, at, "moreLikeThis on a collection compares the search fields you name: name them in its options' Fields");
+        return new RqlMoreLikeThis(id, document, options, _moreLikeThis++) { Fields = fields };
+    }
+
+    private bool _fromIndex;
+
+    /// <summary>An options value as JSON when it is known while parsing (a literal or a parameter); null otherwise.</summary>
+    private System.Text.Json.JsonElement? OptionsJson(RqlValue v, int at)
+    {
+        var value = v.IsParameter ? ParameterValue(v.Parameter!, v.Position) : v.Literal is System.Text.Json.JsonElement e ? e : default;
+        if (v.Literal is string s || value.ValueKind == System.Text.Json.JsonValueKind.String)
+        {
+            try { value = System.Text.Json.JsonDocument.Parse(v.Literal as string ?? value.GetString()!).RootElement.Clone(); }
+            catch (System.Text.Json.JsonException e2) { throw RqlLexer.Error(_text, at, $"options are not JSON: {e2.Message}"); }
+        }
+        return value.ValueKind == System.Text.Json.JsonValueKind.Object ? value : null;
+    }
+
+    private int _moreLikeThis;
+
     private RqlBoost Boost()
     {
         Enter();

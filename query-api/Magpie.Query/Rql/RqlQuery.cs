@@ -116,6 +116,7 @@ public static class RqlConditionFields
         RqlStartsWith s => [(s.Field, false)],
         RqlEndsWith s => [(s.Field, false)],
         RqlExists x => [(x.Field, false)],
+        RqlMoreLikeThis m => m.Fields.Select(f => (f, true)),
         RqlFuzzy f => [(f.Field, false)],
         RqlRegex r => [(r.Field, false)],
         _ => throw new ArgumentOutOfRangeException(nameof(e), e.GetType().Name),
@@ -161,6 +162,19 @@ public sealed record RqlRegex(string Field, RqlValue Pattern) : RqlExpression;
 /// <summary><c>lucene(F, 'text')</c>: Lucene's query syntax with F as the default field.</summary>
 public sealed record RqlLucene(string Field, RqlValue Text) : RqlExpression;
 public sealed record RqlExists(string Field) : RqlExpression;
+
+/// <summary>
+/// <c>moreLikeThis(id() = 'posts/1'[, options])</c> (the document's own text, it left out of the results) or with the document given
+/// (<see cref="Document"/>: JSON, field → text); <see cref="Number"/> counts the query's moreLikeThis clauses from 0.
+/// </summary>
+public sealed record RqlMoreLikeThis(RqlValue? Id, RqlValue? Document, RqlValue? Options, int Number) : RqlExpression
+{
+    /// <summary>The parameter the coordinator puts the document of <c>id() = …</c> in (its text as the index holds it), for every owner to plan with.</summary>
+    public string Resolved => $"@moreLikeThis{Number}";
+
+    /// <summary>The options' <c>Fields</c> (empty: every search field of a static index).</summary>
+    public IReadOnlyList<string> Fields { get; init; } = [];
+}
 
 /// <summary>A literal (string, number, boolean, null) or a <c>$parameter</c> resolved at execution.</summary>
 public sealed record RqlValue(object? Literal, string? Parameter = null, int Position = 0)

@@ -19,6 +19,7 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
     public async Task<ShardPage> PageAsync(CoordinatorRequest request, RqlQuery query, int take, int skip, string? after, bool wait, CancellationToken ct)
     {
         var (index, layout) = await LayoutForAsync(request, query, after, wait, ct);
+        request = await WithMoreLikeThisAsync(request, query, index, ct);
         return await PinnedAsync(request, index, async version =>
             (await AskAsync(Asked(layout), Base(request, index, version, layout, wait), query, take, skip, after, hold: false, layout.Complete, ct)).Page, ct);
     }
@@ -53,6 +54,7 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
         if (query.Suggestions.Count > 0) throw new QueryProblem(400, "suggestions are answered by POST /queries, not streamed");
         var after = request.Cursor;
         var (index, layout) = await LayoutForAsync(request, query, after, request.WaitForNonStaleResults, ct);
+        request = await WithMoreLikeThisAsync(request, query, index, ct);
         return await PinnedAsync(request, index, async version =>
         {
             var baseQuery = Base(request, index, version, layout, request.WaitForNonStaleResults);
@@ -60,6 +62,45 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
             return new QueryStream(this, held, baseQuery with { WaitForNonStale = false, Target = null, NumericSorts = first.NumericSorts }, query, first);
         }, ct);
     }
+
+    /// <summary>
+    /// <c>moreLikeThis(id() = …)</c>: the document's text in the compared fields, as the index holds it (stored, or the document's),
+    /// read here once through the owners — whichever shard holds it — and handed to every owner as a parameter
+    /// (<see cref="RqlMoreLikeThis.Resolved"/>), so all of them look for the same words. A document that does not exist is liked by none.
+    /// </summary>
+    private async Task<CoordinatorRequest> WithMoreLikeThisAsync(CoordinatorRequest request, RqlQuery query, string index, CancellationToken ct)
+    {
+        var clauses = MoreLikeThisOf(query.Where).Where(m => m.Id is not null).ToList();
+        if (clauses.Count == 0) return request;
+        var parameters = new Dictionary<string, JsonElement>(request.Parameters ?? []);
+        foreach (var m in clauses)
+        {
+            var id = m.Id!.IsParameter
+                ? parameters.TryGetValue(m.Id.Parameter!, out var p) && p.ValueKind == JsonValueKind.String ? p.GetString()! : throw new QueryProblem(400, $"moreLikeThis's id() is compared with a string: ${m.Id.Parameter} is not one", 1, m.Id.Position + 1)
+                : m.Id.Literal as string ?? throw new QueryProblem(400, "moreLikeThis's id() is compared with a string", 1, m.Id.Position + 1);
+            var fields = m.Fields.Count > 0 ? m.Fields : new QueryPlanner(definitions.Current[index], null).SearchFields();
+            if (fields.Count == 0) continue;   // the planner says why
+            var rql = $"from index {Postgres.Sql.SqlToRql.Quote(index)} where id() = $id select {string.Join(", ", fields.Select(Postgres.Sql.SqlToRql.Quote))}";
+            var own = new CoordinatorRequest
+            {
+                Query = rql, Parameters = new() { ["id"] = JsonSerializer.SerializeToElement(id) }, TimeoutMs = request.TimeoutMs,
+                WaitForNonStaleResults = request.WaitForNonStaleResults,
+            };
+            var page = await PageAsync(own, LocalShardOwner.Parse(rql, own.Parameters, null), 1, 0, null, request.WaitForNonStaleResults, ct);
+            parameters[m.Resolved] = page.Hits.FirstOrDefault()?.Result ?? JsonSerializer.SerializeToElement(new Dictionary<string, string>());
+        }
+        return request with { Parameters = parameters };
+    }
+
+    private static IEnumerable<RqlMoreLikeThis> MoreLikeThisOf(RqlExpression? e) => e switch
+    {
+        RqlMoreLikeThis m => [m],
+        RqlAnd a => MoreLikeThisOf(a.Left).Concat(MoreLikeThisOf(a.Right)),
+        RqlOr o => MoreLikeThisOf(o.Left).Concat(MoreLikeThisOf(o.Right)),
+        RqlNot n => MoreLikeThisOf(n.Inner),
+        RqlBoost b => MoreLikeThisOf(b.Inner),
+        _ => [],
+    };
 
     private async Task<(string Index, ShardLayout Layout)> LayoutForAsync(CoordinatorRequest request, RqlQuery query, string? after, bool wait, CancellationToken ct)
     {

@@ -154,6 +154,10 @@ public sealed class KafkaConformanceTests(KafkaConformanceFixture fx) : IClassFi
         Search.SearchCases.Suggestions_are_the_closest_indexed_words_then_the_most_frequent(fx.Query.Http, fx.Posts);
 
     [Fact]
+    public Task More_like_this_reads_the_document_once_and_asks_every_shard() =>
+        Search.SearchCases.More_like_this_finds_the_posts_sharing_the_telling_words_of_one(fx.Query.Http, fx.Posts, sharded: true);
+
+    [Fact]
     public async Task A_retry_asked_of_one_indexer_reaches_every_indexer_of_the_index()
     {
         const string index = "Posts/KafkaFailing";

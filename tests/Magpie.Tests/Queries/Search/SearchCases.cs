@@ -180,4 +180,80 @@ public static partial class SearchCases
         var stream = await http.PostAsJsonAsync("streams/queries", new { query = $"{S} select suggest(Body, 'x')" });
         await HttpJson.AssertProblem(stream, HttpStatusCode.BadRequest, "not streamed");
     }
+
+    /// <summary>
+    /// The words Lucene's MoreLikeThis picks from a post's body with its defaults, computed here: in the post at least twice, in at
+    /// least 5 posts, scored by frequency × (1 + ln(posts ÷ (posts holding it + 1))), the best 25; null when the 25th ties the 26th.
+    /// </summary>
+    private static HashSet<string>? TellingWords(List<SamplePost> sample, SamplePost source)
+    {
+        var postsHolding = sample.SelectMany(p => p.BodyTokens.Distinct()).GroupBy(t => t).ToDictionary(g => g.Key, g => g.Count());
+        var scored = source.BodyTokens.GroupBy(t => t).Where(g => g.Count() >= 2 && postsHolding[g.Key] >= 5)
+            .Select(g => (Word: g.Key, Score: g.Count() * (1 + Math.Log(sample.Count / (double)(postsHolding[g.Key] + 1)))))
+            .OrderByDescending(w => w.Score).ToList();
+        if (scored.Count > 25 && Math.Abs(scored[24].Score - scored[25].Score) < 1e-6) return null;
+        return scored.Take(25).Select(w => w.Word).ToHashSet();
+    }
+
+    private static List<string> Ids(JsonElement answer) =>
+        answer.GetProperty("results").EnumerateArray().Select(r => r.GetProperty("@metadata").GetProperty("@id").GetString()!).ToList();
+
+    /// <param name="sharded">Kafka mode: each shard weighs words by its own frequencies (as Elasticsearch's shards do), so the likes are checked by what they share, not against one index's word list.</param>
+    public static async Task More_like_this_finds_the_posts_sharing_the_telling_words_of_one(HttpClient http, List<SamplePost> sample, bool sharded = false)
+    {
+        const string S = $"from index '{RqlConformance.StaticIndex}'";
+        // A long post whose 25 telling words are not decided by a tie.
+        var source = sample.OrderByDescending(p => p.BodyTokens.Count).First(p => TellingWords(sample, p) is not null);
+        var words = TellingWords(sample, source)!;
+        var answer = await PageAsync(http, $"{S} where moreLikeThis(id() = $id, '{{ \"Fields\": [\"Body\"] }}')", new { id = source.Id });
+        var likes = Ids(answer);
+        Assert.NotEmpty(likes);
+        Assert.DoesNotContain(source.Id, likes);
+        var posts = sample.ToDictionary(p => p.Id);
+        if (!sharded)
+        {
+            var expected = sample.Where(p => p.Id != source.Id && p.BodyTokens.Any(words.Contains)).Select(p => p.Id).ToHashSet();
+            Assert.Equal(expected.Count, answer.GetProperty("totalResults").GetInt32());
+            Assert.Subset(expected, likes.ToHashSet());
+        }
+        else Assert.All(likes, id => Assert.True(posts[id].BodyTokens.Intersect(source.BodyTokens).Any(), $"{id} shares no word with {source.Id}"));
+        // Most alike first: by score, the first sharing more of the telling words than the last.
+        var scores = answer.GetProperty("results").EnumerateArray().Select(r => r.GetProperty("@metadata").GetProperty("@index-score").GetDouble()).ToList();
+        Assert.Equal(scores.OrderByDescending(x => x).ToList(), scores);
+        Assert.True(posts[likes[0]].BodyTokens.Intersect(words).Count() >= posts[likes[^1]].BodyTokens.Intersect(words).Count());
+
+        // With a filter: the same likes, those that pass it, in the same order.
+        var answers = await PageAsync(http, $"{S} where moreLikeThis(id() = $id, '{{ \"Fields\": [\"Body\"] }}') and PostTypeId = 2", new { id = source.Id });
+        var passing = likes.Where(id => posts[id].Type == 2).ToList();
+        Assert.Equal(passing, Ids(answers).Take(passing.Count));
+        Assert.All(Ids(answers), id => Assert.Equal(2, posts[id].Type));
+
+        // The document given instead of named: the same likes (itself among them now, being like itself).
+        var given = Ids(await PageAsync(http, $"{S} where moreLikeThis($doc, $o)", new { doc = new { Body = source.Body }, o = new { Fields = new[] { "Body" } } }))
+            .Where(id => id != source.Id).ToList();
+        Assert.Equal(likes.Take(given.Count), given);
+        // Fewer words asked for: fewer likes; a document that does not exist is liked by none.
+        var fewer = (await PageAsync(http, $"{S} where moreLikeThis(id() = $id, $o)", new { id = source.Id, o = new { Fields = new[] { "Body" }, MaximumQueryTerms = 2 } }))
+            .GetProperty("totalResults").GetInt32();
+        Assert.True(fewer < answer.GetProperty("totalResults").GetInt32(), $"{fewer} likes with 2 words, {answer.GetProperty("totalResults")} with 25");
+        Assert.Empty(Ids(await PageAsync(http, $"{S} where moreLikeThis(id() = 'posts/none')")));
+        // On a collection (its automatic index makes Body a search field): the same likes.
+        var collection = await PageAsync(http, "from Posts where moreLikeThis(id() = $id, '{ \"Fields\": [\"Body\"] }')", new { id = source.Id });
+        Assert.Equal(answer.GetProperty("totalResults").GetInt32(), collection.GetProperty("totalResults").GetInt32());
+    }
+
+    public static async Task More_like_this_out_of_bounds_is_refused(HttpClient http)
+    {
+        const string S = $"from index '{RqlConformance.StaticIndex}'";
+        async Task Refused(string rql, string detail)
+        {
+            var r = await http.PostAsJsonAsync("queries", new { query = rql });
+            await HttpJson.AssertProblem(r, HttpStatusCode.BadRequest, detail);
+        }
+        await Refused($"{S} where moreLikeThis(id() = 'posts/1', '{{ \"Fields\": [\"Tags\"] }}')", "'Tags' is not one");
+        await Refused($"{S} where moreLikeThis(id() = 'posts/1', '{{ \"MaximumQueryTerms\": 5000 }}')", "MaximumQueryTerms must be a whole number from 1 to 1,024");
+        await Refused($"{S} where moreLikeThis(id() = 'posts/1', '{{ \"Colour\": 1 }}')", "not 'Colour'");
+        await Refused($"{S} where moreLikeThis('not json')", "not JSON");
+        await Refused("from Posts where moreLikeThis(id() = 'posts/1')", "name them in its options' Fields");
+    }
 }

@@ -23,4 +23,10 @@ public sealed class SearchFeatureTests(RqlConformanceFixture fx) : IClassFixture
 
     [Fact]
     public Task Suggestions_out_of_bounds_are_refused() => SearchCases.Suggestions_out_of_bounds_are_refused(Http);
+
+    [Fact]
+    public Task More_like_this_finds_the_posts_sharing_the_telling_words_of_one() => SearchCases.More_like_this_finds_the_posts_sharing_the_telling_words_of_one(Http, fx.Posts);
+
+    [Fact]
+    public Task More_like_this_out_of_bounds_is_refused() => SearchCases.More_like_this_out_of_bounds_is_refused(Http);
 }
