@@ -40,4 +40,20 @@ public sealed record IndexFieldOptions
     public string Indexing { get; init; } = Exact;
     public bool Store { get; init; }
     public bool Facet { get; init; }
+
+    /// <summary>A field of vectors (<c>createVector([…])</c> in the map): their dimensions, and how searches hold them in memory.</summary>
+    public VectorFieldOptions? Vector { get; init; }
+}
+
+/// <summary>
+/// A vector field: every vector has <see cref="Dimensions"/> numbers (null: as many as the first one indexed), and searches hold them
+/// as float32 (<see cref="None"/>: exact) or as <see cref="Int8"/> (a quarter of the memory, similarities approximate).
+/// </summary>
+public sealed record VectorFieldOptions
+{
+    public const string None = "none", Int8 = "int8";
+    public const int MaxDimensions = 4_096;
+
+    public int? Dimensions { get; init; }
+    public string Quantization { get; init; } = None;
 }

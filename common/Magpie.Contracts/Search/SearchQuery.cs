@@ -147,3 +147,16 @@ public sealed record MoreLikeThisOptions
 
     public float BoostFactor { get; init; } = 1;
 }
+
+/// <summary>How close two vectors are: cosine, the dot product, or 1 / (1 + Euclidean distance²) — always higher for closer.</summary>
+public enum VectorSimilarity { Cosine, DotProduct, Euclidean }
+
+/// <summary>
+/// RavenDB's <c>vector.search</c>, exact: the <see cref="K"/> entries whose <see cref="Field"/> vector is most similar to
+/// <see cref="Vector"/> (at least <see cref="MinimumSimilarity"/>), among the entries <see cref="Filter"/> matches; scored by the
+/// similarity. <see cref="Int8"/>: compared through the field's int8 copies (approximate).
+/// </summary>
+public sealed record VectorSearchQuery(string Field, float[] Vector, float MinimumSimilarity, int K, VectorSimilarity Similarity, bool Int8, SearchQuery Filter) : SearchQuery
+{
+    public const int MaxK = 1_024;
+}

@@ -55,6 +55,8 @@ public sealed partial class IndexDefinitionStore(IIndexDefinitionLog log, Action
         foreach (var (field, options) in definition.Fields)
             if (options.Indexing is not (IndexFieldOptions.Search or IndexFieldOptions.Exact or IndexFieldOptions.No))
                 throw new IndexDefinitionException(400, $"fields.{field}.indexing must be \"search\", \"exact\" or \"no\", got '{options.Indexing}'");
+            else if (options.Vector is { } vector && (vector.Dimensions is < 1 or > VectorFieldOptions.MaxDimensions || vector.Quantization is not (VectorFieldOptions.None or VectorFieldOptions.Int8)))
+                throw new IndexDefinitionException(400, $"fields.{field}.vector: dimensions 1 to {VectorFieldOptions.MaxDimensions:N0}, quantization \"none\" or \"int8\"");
         try { compile(definition, limits); }
         catch (ScriptSyntaxException e) { throw new IndexDefinitionException(400, e.Message, e.Line, e.Column, e); }
         if (definition.OutputReduceToCollection is not null) OutputCollections.Check(name, definition, Current, limits);

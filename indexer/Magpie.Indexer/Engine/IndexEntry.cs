@@ -15,6 +15,9 @@ public sealed record LongField(string Name, long Value, bool Stored = false) : I
 /// <summary>A number for ranges, sorting, facets and aggregations.</summary>
 public sealed record DoubleField(string Name, double Value, bool Stored = false) : IndexField(Name, Stored);
 
+/// <summary>A vector (float32) for nearest-neighbour search; one per field per entry.</summary>
+public sealed record VectorField(string Name, float[] Values) : IndexField(Name, false);
+
 /// <summary>Kept for projections only, not searchable.</summary>
 public sealed record StoredField(string Name, string Value) : IndexField(Name, true);
 

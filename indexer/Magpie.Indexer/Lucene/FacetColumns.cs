@@ -66,6 +66,10 @@ internal sealed class FacetColumns(long budget)
             return bits;
         }, v => 64L + 8L * ((FixedBitSet)v).GetBits().Length);
 
+    /// <summary>Any other per-segment structure kept under the same budget (a field's vectors: <c>Vectors/VectorColumns</c>), keyed by <paramref name="what"/>.</summary>
+    public T Other<T>(LuceneIndex owner, AtomicReader leaf, string what, Func<T> build, Func<T, long> size) where T : class =>
+        (T)Get(owner, leaf, "o:" + what, build, v => size((T)v));
+
     private object Get(LuceneIndex owner, AtomicReader leaf, string what, Func<object> build, Func<object, long> size)
     {
         if (leaf is not SegmentReader segment) return build();   // never the case for an IndexWriter's readers: nothing to key on

@@ -112,6 +112,9 @@ internal static class LuceneDocuments
             case StoredJsonField j:
                 doc.Add(pool.Stored(j.Name, j.Utf8));
                 break;
+            case VectorField v:
+                doc.Add(new BinaryDocValuesField(v.Name + Vectors.VectorColumns.Suffix, new BytesRef(System.Runtime.InteropServices.MemoryMarshal.AsBytes(v.Values.AsSpan()).ToArray())));
+                break;
             default: throw new ArgumentException($"unknown field kind {field.GetType().Name}");
         }
     }

@@ -22,6 +22,7 @@ internal sealed class LuceneIndex : IIndexPersistence
     private readonly SearcherManager _searchers;
     private readonly ConcurrentDictionary<long, IndexSearcher> _snapshots = new();
     private KnownIds _known;
+    private readonly Vectors.VectorColumns _vectors;
     private long _nextSnapshot;
     private volatile bool _closed;
 
@@ -32,6 +33,7 @@ internal sealed class LuceneIndex : IIndexPersistence
         _files = writer.Directory;
         _searchers = new SearcherManager(writer, applyAllDeletes: true, new SimilarSearchers(engine.Similarity));
         _known = KnownIdsFilledInBackground();
+        _vectors = new Vectors.VectorColumns(engine.Columns, this);
         Opened = State();
     }
 
@@ -90,6 +92,7 @@ internal sealed class LuceneIndex : IIndexPersistence
         {
             // Lucene refuses a document with an immense term (an argument error that leaves the writer sound: the document is
             // dropped, nothing else): every such refusal is that document's, whatever field or name carried the term.
+            if (VectorRefusal(d) is { } vectors) { refused.Enqueue(new RefusedDocument(d.Id, vectors)); return; }
             try { Update(d); }
             catch (ArgumentException e) { refused.Enqueue(new RefusedDocument(d.Id, $"the index engine refused the document: {e.Message}")); }
         }
@@ -110,6 +113,36 @@ internal sealed class LuceneIndex : IIndexPersistence
         });
         return Task.FromResult<IReadOnlyList<RefusedDocument>>([.. refused]);
     }
+
+    /// <summary>The dimensions of each vector field: set by the first vector the index holds, then every vector of the field must have them.</summary>
+    private readonly ConcurrentDictionary<string, int> _dimensions = new(StringComparer.Ordinal);
+
+    private string? VectorRefusal(IndexedDocument d)
+    {
+        foreach (var entry in d.Entries)
+            foreach (var field in entry.Fields)
+                if (field is VectorField v && _dimensions.GetOrAdd(v.Name, name => HeldDimensions(name) ?? v.Values.Length) is var held && held != v.Values.Length)
+                    return $"the vector field '{v.Name}' has {v.Values.Length} dimensions here; the index's '{v.Name}' vectors have {held}";
+        return null;
+    }
+
+    /// <summary>The dimensions of a vector field's vectors already in the index, if it holds any.</summary>
+    private int? HeldDimensions(string field) => WithSearcher(0, searcher =>
+    {
+        var bytes = new BytesRef();
+        foreach (var leaf in searcher.IndexReader.Leaves)
+        {
+            if (leaf.AtomicReader.GetBinaryDocValues(field + Vectors.VectorColumns.Suffix) is not { } values) continue;
+            var has = leaf.AtomicReader.GetDocsWithField(field + Vectors.VectorColumns.Suffix);
+            for (var doc = 0; doc < leaf.AtomicReader.MaxDoc; doc++)
+            {
+                if (!has.Get(doc)) continue;
+                values.Get(doc, bytes);
+                if (bytes.Length > 0) return (int?)(bytes.Length / 4);
+            }
+        }
+        return null;
+    });
 
     private void Update(IndexedDocument d)
     {
@@ -156,6 +189,7 @@ internal sealed class LuceneIndex : IIndexPersistence
         Guard(() =>
         {
             _writer.DeleteAll();
+            _dimensions.Clear();
             _known.Release();
             _known = new KnownIds(budget: _engine.KnownIdsBudget);
             _searchers.MaybeRefreshBlocking();
@@ -246,7 +280,7 @@ internal sealed class LuceneIndex : IIndexPersistence
     private SearchPage Search(IndexSearcher searcher, SearchRequest request)
     {
         var byScore = request.Sort.Any(s => s.Kind == SortKind.Score) || request.Explain;
-        var query = WithoutState(searcher, LuceneQueries.Build(request.Query, _engine.Analyzer, scored: byScore));
+        var query = WithoutState(searcher, LuceneQueries.Build(request.Query, _engine.Analyzer, scored: byScore, _vectors));
         // The document id last: the unique key that makes cursors survive refreshes and merges and mean the same in every shard.
         var fields = request.Sort.Select(SortOf).Append(new ColumnSort(LuceneDocuments.Id, false, _engine.Columns, this)).ToArray();
         var after = request.After is { } cursor ? SortValues.ToFieldDoc(cursor, fields) : null;
@@ -300,7 +334,7 @@ internal sealed class LuceneIndex : IIndexPersistence
         Task.FromResult(WithSearcher(snapshot, searcher =>
         {
             var counter = new FacetCounter(_engine.Columns, this, searcher, facets, q => LuceneQueries.Build(q, _engine.Analyzer, scored: false));
-            searcher.Search(WithoutState(searcher, LuceneQueries.Build(query, _engine.Analyzer, scored: false)), counter);
+            searcher.Search(WithoutState(searcher, LuceneQueries.Build(query, _engine.Analyzer, scored: false, _vectors)), counter);
             return counter.Result();
         }));
 

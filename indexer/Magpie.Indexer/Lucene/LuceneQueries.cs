@@ -17,7 +17,8 @@ internal static class LuceneQueries
 {
     /// <param name="scored">Whether hits are ordered by score: if not, full text matches its terms without scoring them (4.8's
     /// disjunctions score every hit eagerly: a two-word search over a million posts took 4 s scored, against 0.2 s for Lucene 8).</param>
-    public static Query Build(SearchQuery query, Analyzer analyzer, bool scored = true) => query switch
+    /// <param name="vectors">The index's vector columns (<c>vector.search</c> runs on an index, not on one document's filter).</param>
+    public static Query Build(SearchQuery query, Analyzer analyzer, bool scored = true, Vectors.VectorColumns? vectors = null) => query switch
     {
         Contracts.Search.TermQuery t => new global::Lucene.Net.Search.TermQuery(new Term(t.Field, t.Value)),
         LongRangeQuery r => NumericRangeQuery.NewInt64Range(r.Field, LuceneDocuments.PrecisionStep, r.Lower, r.Upper, true, true),
@@ -31,16 +32,18 @@ internal static class LuceneQueries
         RegexQuery r => new RegexTermsQuery(r.Field, r.Pattern),
         LuceneSyntaxQuery l => LuceneSyntax.Parse(l, analyzer),
         MoreLikeThisQuery m => new Text.MoreLikeThis(m, analyzer),
-        BoostQuery b => Boosted(Build(b.Inner, analyzer, scored), b.Factor),
+        BoostQuery b => Boosted(Build(b.Inner, analyzer, scored, vectors), b.Factor),
+        VectorSearchQuery v => new Vectors.NearestVectors(v, ReferenceEquals(v.Filter, SearchQuery.All) ? null : Build(v.Filter, analyzer, scored: false, vectors),
+            vectors ?? throw new IndexEngineException("vector.search runs on an index (a subscription's condition cannot hold one)")),
         ExistsQuery e => new global::Lucene.Net.Search.TermQuery(new Term(LuceneDocuments.Exists, e.Field)),
         TermsQuery t when t.Values.Count == 0 => new BooleanQuery(),
         TermsQuery t => new ConstantScoreQuery(new TermsFilter(t.Field, t.Values.Select(v => new BytesRef(v)).ToList())),
-        BoolQuery b => Bool(b, analyzer, scored),
+        BoolQuery b => Bool(b, analyzer, scored, vectors),
         _ when ReferenceEquals(query, SearchQuery.All) => new MatchAllDocsQuery(),
         _ => throw new ArgumentException($"unknown query node {query.GetType().Name}"),
     };
 
-    private static BooleanQuery Bool(BoolQuery b, Analyzer analyzer, bool scored)
+    private static BooleanQuery Bool(BoolQuery b, Analyzer analyzer, bool scored, Vectors.VectorColumns? vectors)
     {
         var q = new BooleanQuery();
         var must = 0;
@@ -51,14 +54,14 @@ internal static class LuceneQueries
             // Scored queries keep the nesting: its match-all clause adds to every score, and dropping it could reorder hits.
             if (!scored && m is BoolQuery { Must.Count: 0, Should.Count: 0 } negation)
             {
-                foreach (var n in negation.MustNot) q.Add(Build(n, analyzer, scored), Occur.MUST_NOT);
+                foreach (var n in negation.MustNot) q.Add(Build(n, analyzer, scored, vectors), Occur.MUST_NOT);
                 continue;
             }
-            q.Add(Build(m, analyzer, scored), Occur.MUST);
+            q.Add(Build(m, analyzer, scored, vectors), Occur.MUST);
             must++;
         }
-        foreach (var s in b.Should) q.Add(Build(s, analyzer, scored), Occur.SHOULD);
-        foreach (var n in b.MustNot) q.Add(Build(n, analyzer, scored), Occur.MUST_NOT);
+        foreach (var s in b.Should) q.Add(Build(s, analyzer, scored, vectors), Occur.SHOULD);
+        foreach (var n in b.MustNot) q.Add(Build(n, analyzer, scored, vectors), Occur.MUST_NOT);
         if (must == 0 && b.Should.Count == 0) q.Add(new MatchAllDocsQuery(), Occur.MUST);
         if (must > 0 && b.Should.Count > 0) q.MinimumNumberShouldMatch = 1;
         return q;

@@ -33,6 +33,11 @@ public static class EntryMapping
             if (name.Length > MaxFieldNameLength)
                 throw new EntryRefusedException(string.Create(CultureInfo.InvariantCulture, $"the map returned a field name of {name.Length:N0} characters ('{Shorten(name)}'), over the limit of {MaxFieldNameLength:N0}"));
             var options = definition.FieldOptions(name);
+            if (value is VectorValue vector || value is List<object?> vectors && vectors.Any(v => v is VectorValue))
+            {
+                fields.Add(Vector(name, value, options));
+                continue;
+            }
             if (options.Indexing != IndexFieldOptions.No)
             {
                 if (value is List<object?> list) foreach (var item in list) Add(fields, name, item, options);
@@ -41,6 +46,15 @@ public static class EntryMapping
             if (options.Store) fields.Add(new StoredField(name + Stored, JsonOf(value)));
         }
         return new IndexEntry(fields);
+    }
+
+    /// <summary>One vector per field of an entry (a map emitting several makes one entry each), of the dimensions the field declares.</summary>
+    private static VectorField Vector(string name, object? value, IndexFieldOptions options)
+    {
+        if (value is not VectorValue vector) throw new EntryRefusedException($"the field '{Shorten(name)}' holds more than one vector or a vector beside other values: one vector per field of an entry");
+        if (options.Vector?.Dimensions is { } dimensions && dimensions != vector.Values.Length)
+            throw new EntryRefusedException($"the field '{Shorten(name)}' is declared with {dimensions} dimensions; this vector has {vector.Values.Length}");
+        return new VectorField(name, vector.Values);
     }
 
     private static void Add(List<IndexField> fields, string name, object? value, IndexFieldOptions options)

@@ -53,6 +53,7 @@ public sealed class MapScript
         _sandbox.Define("id", args => args.Length > 0 && args[0] is ObjectInstance o && ReferenceEquals(o, _current) ? _currentId : JsValue.Undefined, 1);
         _sandbox.Define("load", args => Load(args.Length > 0 ? args[0] : JsValue.Undefined, args.Length > 1 ? args[1] : JsValue.Undefined), 2);
         _sandbox.Define("LoadDocument", args => Load(args.Length > 0 ? args[0] : JsValue.Undefined, args.Length > 1 ? args[1] : JsValue.Undefined), 2);
+        _sandbox.Define("createVector", args => CreateVector(args.Length > 0 ? args[0] : JsValue.Undefined), 1);
         _sandbox.Seal();
     }
 
@@ -99,6 +100,42 @@ public sealed class MapScript
         return false;
     }
 
+    /// <summary>The vectors this run's <c>createVector</c> made, by the object it returned (that object in an entry is the vector).</summary>
+    private readonly Dictionary<ObjectInstance, float[]> _vectors = new(ReferenceEqualityComparer.Instance);
+
+    /// <summary>
+    /// <c>createVector([0.1, …])</c> or <c>createVector('base64 of float32s')</c>: a vector value for an entry. What is not an array of
+    /// finite numbers (or whole little-endian float32s in base64), or has more than 4,096 dimensions, fails the document.
+    /// </summary>
+    private JsValue CreateVector(JsValue value)
+    {
+        float[] vector;
+        if (value is JsArray array)
+        {
+            var n = JsValueJson.LengthOf(array);
+            if (n is 0 or > Contracts.Indexes.VectorFieldOptions.MaxDimensions) throw new ScriptRunException($"createVector takes 1 to {Contracts.Indexes.VectorFieldOptions.MaxDimensions:N0} numbers, not {n:N0}");
+            vector = new float[n];
+            for (uint i = 0; i < n; i++)
+                vector[i] = array.Get(i) is JsNumber x && double.IsFinite(x.AsNumber()) ? (float)x.AsNumber()
+                    : throw new ScriptRunException($"createVector takes numbers: element {i} is {array.Get(i)}");
+        }
+        else if (value.IsString())
+        {
+            byte[] bytes;
+            try { bytes = Convert.FromBase64String(value.AsString()); }
+            catch (FormatException) { throw new ScriptRunException("createVector's string is not base64"); }
+            if (bytes.Length == 0 || bytes.Length % 4 != 0 || bytes.Length / 4 > Contracts.Indexes.VectorFieldOptions.MaxDimensions)
+                throw new ScriptRunException($"createVector's base64 holds {bytes.Length} bytes: 1 to {Contracts.Indexes.VectorFieldOptions.MaxDimensions:N0} little-endian float32s");
+            vector = System.Runtime.InteropServices.MemoryMarshal.Cast<byte, float>(bytes).ToArray();
+            if (!BitConverter.IsLittleEndian) throw new ScriptRunException("createVector's base64 needs a little-endian host");
+            foreach (var x in vector) if (!float.IsFinite(x)) throw new ScriptRunException("createVector's base64 holds a value that is not a finite number");
+        }
+        else throw new ScriptRunException($"createVector takes an array of numbers or a base64 string, not {value.Type}");
+        var made = new JsObject(_sandbox.Engine);
+        _vectors[made] = vector;
+        return made;
+    }
+
     /// <summary><c>load(id[, collection])</c>: the document, or null (no such document, not of that collection, or no id).</summary>
     private JsValue Load(JsValue id, JsValue collection)
     {
@@ -125,6 +162,7 @@ public sealed class MapScript
     public IReadOnlyList<MappedEntry> Run(ChangeEvent change)
     {
         _loaded.Clear();
+        _vectors.Clear();
         var entries = new List<MappedEntry>();
         if (change.Document is not { } document) return entries;
         foreach (var map in _maps)
@@ -145,7 +183,9 @@ public sealed class MapScript
     {
         _loaded.Clear();
         var entries = new List<string>();
+        _vectors.Clear();
         Each(change, value => entries.Add(JsValueJson.Serialize(_sandbox.Engine, ObjectOf(value), _maxDepth)));
+        if (_vectors.Count > 0) throw new ScriptRunException("createVector makes values for map indexes to search; a reduce does not take them");
         return entries;
     }
 
@@ -200,6 +240,7 @@ public sealed class MapScript
     private object? ToClr(JsValue v, int depth)
     {
         JsValueJson.CheckDepth(depth, _maxDepth);
+        if (v is ObjectInstance made && _vectors.TryGetValue(made, out var vector)) return new VectorValue(vector);
         switch (v)
         {
             case JsNull or JsUndefined: return null;
@@ -214,6 +255,9 @@ public sealed class MapScript
         }
     }
 }
+
+/// <summary>A vector an entry holds (<c>createVector</c>).</summary>
+public sealed record VectorValue(float[] Values);
 
 /// <summary>An object value inside an entry: indexed as its JSON text, as RavenDB does.</summary>
 public sealed record NestedJson(string Json);

@@ -21,7 +21,90 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
     public static IReadOnlySet<string> NumberFieldsOf(IEnumerable<string> fieldNames) =>
         fieldNames.Where(n => n.EndsWith(EntryFields.Number, StringComparison.Ordinal)).Select(n => n[..^EntryFields.Number.Length]).ToHashSet(StringComparer.Ordinal);
 
-    public SearchQuery Where(RqlExpression? where) => where is null ? SearchQuery.All : Plan(where);
+    public SearchQuery Where(RqlExpression? where)
+    {
+        if (where is null) return SearchQuery.All;
+        // vector.search takes the k nearest among what the rest of the query matches: it is one of the conditions every result
+        // meets (a conjunct), never under or/not, where "the k nearest" would have no set to be taken from.
+        var conjuncts = Conjuncts(where).ToList();
+        var vectors = conjuncts.OfType<RqlVectorSearch>().ToList();
+        if (Nested(where) is { } nested) throw new RqlException("vector.search is a condition every result meets: join it to the others with and, not under or or not", 1, nested.Position + 1);
+        if (vectors.Count > 1) throw new RqlException("one vector.search per query", 1, vectors[1].Position + 1);
+        if (vectors.Count == 0) return Plan(where);
+        var rest = conjuncts.Where(c => c is not RqlVectorSearch).ToList();
+        var filter = rest.Count == 0 ? SearchQuery.All : Plan(rest.Aggregate((a, b) => new RqlAnd(a, b)));
+        return VectorSearch(vectors[0], filter);
+    }
+
+    private static IEnumerable<RqlExpression> Conjuncts(RqlExpression e) => e is RqlAnd a ? Conjuncts(a.Left).Concat(Conjuncts(a.Right)) : [e];
+
+    /// <summary>A vector.search under an or, a not or a boost (not a conjunct of the whole condition).</summary>
+    private static RqlVectorSearch? Nested(RqlExpression e, bool under = false) => e switch
+    {
+        RqlVectorSearch v => under ? v : null,
+        RqlAnd a => Nested(a.Left, under) ?? Nested(a.Right, under),
+        RqlOr o => Nested(o.Left, true) ?? Nested(o.Right, true),
+        RqlNot n => Nested(n.Inner, true),
+        RqlBoost b => Nested(b.Inner, true),
+        _ => null,
+    };
+
+    /// <summary>RavenDB's default threshold of <c>vector.search</c> (cosine) and its default number of candidates.</summary>
+    public const float DefaultMinimumSimilarity = 0.75f;
+    public const int DefaultK = 16;
+
+    private SearchQuery VectorSearch(RqlVectorSearch v, SearchQuery filter)
+    {
+        var at = new RqlValue(null, Position: v.Position);
+        var field = NotId(v.Field, "vector.search");
+        var similarity = VectorSimilarity.Cosine;
+        if (v.Options is { } given)
+            foreach (var option in Options(given, "vector.search").EnumerateObject())
+                similarity = option.Name.Equals("Similarity", StringComparison.OrdinalIgnoreCase) && option.Value.ValueKind == JsonValueKind.String
+                    ? option.Value.GetString()!.ToLowerInvariant() switch
+                    {
+                        "cosine" => VectorSimilarity.Cosine,
+                        "dot" or "dotproduct" => VectorSimilarity.DotProduct,
+                        "euclidean" or "l2" => VectorSimilarity.Euclidean,
+                        _ => throw Bad(given, "vector.search's Similarity is \"cosine\", \"dot\" or \"euclidean\""),
+                    }
+                    : throw Bad(given, $"vector.search's option is Similarity (\"cosine\", \"dot\" or \"euclidean\"), not '{option.Name}'");
+        var minimum = v.MinimumSimilarity is { } m
+            ? (float)Number(m, "vector.search's minimum similarity", similarity == VectorSimilarity.Cosine ? -1 : similarity == VectorSimilarity.Euclidean ? 0 : -1e30, similarity == VectorSimilarity.DotProduct ? 1e30 : 1)
+            : similarity == VectorSimilarity.Cosine ? DefaultMinimumSimilarity : float.NegativeInfinity;
+        var k = v.K is { } kv ? WholeNumber(kv, "vector.search's k", 1, VectorSearchQuery.MaxK) : DefaultK;
+        var int8 = definition.FieldOptions(field).Vector?.Quantization == VectorFieldOptions.Int8;
+        return new VectorSearchQuery(field, VectorOf(v.Vector), minimum, k, similarity, int8, filter);
+    }
+
+    /// <summary>The query's vector: a JSON array of numbers, or base64 of little-endian float32s.</summary>
+    private float[] VectorOf(RqlValue v)
+    {
+        JsonElement json;
+        if (v.IsParameter)
+            json = parameters is not null && parameters.TryGetValue(v.Parameter!, out var p) ? p : throw Bad(v, $"parameter ${v.Parameter} is not in \"parameters\"");
+        else json = JsonSerializer.SerializeToElement(v.Literal);
+        float[] vector;
+        if (json.ValueKind == JsonValueKind.Array)
+        {
+            vector = new float[json.GetArrayLength()];
+            var i = 0;
+            foreach (var x in json.EnumerateArray())
+                vector[i++] = x.ValueKind == JsonValueKind.Number && float.IsFinite(x.GetSingle()) ? x.GetSingle() : throw Bad(v, $"the query's vector holds something not a number at {i}");
+        }
+        else if (json.ValueKind == JsonValueKind.String)
+        {
+            byte[] bytes;
+            try { bytes = Convert.FromBase64String(json.GetString()!); }
+            catch (FormatException) { throw Bad(v, "the query's vector is neither an array of numbers nor base64"); }
+            if (bytes.Length % 4 != 0) throw Bad(v, "the query's base64 vector is not whole float32s");
+            vector = System.Runtime.InteropServices.MemoryMarshal.Cast<byte, float>(bytes).ToArray();
+            if (vector.Any(x => !float.IsFinite(x))) throw Bad(v, "the query's base64 vector holds a value that is not a finite number");
+        }
+        else throw Bad(v, "the query's vector is a JSON array of numbers or a base64 string (of little-endian float32s)");
+        return vector.Length is > 0 and <= VectorFieldOptions.MaxDimensions ? vector
+            : throw Bad(v, $"the query's vector has {vector.Length:N0} dimensions: 1 to {VectorFieldOptions.MaxDimensions:N0}");
+    }
 
     /// <summary>
     /// <c>highlight(F, length, count[, options])</c> with its sizes checked and its tags read. A static index highlights what it
@@ -183,6 +266,7 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
         RqlLucene l => new LuceneSyntaxQuery(NotId(l.Field, "lucene"), Text(l.Text, "lucene")),
         RqlExists x => Exists(x.Field),
         RqlMoreLikeThis m => MoreLikeThis(m),
+        RqlVectorSearch v => throw new RqlException("vector.search is a condition every result meets: join it to the others with and, not under or or not", 1, v.Position + 1),
         _ => throw new ArgumentOutOfRangeException(nameof(e)),
     };
 

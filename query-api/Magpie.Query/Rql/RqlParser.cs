@@ -207,7 +207,7 @@ public sealed class RqlParser
         }
         if (Current.Kind != RqlTokenKind.End) throw Expected("where, order by, load, select, include, limit, update, delete or the end of the query");
         // Documents like another come most alike first, as RavenDB answers them, unless the query orders them itself.
-        if (orderBy.Count == 0 && _moreLikeThis > 0) orderBy.Add(new RqlOrder(null, Descending: true, null));
+        if (orderBy.Count == 0 && _moreLikeThis + _vectorSearches > 0) orderBy.Add(new RqlOrder(null, Descending: true, null));
         return new RqlQuery(source, where, orderBy, select, limit, offset)
         {
             Facets = facets, FacetsOnly = facets.Count > 0, Suggestions = suggestions, Alias = alias, Functions = functions, Loads = loads, Script = script,
@@ -419,8 +419,9 @@ public sealed class RqlParser
                 "proximity" => Proximity(),
                 "boost" => Boost(),
                 "morelikethis" => MoreLikeThis(),
+                "vector.search" => VectorSearch(),
                 _ => throw RqlLexer.Error(_text, _tokens[at].Position,
-                    $"unknown function '{_tokens[at].Text}' (expected search, startsWith, endsWith, exists, exact, fuzzy, proximity, boost, regex, lucene or moreLikeThis)"),
+                    $"unknown function '{_tokens[at].Text}' (expected search, startsWith, endsWith, exists, exact, fuzzy, proximity, boost, regex, lucene, moreLikeThis or vector.search)"),
             };
             Expect(")");
             return result;
@@ -509,6 +510,22 @@ public sealed class RqlParser
     }
 
     private int _moreLikeThis;
+
+    /// <summary><c>vector.search(Field, vector[, minimumSimilarity[, k[, options]]])</c>, after <c>vector.search(</c>.</summary>
+    private RqlVectorSearch VectorSearch()
+    {
+        var at = Current.Position;
+        var field = Field();
+        var vector = AfterComma();
+        RqlValue? minimum = null, k = null, options = null;
+        if (Accept(",")) minimum = Value();
+        if (Accept(",")) k = Value();
+        if (Accept(",")) options = Options();
+        _vectorSearches++;
+        return new RqlVectorSearch(field, vector, minimum, k, options, at);
+    }
+
+    private int _vectorSearches;
 
     private RqlBoost Boost()
     {

@@ -117,6 +117,7 @@ public static class RqlConditionFields
         RqlEndsWith s => [(s.Field, false)],
         RqlExists x => [(x.Field, false)],
         RqlMoreLikeThis m => m.Fields.Select(f => (f, true)),
+        RqlVectorSearch v => [(v.Field, false)],
         RqlFuzzy f => [(f.Field, false)],
         RqlRegex r => [(r.Field, false)],
         _ => throw new ArgumentOutOfRangeException(nameof(e), e.GetType().Name),
@@ -162,6 +163,13 @@ public sealed record RqlRegex(string Field, RqlValue Pattern) : RqlExpression;
 /// <summary><c>lucene(F, 'text')</c>: Lucene's query syntax with F as the default field.</summary>
 public sealed record RqlLucene(string Field, RqlValue Text) : RqlExpression;
 public sealed record RqlExists(string Field) : RqlExpression;
+
+/// <summary>
+/// <c>vector.search(Field, vector, minimumSimilarity, k[, options])</c> (RavenDB 7's): the k entries nearest the vector — a JSON array
+/// of numbers or base64 of little-endian float32s, usually a <c>$parameter</c> — at least that similar; options give the
+/// <c>Similarity</c> (<c>cosine</c>, <c>dot</c>, <c>euclidean</c>).
+/// </summary>
+public sealed record RqlVectorSearch(string Field, RqlValue Vector, RqlValue? MinimumSimilarity, RqlValue? K, RqlValue? Options, int Position) : RqlExpression;
 
 /// <summary>
 /// <c>moreLikeThis(id() = 'posts/1'[, options])</c> (the document's own text, it left out of the results) or with the document given

@@ -15,7 +15,7 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
 {
     public async Task<string> IndexForAsync(RqlQuery query, CancellationToken ct)
     {
-        var (indexName, definition, exact, search) = Plan(query);
+        var (indexName, definition, exact, search, vectors) = Plan(query);
         // A grouped query's index is named by its keys and aggregates: the same one serves every query that asks for those.
         if (query.GroupBy.Count > 0)
         {
@@ -25,7 +25,7 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
         {
             var prefix = $"Auto/{Segment(query.From.Name)}/";
             foreach (var (name, d) in definitions.Current.Where(d => d.Key.StartsWith(prefix, StringComparison.OrdinalIgnoreCase)))
-                if (Covers(d, exact, search)) return name;
+                if (Covers(d, exact, search, vectors)) return name;
         }
         try { await definitions.PutAsync(indexName, definition, ct); }
         catch (IndexDefinitionException e) { throw new QueryProblem(e.Status, $"the automatic index {indexName} was refused: {e.Message}"); }
@@ -35,15 +35,15 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
     /// <summary>The automatic index a query over a collection needs (its name and definition), whether or not it exists.</summary>
     public static (string Name, IndexDefinition Definition) DefinitionFor(RqlQuery query)
     {
-        var (name, definition, _, _) = Plan(query);
+        var (name, definition, _, _, _) = Plan(query);
         return (name, definition);
     }
 
-    private static (string Name, IndexDefinition Definition, SortedSet<string> Exact, SortedSet<string> Search) Plan(RqlQuery query)
+    private static (string Name, IndexDefinition Definition, SortedSet<string> Exact, SortedSet<string> Search, SortedSet<string> Vectors) Plan(RqlQuery query)
     {
         var collection = query.From.Name;
         if (!CollectionPattern().IsMatch(collection) && collection != AllDocs) throw new QueryProblem(400, $"'{collection}' is not a collection name this version can index automatically");
-        if (query.GroupBy.Count > 0) return GroupedPlan(query);
+        if (query.GroupBy.Count > 0) { var (n, d, e, s) = GroupedPlan(query); return (n, d, e, s, []); }
         var exact = new SortedSet<string>(StringComparer.Ordinal);
         var search = new SortedSet<string>(StringComparer.Ordinal);
         Collect(query.Where, exact, search);
@@ -57,17 +57,26 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
             foreach (var r in f.Ranges) Collect(r.Expression, exact, search);
             foreach (var a in f.Aggregations) if (!search.Contains(a.Field)) exact.Add(a.Field);
         }
-        if (exact.Concat(search).FirstOrDefault(f => !FieldPattern().IsMatch(f)) is { } bad)
+        // vector.search's field holds vectors: the map makes one of each document's array (or base64 string).
+        var vectors = new SortedSet<string>(VectorFields(query.Where), StringComparer.Ordinal);
+        exact.ExceptWith(vectors);
+        search.ExceptWith(vectors);
+        if (exact.Concat(search).Concat(vectors).FirstOrDefault(f => !FieldPattern().IsMatch(f)) is { } bad)
             throw new QueryProblem(400, $"'{bad}' can't be indexed automatically: fields are letters, digits, '_' and '.' paths");
 
-        var fields = exact.Select(f => (Field: f, Search: false)).Concat(search.Select(f => (Field: f, Search: true))).OrderBy(f => f.Field, StringComparer.Ordinal).ToList();
-        var indexName = $"Auto/{Segment(collection)}/" + (fields.Count == 0 ? "All" : "By" + string.Join("And", fields.Select(f => NameOf(f.Field) + (f.Search ? "_search" : ""))));
+        var fields = exact.Select(f => (Field: f, Kind: ""))
+            .Concat(search.Select(f => (Field: f, Kind: "_search")))
+            .Concat(vectors.Select(f => (Field: f, Kind: "_vector")))
+            .OrderBy(f => f.Field, StringComparer.Ordinal).ToList();
+        var indexName = $"Auto/{Segment(collection)}/" + (fields.Count == 0 ? "All" : "By" + string.Join("And", fields.Select(f => NameOf(f.Field) + f.Kind)));
         var definition = new IndexDefinition
         {
-            Maps = [Map(collection, fields.Select(f => f.Field))],
-            Fields = fields.Where(f => f.Search).ToDictionary(f => f.Field, _ => new IndexFieldOptions { Indexing = IndexFieldOptions.Search }),
+            Maps = [Map(collection, fields.Select(f => (f.Field, f.Kind == "_vector")))],
+            Fields = fields.Where(f => f.Kind != "").ToDictionary(f => f.Field, f => f.Kind == "_search"
+                ? new IndexFieldOptions { Indexing = IndexFieldOptions.Search }
+                : new IndexFieldOptions { Indexing = IndexFieldOptions.No, Vector = new VectorFieldOptions() }),
         };
-        return (indexName, definition, exact, search);
+        return (indexName, definition, exact, search, vectors);
     }
 
     /// <summary>
@@ -115,9 +124,23 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
         "values = values.filter(x => x !== undefined); if (values.length === 0) return undefined; " +
         "return path.indexOf('[]') >= 0 || values.length > 1 ? values : values[0]; } ";
 
-    private static string Map(string collection, IEnumerable<string> fields) =>
-        $"map('{collection}', function (d) {{ {Get}" +
-        $"return {{ {string.Join(", ", fields.Select(f => $"'{f}': get(d, '{f}')"))} }}; }})";
+    private static string Map(string collection, IEnumerable<(string Field, bool Vector)> fields) =>
+        $"map('{collection}', function (d) {{ {Get}" + (fields.Any(f => f.Vector) ? Vec : "") +
+        $"return {{ {string.Join(", ", fields.Select(f => f.Vector ? $"'{f.Field}': vec(get(d, '{f.Field}'))" : $"'{f.Field}': get(d, '{f.Field}')"))} }}; }})";
+
+    /// <summary>A document's vector: its array of numbers or base64 string as a vector, nothing when it has neither.</summary>
+    private const string Vec = "function vec(v) { return Array.isArray(v) || typeof v === 'string' ? createVector(v) : undefined; } ";
+
+    /// <summary>The fields a query's vector.search reads.</summary>
+    private static IEnumerable<string> VectorFields(RqlExpression? e) => e switch
+    {
+        RqlVectorSearch v when v.Field != RqlFields.Id => [v.Field],
+        RqlAnd a => VectorFields(a.Left).Concat(VectorFields(a.Right)),
+        RqlOr o => VectorFields(o.Left).Concat(VectorFields(o.Right)),
+        RqlNot n => VectorFields(n.Inner),
+        RqlBoost b => VectorFields(b.Inner),
+        _ => [],
+    };
 
     /// <summary>
     /// A dynamic group by's map/reduce: the map emits each document's keys (one entry per element of an <c>array()</c> key, none
@@ -140,9 +163,10 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
     }
 
     /// <summary>An auto index of this version's map (an older one wrote null for a missing field) with every field, each indexed as asked.</summary>
-    private static bool Covers(IndexDefinition d, IReadOnlySet<string> exact, IReadOnlySet<string> search) =>
+    private static bool Covers(IndexDefinition d, IReadOnlySet<string> exact, IReadOnlySet<string> search, IReadOnlySet<string> vectors) =>
         d.Maps.Count == 1 && d.Reduce is null && d.Maps[0].Contains("/* auto v2 */", StringComparison.Ordinal) && exact.All(f => d.Maps[0].Contains($"'{f}': get(") && d.FieldOptions(f).Indexing == IndexFieldOptions.Exact)
-        && search.All(f => d.Maps[0].Contains($"'{f}': get(") && d.FieldOptions(f).Indexing == IndexFieldOptions.Search);
+        && search.All(f => d.Maps[0].Contains($"'{f}': get(") && d.FieldOptions(f).Indexing == IndexFieldOptions.Search)
+        && vectors.All(f => d.Maps[0].Contains($"'{f}': vec(get("));
 
     private static void Collect(RqlExpression? e, ISet<string> exact, ISet<string> search)
     {

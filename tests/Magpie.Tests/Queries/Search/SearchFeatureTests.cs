@@ -30,3 +30,28 @@ public sealed class SearchFeatureTests(RqlConformanceFixture fx) : IClassFixture
     [Fact]
     public Task More_like_this_out_of_bounds_is_refused() => SearchCases.More_like_this_out_of_bounds_is_refused(Http);
 }
+
+/// <summary>vector.search embedded: embeddings of the sample's posts in their own collection.</summary>
+public sealed class VectorSearchTests(RqlConformanceFixture fx) : IClassFixture<RqlConformanceFixture>, IAsyncLifetime
+{
+    private HttpClient Http => fx.Magpie.Http;
+
+    public async Task InitializeAsync()
+    {
+        await VectorCases.DefineAsync(Http);
+        await VectorCases.WriteAsync(Http, VectorCases.Of(fx.Posts), () => Task.CompletedTask);
+    }
+
+    public Task DisposeAsync() => Task.CompletedTask;
+
+    [Fact]
+    public Task The_nearest_vectors_are_the_true_nearest_with_filters_sorts_updates_and_deletes() =>
+        VectorCases.The_nearest_vectors_are_the_true_nearest_with_filters_sorts_updates_and_deletes(Http, Http, fx.Posts, () => Task.CompletedTask);
+
+    [Fact]
+    public Task Int8_vectors_find_nearly_the_same_nearest() => VectorCases.Int8_vectors_find_nearly_the_same_nearest(Http, fx.Posts);
+
+    [Fact]
+    public Task Bad_vectors_fail_their_document_and_bad_searches_are_refused() =>
+        VectorCases.Bad_vectors_fail_their_document_and_bad_searches_are_refused(Http, Http, Http, () => Task.CompletedTask);
+}
