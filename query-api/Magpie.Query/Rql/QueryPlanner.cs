@@ -49,6 +49,9 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
         _ => null,
     };
 
+    /// <summary>The parameter the coordinator passes a sharded vector.search's global k-th similarity in.</summary>
+    public const string VectorThreshold = "@vectorThreshold";
+
     /// <summary>RavenDB's default threshold of <c>vector.search</c> (cosine) and its default number of candidates.</summary>
     public const float DefaultMinimumSimilarity = 0.75f;
     public const int DefaultK = 16;
@@ -74,6 +77,8 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
             : similarity == VectorSimilarity.Cosine ? DefaultMinimumSimilarity : float.NegativeInfinity;
         var k = v.K is { } kv ? WholeNumber(kv, "vector.search's k", 1, VectorSearchQuery.MaxK) : DefaultK;
         var int8 = definition.FieldOptions(field).Vector?.Quantization == VectorFieldOptions.Int8;
+        // Sharded: the coordinator's k-th best similarity over every shard (a shard keeps only what the global k nearest can hold).
+        if (parameters?.GetValueOrDefault(VectorThreshold) is { ValueKind: JsonValueKind.Number } threshold) minimum = Math.Max(minimum, threshold.GetSingle());
         return new VectorSearchQuery(field, VectorOf(v.Vector), minimum, k, similarity, int8, filter);
     }
 

@@ -57,6 +57,16 @@ public sealed record RqlQuery(RqlSource From, RqlExpression? Where, IReadOnlyLis
     /// <summary>An update or a delete by query: an operation, not a read.</summary>
     public bool IsOperation => Update is not null || Delete;
 
+    /// <summary>
+    /// The query reduced to its hits' scores, best first, each result its id (the coordinator's first pass of a sharded
+    /// <c>vector.search</c>, <see cref="Shards.ShardQuery.ScoresOnly"/>).
+    /// </summary>
+    public RqlQuery ScoresOnly() => this with
+    {
+        OrderBy = [new RqlOrder(null, Descending: true, null)], Select = [new RqlProjection(RqlFields.Id, "Id")], Script = null, Loads = [],
+        Includes = [], Highlights = [], Facets = [], FacetsOnly = false, Distinct = false, Timings = false, Explanations = false, Limit = null, Offset = null,
+    };
+
     /// <summary>Whether results need their documents read from a document store (loads and includes).</summary>
     public bool ReadsRelatedDocuments => Loads.Count > 0 || Includes.Count > 0;
 }

@@ -20,6 +20,7 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
     {
         var (index, layout) = await LayoutForAsync(request, query, after, wait, ct);
         request = await WithMoreLikeThisAsync(request, query, index, ct);
+        request = await WithVectorThresholdAsync(request, query, index, layout, wait, ct);
         return await PinnedAsync(request, index, async version =>
             (await AskAsync(Asked(layout), Base(request, index, version, layout, wait), query, take, skip, after, hold: false, layout.Complete, ct)).Page, ct);
     }
@@ -55,6 +56,7 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
         var after = request.Cursor;
         var (index, layout) = await LayoutForAsync(request, query, after, request.WaitForNonStaleResults, ct);
         request = await WithMoreLikeThisAsync(request, query, index, ct);
+        request = await WithVectorThresholdAsync(request, query, index, layout, request.WaitForNonStaleResults, ct);
         return await PinnedAsync(request, index, async version =>
         {
             var baseQuery = Base(request, index, version, layout, request.WaitForNonStaleResults);
@@ -91,6 +93,36 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
         }
         return request with { Parameters = parameters };
     }
+
+    /// <summary>
+    /// A sharded <c>vector.search</c>: each shard would answer its own k nearest, and together they would give more than k. First every
+    /// owner says the similarities of its k nearest; the k-th best of them all becomes the threshold every shard then applies
+    /// (<see cref="Rql.QueryPlanner.VectorThreshold"/>), so together they answer the global k nearest (more only where similarities tie).
+    /// </summary>
+    private async Task<CoordinatorRequest> WithVectorThresholdAsync(CoordinatorRequest request, RqlQuery query, string index, ShardLayout layout, bool wait, CancellationToken ct)
+    {
+        if (VectorSearchOf(query.Where) is not { } search || layout.Target is null && layout.Owners.Count <= 1) return request;
+        var k = search.K is { } given
+            ? given.IsParameter ? request.Parameters?.GetValueOrDefault(given.Parameter!) is { ValueKind: JsonValueKind.Number } p && p.TryGetInt32(out var n) ? n : Rql.QueryPlanner.DefaultK
+              : given.Literal is double d ? (int)d : Rql.QueryPlanner.DefaultK
+            : Rql.QueryPlanner.DefaultK;
+        k = Math.Clamp(k, 1, Magpie.Contracts.Search.VectorSearchQuery.MaxK);
+        var scores = await PinnedAsync(request, index, async v =>
+        {
+            var pages = await AskAllAsync(Asked(layout), o => Base(request, index, v, layout, wait) with { ScoresOnly = true, Take = k, Partitions = o.Partitions }, ct);
+            return pages.SelectMany(p => p.Hits).Select(h => h.Result.GetProperty("@metadata").GetProperty("@index-score").GetSingle()).ToList();
+        }, ct);
+        if (scores.Count < k) return request;
+        var parameters = new Dictionary<string, JsonElement>(request.Parameters ?? []) { [Rql.QueryPlanner.VectorThreshold] = JsonSerializer.SerializeToElement(scores.OrderDescending().ElementAt(k - 1)) };
+        return request with { Parameters = parameters };
+    }
+
+    private static RqlVectorSearch? VectorSearchOf(RqlExpression? e) => e switch
+    {
+        RqlVectorSearch v => v,
+        RqlAnd a => VectorSearchOf(a.Left) ?? VectorSearchOf(a.Right),
+        _ => null,
+    };
 
     private static IEnumerable<RqlMoreLikeThis> MoreLikeThisOf(RqlExpression? e) => e switch
     {

@@ -46,6 +46,9 @@ public sealed record ShardQuery
     /// <summary>A stream's later page: search the point in time this owner's lease holds (no staleness wait, no new shards).</summary>
     public string? Snapshot { get; init; }
 
+    /// <summary>Only the hits' scores, best first (<see cref="Rql.RqlQuery.ScoresOnly"/>): how the coordinator finds a sharded vector.search's k-th similarity.</summary>
+    public bool ScoresOnly { get; init; }
+
     /// <summary>The request body's facets, as the client sent them (the owner parses them as the coordinator did).</summary>
     public List<JsonElement>? Facets { get; init; }
     public bool FacetsOnly { get; init; }

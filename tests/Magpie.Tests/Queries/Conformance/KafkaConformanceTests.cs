@@ -157,6 +157,17 @@ public sealed class KafkaConformanceTests(KafkaConformanceFixture fx) : IClassFi
     public Task More_like_this_reads_the_document_once_and_asks_every_shard() =>
         Search.SearchCases.More_like_this_finds_the_posts_sharing_the_telling_words_of_one(fx.Query.Http, fx.Posts, sharded: true);
 
+    /// <summary>Each shard finds its nearest; the coordinator's first pass makes them the global k nearest (the brute-force answer).</summary>
+    [Fact]
+    public async Task Nearest_vectors_over_shards_are_the_global_nearest()
+    {
+        await Search.VectorCases.DefineAsync(fx.Indexer.Http);
+        await Search.VectorCases.WriteAsync(fx.Ingest.Http, Search.VectorCases.Of(fx.Posts), () => SplitDeployment.RelayCaughtUpAsync(fx.Ingest));
+        await Search.VectorCases.The_nearest_vectors_are_the_true_nearest_with_filters_sorts_updates_and_deletes(fx.Ingest.Http, fx.Query.Http, fx.Posts,
+            () => SplitDeployment.RelayCaughtUpAsync(fx.Ingest));
+        await Search.VectorCases.Int8_vectors_find_nearly_the_same_nearest(fx.Query.Http, fx.Posts);
+    }
+
     [Fact]
     public async Task A_retry_asked_of_one_indexer_reaches_every_indexer_of_the_index()
     {
