@@ -160,3 +160,6 @@ public sealed record VectorSearchQuery(string Field, float[] Vector, float Minim
 {
     public const int MaxK = 1_024;
 }
+
+/// <summary>The entries of these ids (an id's every entry), each scored as given: the order a query coordinator decided (a hybrid query's fused ranks).</summary>
+public sealed record ScoredIdsQuery(IReadOnlyDictionary<string, float> Scores) : SearchQuery;

@@ -32,6 +32,7 @@ internal static class LuceneQueries
         RegexQuery r => new RegexTermsQuery(r.Field, r.Pattern),
         LuceneSyntaxQuery l => LuceneSyntax.Parse(l, analyzer),
         MoreLikeThisQuery m => new Text.MoreLikeThis(m, analyzer),
+        ScoredIdsQuery s => new ScoredIds(s),
         BoostQuery b => Boosted(Build(b.Inner, analyzer, scored, vectors), b.Factor),
         VectorSearchQuery v => new Vectors.NearestVectors(v, ReferenceEquals(v.Filter, SearchQuery.All) ? null : Build(v.Filter, analyzer, scored: false, vectors),
             vectors ?? throw new IndexEngineException("vector.search runs on an index (a subscription's condition cannot hold one)")),

@@ -27,6 +27,7 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
         // vector.search takes the k nearest among what the rest of the query matches: it is one of the conditions every result
         // meets (a conjunct), never under or/not, where "the k nearest" would have no set to be taken from.
         var conjuncts = Conjuncts(where).ToList();
+        if (conjuncts.OfType<RqlHybrid>().FirstOrDefault() is { } hybrid) return Hybrid(hybrid, conjuncts);
         var vectors = conjuncts.OfType<RqlVectorSearch>().ToList();
         if (Nested(where) is { } nested) throw new RqlException("vector.search is a condition every result meets: join it to the others with and, not under or or not", 1, nested.Position + 1);
         if (vectors.Count > 1) throw new RqlException("one vector.search per query", 1, vectors[1].Position + 1);
@@ -37,6 +38,39 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
     }
 
     private static IEnumerable<RqlExpression> Conjuncts(RqlExpression e) => e is RqlAnd a ? Conjuncts(a.Left).Concat(Conjuncts(a.Right)) : [e];
+
+    /// <summary>The parameter the coordinator passes a hybrid query's fused scores in (id → score).</summary>
+    public const string HybridScores = "@hybrid";
+
+    /// <summary>
+    /// <c>hybrid(…)</c> as an owner answers it: the entries of the ids the coordinator fused, each with its fused score (the two
+    /// rankings were taken over every shard, with the rest of the query's conditions, through <see cref="RqlQuery.Retriever"/>).
+    /// </summary>
+    private SearchQuery Hybrid(RqlHybrid hybrid, List<RqlExpression> conjuncts)
+    {
+        if (conjuncts.Count(c => c is RqlHybrid or RqlVectorSearch) > 1) throw new RqlException("one hybrid(…) or vector.search per query", 1, hybrid.Position + 1);
+        HybridOptions(hybrid);
+        if (parameters?.GetValueOrDefault(HybridScores) is not { ValueKind: JsonValueKind.Object } fused)
+            throw new RqlException("hybrid(…) is answered through the query coordinator, which fuses the rankings of every shard first", 1, hybrid.Position + 1);
+        return new ScoredIdsQuery(fused.EnumerateObject().ToDictionary(p => p.Name, p => p.Value.GetSingle(), StringComparer.Ordinal));
+    }
+
+    /// <summary>A hybrid query's rank constant (Elasticsearch's default 60) and each ranking's window (the top taken of each; 100, at most 1,024).</summary>
+    public (int RankConstant, int Window) HybridOptions(RqlHybrid hybrid)
+    {
+        var (rankConstant, window) = (60, 100);
+        if (hybrid.Options is { } given)
+            foreach (var option in Options(given, "hybrid").EnumerateObject())
+                switch (option.Name.ToLowerInvariant())
+                {
+                    case "rankconstant" when option.Value.TryGetInt32(out var c) && c is >= 1 and <= 10_000: rankConstant = c; break;
+                    case "window" when option.Value.TryGetInt32(out var w) && w is >= 1 and <= VectorSearchQuery.MaxK: window = w; break;
+                    case "rankconstant": throw Bad(given, "hybrid's RankConstant must be a whole number from 1 to 10,000");
+                    case "window": throw Bad(given, $"hybrid's Window must be a whole number from 1 to {VectorSearchQuery.MaxK:N0}");
+                    default: throw Bad(given, $"hybrid's options are RankConstant and Window, not '{option.Name}'");
+                }
+        return (rankConstant, window);
+    }
 
     /// <summary>A vector.search under an or, a not or a boost (not a conjunct of the whole condition).</summary>
     private static RqlVectorSearch? Nested(RqlExpression e, bool under = false) => e switch
@@ -272,6 +306,7 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
         RqlExists x => Exists(x.Field),
         RqlMoreLikeThis m => MoreLikeThis(m),
         RqlVectorSearch v => throw new RqlException("vector.search is a condition every result meets: join it to the others with and, not under or or not", 1, v.Position + 1),
+        RqlHybrid h => throw new RqlException("hybrid(…) is a condition every result meets: join it to the others with and, not under or or not", 1, h.Position + 1),
         _ => throw new ArgumentOutOfRangeException(nameof(e)),
     };
 

@@ -420,8 +420,9 @@ public sealed class RqlParser
                 "boost" => Boost(),
                 "morelikethis" => MoreLikeThis(),
                 "vector.search" => VectorSearch(),
+                "hybrid" => Hybrid(_tokens[at].Position),
                 _ => throw RqlLexer.Error(_text, _tokens[at].Position,
-                    $"unknown function '{_tokens[at].Text}' (expected search, startsWith, endsWith, exists, exact, fuzzy, proximity, boost, regex, lucene, moreLikeThis or vector.search)"),
+                    $"unknown function '{_tokens[at].Text}' (expected search, startsWith, endsWith, exists, exact, fuzzy, proximity, boost, regex, lucene, moreLikeThis, vector.search or hybrid)"),
             };
             Expect(")");
             return result;
@@ -526,6 +527,19 @@ public sealed class RqlParser
     }
 
     private int _vectorSearches;
+
+    /// <summary><c>hybrid(condition, vector.search(…)[, options])</c>, after <c>hybrid(</c>.</summary>
+    private RqlHybrid Hybrid(int position)
+    {
+        Enter();
+        var text = Or();
+        Expect(",");
+        var at = Current.Position;
+        var vector = Or() as RqlVectorSearch ?? throw RqlLexer.Error(_text, at, "hybrid's second ranking is a vector.search(…)");
+        var options = Accept(",") ? Options() : null;
+        _depth--;
+        return new RqlHybrid(text, vector, options, position);
+    }
 
     private RqlBoost Boost()
     {

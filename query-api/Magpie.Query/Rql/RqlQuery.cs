@@ -67,6 +67,16 @@ public sealed record RqlQuery(RqlSource From, RqlExpression? Where, IReadOnlyLis
         Includes = [], Highlights = [], Facets = [], FacetsOnly = false, Distinct = false, Timings = false, Explanations = false, Limit = null, Offset = null,
     };
 
+    /// <summary>The query with its <c>hybrid(…)</c> replaced by one of its rankings (0: the text one, 1: the vector one).</summary>
+    public RqlQuery Retriever(int which) => this with { Where = Retriever(Where, which) };
+
+    private static RqlExpression? Retriever(RqlExpression? e, int which) => e switch
+    {
+        RqlHybrid h => which == 0 ? h.Text : h.Vector,
+        RqlAnd a => new RqlAnd(Retriever(a.Left, which)!, Retriever(a.Right, which)!),
+        _ => e,
+    };
+
     /// <summary>Whether results need their documents read from a document store (loads and includes).</summary>
     public bool ReadsRelatedDocuments => Loads.Count > 0 || Includes.Count > 0;
 }
@@ -128,6 +138,7 @@ public static class RqlConditionFields
         RqlExists x => [(x.Field, false)],
         RqlMoreLikeThis m => m.Fields.Select(f => (f, true)),
         RqlVectorSearch v => [(v.Field, false)],
+        RqlHybrid h => Of(h.Text).Concat(Of(h.Vector)),
         RqlFuzzy f => [(f.Field, false)],
         RqlRegex r => [(r.Field, false)],
         _ => throw new ArgumentOutOfRangeException(nameof(e), e.GetType().Name),
@@ -179,6 +190,12 @@ public sealed record RqlExists(string Field) : RqlExpression;
 /// of numbers or base64 of little-endian float32s, usually a <c>$parameter</c> — at least that similar; options give the
 /// <c>Similarity</c> (<c>cosine</c>, <c>dot</c>, <c>euclidean</c>).
 /// </summary>
+/// <summary>
+/// <c>hybrid(text condition, vector.search(…)[, options])</c>: both rankings fused by reciprocal rank fusion (options
+/// <c>RankConstant</c>, default 60, and <c>Window</c>, each ranking's top taken, default 100).
+/// </summary>
+public sealed record RqlHybrid(RqlExpression Text, RqlVectorSearch Vector, RqlValue? Options, int Position) : RqlExpression;
+
 public sealed record RqlVectorSearch(string Field, RqlValue Vector, RqlValue? MinimumSimilarity, RqlValue? K, RqlValue? Options, int Position) : RqlExpression;
 
 /// <summary>

@@ -135,6 +135,7 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
     private static IEnumerable<string> VectorFields(RqlExpression? e) => e switch
     {
         RqlVectorSearch v when v.Field != RqlFields.Id => [v.Field],
+        RqlHybrid h => VectorFields(h.Vector),
         RqlAnd a => VectorFields(a.Left).Concat(VectorFields(a.Right)),
         RqlOr o => VectorFields(o.Left).Concat(VectorFields(o.Right)),
         RqlNot n => VectorFields(n.Inner),

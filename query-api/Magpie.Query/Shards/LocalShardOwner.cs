@@ -28,6 +28,7 @@ public sealed class LocalShardOwner(IIndexDefinitions definitions, ILocalShards 
     public async Task<ShardPage> SearchAsync(ShardQuery request, CancellationToken ct)
     {
         var query = Parse(request.Query, request.Parameters, request.Facets, request.FacetsOnly);
+        if (request.HybridRetriever is { } retriever) query = query.Retriever(retriever);
         if (request.ScoresOnly) query = query.ScoresOnly();
         var name = request.Index;
         if (request.Snapshot is { } lease)

@@ -21,6 +21,7 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
         var (index, layout) = await LayoutForAsync(request, query, after, wait, ct);
         request = await WithMoreLikeThisAsync(request, query, index, ct);
         request = await WithVectorThresholdAsync(request, query, index, layout, wait, ct);
+        request = await WithHybridAsync(request, query, index, layout, wait, ct);
         return await PinnedAsync(request, index, async version =>
             (await AskAsync(Asked(layout), Base(request, index, version, layout, wait), query, take, skip, after, hold: false, layout.Complete, ct)).Page, ct);
     }
@@ -57,6 +58,7 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
         var (index, layout) = await LayoutForAsync(request, query, after, request.WaitForNonStaleResults, ct);
         request = await WithMoreLikeThisAsync(request, query, index, ct);
         request = await WithVectorThresholdAsync(request, query, index, layout, request.WaitForNonStaleResults, ct);
+        request = await WithHybridAsync(request, query, index, layout, request.WaitForNonStaleResults, ct);
         return await PinnedAsync(request, index, async version =>
         {
             var baseQuery = Base(request, index, version, layout, request.WaitForNonStaleResults);
@@ -102,11 +104,7 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
     private async Task<CoordinatorRequest> WithVectorThresholdAsync(CoordinatorRequest request, RqlQuery query, string index, ShardLayout layout, bool wait, CancellationToken ct)
     {
         if (VectorSearchOf(query.Where) is not { } search || layout.Target is null && layout.Owners.Count <= 1) return request;
-        var k = search.K is { } given
-            ? given.IsParameter ? request.Parameters?.GetValueOrDefault(given.Parameter!) is { ValueKind: JsonValueKind.Number } p && p.TryGetInt32(out var n) ? n : Rql.QueryPlanner.DefaultK
-              : given.Literal is double d ? (int)d : Rql.QueryPlanner.DefaultK
-            : Rql.QueryPlanner.DefaultK;
-        k = Math.Clamp(k, 1, Magpie.Contracts.Search.VectorSearchQuery.MaxK);
+        var k = KOf(search, request.Parameters);
         var scores = await PinnedAsync(request, index, async v =>
         {
             var pages = await AskAllAsync(Asked(layout), o => Base(request, index, v, layout, wait) with { ScoresOnly = true, Take = k, Partitions = o.Partitions }, ct);
@@ -116,6 +114,52 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
         var parameters = new Dictionary<string, JsonElement>(request.Parameters ?? []) { [Rql.QueryPlanner.VectorThreshold] = JsonSerializer.SerializeToElement(scores.OrderDescending().ElementAt(k - 1)) };
         return request with { Parameters = parameters };
     }
+
+    /// <summary>
+    /// <c>hybrid(text, vector.search(…))</c>, as Elasticsearch's reciprocal rank fusion does it: each ranking is taken over every shard
+    /// (each owner's best of it, merged by score, the top <c>Window</c> kept), each document scores Σ 1 / (RankConstant + its rank),
+    /// and every owner then answers those ids with those scores (<see cref="Rql.QueryPlanner.HybridScores"/>).
+    /// </summary>
+    private async Task<CoordinatorRequest> WithHybridAsync(CoordinatorRequest request, RqlQuery query, string index, ShardLayout layout, bool wait, CancellationToken ct)
+    {
+        if (HybridOf(query.Where) is not { } hybrid) return request;
+        (int RankConstant, int Window) options;
+        try { options = new QueryPlanner(definitions.Current[index], request.Parameters).HybridOptions(hybrid); }
+        catch (RqlException e) { throw new QueryProblem(400, e.Message, e.Line, e.Column); }
+        var fused = new Dictionary<string, float>(StringComparer.Ordinal);
+        for (var retriever = 0; retriever < 2; retriever++)
+        {
+            var which = retriever;
+            var ranked = await PinnedAsync(request, index, async v =>
+            {
+                var pages = await AskAllAsync(Asked(layout), o => Base(request, index, v, layout, wait) with
+                {
+                    ScoresOnly = true, HybridRetriever = which, Take = options.Window, Partitions = o.Partitions,
+                }, ct);
+                return pages.SelectMany(p => p.Hits)
+                    .Select(h => (Id: h.Result.GetProperty("Id").GetString()!, Score: h.Result.GetProperty("@metadata").GetProperty("@index-score").GetSingle()))
+                    .OrderByDescending(h => h.Score).ThenBy(h => h.Id, StringComparer.Ordinal).DistinctBy(h => h.Id)
+                    .Take(which == 1 ? Math.Min(options.Window, KOf(hybrid.Vector, request.Parameters)) : options.Window).ToList();
+            }, ct);
+            for (var rank = 1; rank <= ranked.Count; rank++)
+                fused[ranked[rank - 1].Id] = fused.GetValueOrDefault(ranked[rank - 1].Id) + 1f / (options.RankConstant + rank);
+        }
+        var parameters = new Dictionary<string, JsonElement>(request.Parameters ?? []) { [QueryPlanner.HybridScores] = JsonSerializer.SerializeToElement(fused) };
+        return request with { Parameters = parameters };
+    }
+
+    /// <summary>A vector.search's k as its owners will read it (one out of bounds is refused by their planner).</summary>
+    private static int KOf(RqlVectorSearch search, IReadOnlyDictionary<string, JsonElement>? parameters) => Math.Clamp(search.K is { } given
+        ? given.IsParameter ? parameters?.GetValueOrDefault(given.Parameter!) is { ValueKind: JsonValueKind.Number } p && p.TryGetInt32(out var n) ? n : QueryPlanner.DefaultK
+          : given.Literal is double d ? (int)d : QueryPlanner.DefaultK
+        : QueryPlanner.DefaultK, 1, Magpie.Contracts.Search.VectorSearchQuery.MaxK);
+
+    private static RqlHybrid? HybridOf(RqlExpression? e) => e switch
+    {
+        RqlHybrid h => h,
+        RqlAnd a => HybridOf(a.Left) ?? HybridOf(a.Right),
+        _ => null,
+    };
 
     private static RqlVectorSearch? VectorSearchOf(RqlExpression? e) => e switch
     {

@@ -49,6 +49,9 @@ public sealed record ShardQuery
     /// <summary>Only the hits' scores, best first (<see cref="Rql.RqlQuery.ScoresOnly"/>): how the coordinator finds a sharded vector.search's k-th similarity.</summary>
     public bool ScoresOnly { get; init; }
 
+    /// <summary>A hybrid query's ranking to answer instead of the fused one (0: the text, 1: the vector; <see cref="Rql.RqlQuery.Retriever"/>).</summary>
+    public int? HybridRetriever { get; init; }
+
     /// <summary>The request body's facets, as the client sent them (the owner parses them as the coordinator did).</summary>
     public List<JsonElement>? Facets { get; init; }
     public bool FacetsOnly { get; init; }

@@ -15,9 +15,6 @@ namespace Magpie.Indexer.Lucene.Vectors;
 /// </summary>
 internal sealed class NearestVectors(VectorSearchQuery search, Query? filter, VectorColumns columns) : Query
 {
-    /// <summary>What is searched (for explanations).</summary>
-    public VectorSearchQuery Search => search;
-
     private readonly float _queryNorm = System.Numerics.Tensors.TensorPrimitives.Norm((ReadOnlySpan<float>)search.Vector);
     private (IndexReader Reader, Dictionary<int, (int[] Docs, float[] Scores)> Found)? _last;
 
@@ -29,7 +26,9 @@ internal sealed class NearestVectors(VectorSearchQuery search, Query? filter, Ve
         {
             _last = last = (searcher.IndexReader, Nearest(searcher));
         }
-        return new NearestWeight(this, last.Value.Found);
+        return new FixedHits.HitsWeight(this, last.Value.Found, (doc, score) => score is { } s
+            ? new Explanation(s, $"{search.Similarity} similarity of {search.Field}, among the {search.K} nearest")
+            : new Explanation(0, "not among the nearest vectors"));
     }
 
     private Dictionary<int, (int[] Docs, float[] Scores)> Nearest(IndexSearcher searcher)
@@ -75,11 +74,7 @@ internal sealed class NearestVectors(VectorSearchQuery search, Query? filter, Ve
             if (!byLeaf.TryGetValue(hit.Leaf, out var list)) byLeaf[hit.Leaf] = list = [];
             list.Add((hit.Doc, score));
         }
-        return byLeaf.ToDictionary(l => l.Key, l =>
-        {
-            var ordered = l.Value.OrderBy(h => h.Doc).ToList();
-            return (ordered.Select(h => h.Doc).ToArray(), ordered.Select(h => h.Score).ToArray());
-        });
+        return FixedHits.ByLeaf(byLeaf);
     }
 
     public override string ToString(string field) => $"vector.search({search.Field}, k={search.K})";
@@ -87,48 +82,4 @@ internal sealed class NearestVectors(VectorSearchQuery search, Query? filter, Ve
     public override bool Equals(object? obj) => ReferenceEquals(this, obj);
 
     public override int GetHashCode() => System.Runtime.CompilerServices.RuntimeHelpers.GetHashCode(this);
-
-    private sealed class NearestWeight(NearestVectors query, Dictionary<int, (int[] Docs, float[] Scores)> found) : Weight
-    {
-        public override Query Query => query;
-
-        public override Explanation Explain(AtomicReaderContext context, int doc)
-        {
-            if (found.TryGetValue(context.Ord, out var hits) && Array.BinarySearch(hits.Docs, doc) is >= 0 and var i)
-                return new Explanation(hits.Scores[i], $"{query.Search.Similarity} similarity of {query.Search.Field}, among the {query.Search.K} nearest");
-            return new Explanation(0, "not among the nearest vectors");
-        }
-
-        public override float GetValueForNormalization() => 1f;
-
-        public override void Normalize(float norm, float topLevelBoost) { }
-
-        public override Scorer? GetScorer(AtomicReaderContext context, IBits acceptDocs) =>
-            found.TryGetValue(context.Ord, out var hits) ? new ListScorer(this, hits.Docs, hits.Scores) : null;
-    }
-
-    private sealed class ListScorer(Weight weight, int[] docs, float[] scores) : Scorer(weight)
-    {
-        private int _at = -1;
-
-        public override int DocID => _at < 0 ? -1 : _at >= docs.Length ? NO_MORE_DOCS : docs[_at];
-
-        public override int NextDoc()
-        {
-            _at++;
-            return DocID;
-        }
-
-        public override int Advance(int target)
-        {
-            do _at++; while (_at < docs.Length && docs[_at] < target);
-            return DocID;
-        }
-
-        public override float GetScore() => scores[_at];
-
-        public override int Freq => 1;
-
-        public override long GetCost() => docs.Length;
-    }
 }

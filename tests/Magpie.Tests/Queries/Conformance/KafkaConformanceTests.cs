@@ -166,6 +166,7 @@ public sealed class KafkaConformanceTests(KafkaConformanceFixture fx) : IClassFi
         await Search.VectorCases.The_nearest_vectors_are_the_true_nearest_with_filters_sorts_updates_and_deletes(fx.Ingest.Http, fx.Query.Http, fx.Posts,
             () => SplitDeployment.RelayCaughtUpAsync(fx.Ingest));
         await Search.VectorCases.Int8_vectors_find_nearly_the_same_nearest(fx.Query.Http, fx.Posts);
+        await Search.VectorCases.Hybrid_ranks_by_reciprocal_rank_fusion_of_both_rankings(fx.Query.Http, fx.Posts);
     }
 
     [Fact]

@@ -49,6 +49,9 @@ public sealed class VectorSearchTests(RqlConformanceFixture fx) : IClassFixture<
         VectorCases.The_nearest_vectors_are_the_true_nearest_with_filters_sorts_updates_and_deletes(Http, Http, fx.Posts, () => Task.CompletedTask);
 
     [Fact]
+    public Task Hybrid_ranks_by_reciprocal_rank_fusion_of_both_rankings() => VectorCases.Hybrid_ranks_by_reciprocal_rank_fusion_of_both_rankings(Http, fx.Posts);
+
+    [Fact]
     public Task Int8_vectors_find_nearly_the_same_nearest() => VectorCases.Int8_vectors_find_nearly_the_same_nearest(Http, fx.Posts);
 
     [Fact]

@@ -18,11 +18,11 @@ public static class VectorCases
     public const string Index = "Embeddings/ByVector", Int8Index = "Embeddings/ByVectorInt8";
 
     private static string Definition(string quantization) => $$"""
-        { "maps": ["map('Embeddings', e => ({ PostTypeId: e.PostTypeId, Score: e.Score, Vector: createVector(e.Vector) }))"],
-          "fields": { "Vector": { "vector": { "dimensions": {{Dimensions}}, "quantization": "{{quantization}}" } } } }
+        { "maps": ["map('Embeddings', e => ({ PostTypeId: e.PostTypeId, Score: e.Score, Title: e.Title || null, Vector: createVector(e.Vector) }))"],
+          "fields": { "Vector": { "vector": { "dimensions": {{Dimensions}}, "quantization": "{{quantization}}" } }, "Title": { "indexing": "search" } } }
         """;
 
-    public sealed record Embedding(string Id, int Type, double Score, float[] Vector);
+    public sealed record Embedding(string Id, int Type, double Score, float[] Vector, string? Title = null);
 
     /// <summary>One embedding per post, from a generator seeded by its number (clusters by post type, so filters matter).</summary>
     public static List<Embedding> Of(List<SamplePost> posts) => posts.Select(p =>
@@ -30,14 +30,14 @@ public static class VectorCases
         var n = int.Parse(p.Id["posts/".Length..]);
         var random = new Random(n);
         var v = Enumerable.Range(0, Dimensions).Select(i => (float)(random.NextDouble() * 2 - 1 + (i == p.Type ? 0.8 : 0))).ToArray();
-        return new Embedding($"embeddings/{n}", p.Type, p.Score, v);
+        return new Embedding($"embeddings/{n}", p.Type, p.Score, v, p.Title);
     }).ToList();
 
     public static async Task WriteAsync(HttpClient writer, IEnumerable<Embedding> embeddings, Func<Task> written)
     {
         foreach (var chunk in embeddings.Chunk(500))
         {
-            var body = JsonSerializer.Serialize(chunk.Select(e => new { method = "PUT", id = e.Id, document = new { e.Type, PostTypeId = e.Type, e.Score, e.Vector } }));
+            var body = JsonSerializer.Serialize(chunk.Select(e => new { method = "PUT", id = e.Id, document = new { e.Type, PostTypeId = e.Type, e.Score, e.Title, e.Vector } }));
             var r = await writer.PostAsync("bulk_docs", new StringContent(body, Encoding.UTF8, "application/json"));
             Assert.True(r.IsSuccessStatusCode, await r.Content.ReadAsStringAsync());
         }
@@ -157,5 +157,32 @@ public static class VectorCases
         await Refused($"from index '{Index}' where vector.search(Vector, $q)", new { q = new float[5000] }, "1 to 4,096");
         await Refused($"from index '{Index}' where vector.search(Vector, $q)", new { q = "not base64!" }, "neither an array of numbers nor base64");
         await Refused($"from index '{Index}' where vector.search(Vector, $q, 0.5, 5, {{ \"Similarity\": \"hamming\" }})", new { q }, "Similarity is");
+    }
+
+    /// <summary>
+    /// hybrid(): each ranking as Magpie answers it alone (the text one by BM25, the vector one checked against brute force here),
+    /// fused here by reciprocal rank fusion — the hybrid query's ids, order and scores are those.
+    /// </summary>
+    public static async Task Hybrid_ranks_by_reciprocal_rank_fusion_of_both_rankings(HttpClient query, List<SamplePost> posts)
+    {
+        var all = Of(posts);
+        var q = all[3].Vector;
+        foreach (var filter in new[] { "", " and PostTypeId = 1" })
+        {
+            var text = (await AskAsync(query, $"from index '{Index}' where search(Title, 'history sources'){filter} order by score() desc", new { })).Take(40).Select(t => t.Id).ToList();
+            var vector = Nearest(all, q, "cosine", 30, -1, filter.Length == 0 ? null : e => e.Type == 1).Select(n => n.Id).ToList();
+            var fused = new Dictionary<string, float>();
+            foreach (var ranking in new[] { text, vector })
+                for (var rank = 1; rank <= ranking.Count; rank++) fused[ranking[rank - 1]] = fused.GetValueOrDefault(ranking[rank - 1]) + 1f / (60 + rank);
+            var expected = fused.OrderByDescending(f => f.Value).ThenBy(f => f.Key, StringComparer.Ordinal).Select(f => (f.Key, f.Value)).ToList();
+            var hybrid = await AskAsync(query, $"from index '{Index}' where hybrid(search(Title, 'history sources'), vector.search(Vector, $q, -1, 30), $o){filter}",
+                new { q, o = new { Window = 40 } });
+            AssertSame(expected, hybrid);
+            Assert.Contains(hybrid, h => text.Contains(h.Id) && vector.Contains(h.Id));   // found by both: ranked higher than by either alone
+        }
+        var r = await query.PostAsJsonAsync("queries", new { query = $"from index '{Index}' where hybrid(search(Title, 'x'), search(Title, 'y'))" });
+        await HttpJson.AssertProblem(r, HttpStatusCode.BadRequest, "hybrid's second ranking is a vector.search");
+        r = await query.PostAsJsonAsync("queries", new { query = $"from index '{Index}' where hybrid(search(Title, 'x'), vector.search(Vector, $q), {{ \"Window\": 0 }})", parameters = new { q } });
+        await HttpJson.AssertProblem(r, HttpStatusCode.BadRequest, "Window must be a whole number from 1 to 1,024");
     }
 }
