@@ -44,6 +44,8 @@ switch (args.FirstOrDefault())
     case "pg": await RunPgAsync(); return;
     case "load-document": await RunLoadDocumentAsync(); return;
     case "patch-by-query": await RunPatchByQueryAsync(); return;
+    case "vectors": await RunVectorsAsync(); return;
+    case "highlight": await RunHighlightAsync(); return;
     case "overload": await RunOverloadAsync(); return;
     case "faults": await RunFaultsAsync(); return;
     case "compaction": await RunCompactionAsync(); return;
@@ -686,6 +688,93 @@ async Task RunPatchByQueryAsync()
     {
         benchmark = "patch-by-query", docs = n, cores = Environment.ProcessorCount,
         operation_docs_per_s = Math.Round(rate), bulk_docs_per_s = Math.Round(bulk.DocsPerSecond), ratio = Math.Round(rate / bulk.DocsPerSecond, 2),
+    }));
+}
+
+async Task RunVectorsAsync()
+{
+    var n = (int)Arg("--docs", 1_000_000);
+    var seconds = TimeSpan.FromSeconds(Arg("--seconds", 20));
+    // The vectors are searched from memory, held under the facet cache's budget: sized for them (float32 and int8 copies).
+    Environment.SetEnvironmentVariable("BENCH_MAGPIE_ENV", $"MAGPIE__FACETCACHEMEGABYTES={Arg("--cache-mb", 8192)}");
+    using var loaded = await StartLoadedAsync("vectors", 0);
+    var (magpie, http) = (loaded.Process, loaded.Http);
+    Console.WriteLine($"writing {n:N0} vectors of {VectorBenchmark.Dimensions} dimensions…");
+    var write = await IngestBenchmark.HttpBulkAsync(loaded.Writes, VectorBenchmark.Documents(n), 4);
+    var exactBuild = await VectorBenchmark.IndexAsync(http, VectorBenchmark.Exact, VectorBenchmark.ExactDefinition, n);
+    var int8Build = await VectorBenchmark.IndexAsync(http, VectorBenchmark.Int8, VectorBenchmark.Int8Definition, n);
+    Console.WriteLine($"written at {write.DocsPerSecond:N0} docs/s; indexed in {exactBuild.TotalSeconds:F1} s (float32), {int8Build.TotalSeconds:F1} s (int8)");
+    magpie.Refresh();
+    var rssBefore = magpie.WorkingSet64;
+    var raw = new VectorBenchmark.Raw(n);
+    // Exactness first: Magpie's top 20 equal the raw loop's, unfiltered and filtered; then int8's recall against them.
+    var recalls = new List<double>();
+    var exactMatches = 0;
+    for (var q = 0; q < 20; q++)
+    {
+        var query = VectorBenchmark.Query(q);
+        foreach (var filtered in new[] { false, true })
+        {
+            var truth = raw.Top(query, 20, filtered).Select(i => $"vectors/{i}").ToList();
+            if ((await VectorBenchmark.AskAsync(http, VectorBenchmark.Exact, query, filtered)).SequenceEqual(truth)) exactMatches++;
+            if (!filtered) recalls.Add((await VectorBenchmark.AskAsync(http, VectorBenchmark.Int8, query, false)).Count(truth.Contains) / 20.0);
+        }
+    }
+    magpie.Refresh();
+    var rssWarm = magpie.WorkingSet64;
+    var rows = new List<(string Side, bool Filtered, int Clients, List<double> Ms)>();
+    foreach (var filtered in new[] { false, true })
+        foreach (var clients in new[] { 1, 16 })
+        {
+            rows.Add(("magpie exact", filtered, clients, await VectorBenchmark.LatencyAsync(http, VectorBenchmark.Exact, filtered, clients, seconds)));
+            rows.Add(("magpie int8", filtered, clients, await VectorBenchmark.LatencyAsync(http, VectorBenchmark.Int8, filtered, clients, seconds)));
+            rows.Add(("raw TensorPrimitives", filtered, clients, await VectorBenchmark.RawLatencyAsync(raw, filtered, clients, seconds)));
+        }
+    var stats = await http.GetFromJsonAsync<JsonElement>($"indexes/{VectorBenchmark.Exact}");
+    StopMagpie(magpie);
+    double P50(string side, bool f, int c) => IndexBenchmark.Percentile(rows.First(r => r.Side == side && r.Filtered == f && r.Clients == c).Ms, 0.5);
+    Console.WriteLine();
+    Console.WriteLine($"{"side",-22} {"filter",7} {"clients",8} {"p50 ms",8} {"p99 ms",8} {"q/s",8}");
+    foreach (var r in rows)
+        Console.WriteLine($"{r.Side,-22} {(r.Filtered ? "10 %" : "none"),7} {r.Clients,8} {IndexBenchmark.Percentile(r.Ms, 0.5),8:F1} {IndexBenchmark.Percentile(r.Ms, 0.99),8:F1} {r.Ms.Count / seconds.TotalSeconds,8:F1}");
+    Console.WriteLine($"exact top-20 equal to the raw loop's: {exactMatches} of 40 queries; int8 recall@20 {recalls.Average():F3}");
+    Console.WriteLine($"ratio raw p50 / magpie exact p50 (1 client): unfiltered {P50("raw TensorPrimitives", false, 1) / P50("magpie exact", false, 1):F2}, filtered {P50("raw TensorPrimitives", true, 1) / P50("magpie exact", true, 1):F2}");
+    Console.WriteLine($"int8 speed-up (p50, 1 client, unfiltered): {P50("magpie exact", false, 1) / P50("magpie int8", false, 1):F2}×");
+    Console.WriteLine($"magpie RSS {rssBefore / 1048576:N0} MB before searching, {rssWarm / 1048576:N0} MB with both vector copies held; raw array {raw.Bytes / 1048576:N0} MB");
+    Console.WriteLine($"facet cache of the exact index: {(stats.TryGetProperty("status", out var status) && status.TryGetProperty("facetCache", out var cache) ? cache.ToString() : "(not reported)")}");
+    Console.WriteLine(JsonSerializer.Serialize(new
+    {
+        benchmark = "vectors", docs = n, dimensions = VectorBenchmark.Dimensions, cores = Environment.ProcessorCount, exact_matches_of_40 = exactMatches,
+        int8_recall_at_20 = Math.Round(recalls.Average(), 3), rss_before_mb = rssBefore / 1048576, rss_warm_mb = rssWarm / 1048576,
+        rows = rows.Select(r => new { side = r.Side, filtered = r.Filtered, clients = r.Clients, p50_ms = Math.Round(IndexBenchmark.Percentile(r.Ms, 0.5), 1), p99_ms = Math.Round(IndexBenchmark.Percentile(r.Ms, 0.99), 1) }),
+    }));
+}
+
+async Task RunHighlightAsync()
+{
+    var n = (int)Arg("--docs", 200_000);
+    var seconds = TimeSpan.FromSeconds(Arg("--seconds", 20));
+    using var loaded = await StartLoadedAsync("highlight", n);
+    var http = loaded.Http;
+    const string Plain = "from Posts where search(Body, 'kafka lucene') order by score() desc";
+    (await http.PostAsJsonAsync("queries", new { query = Plain, pageSize = 0, waitForNonStaleResults = true, timeoutMs = 600_000 })).EnsureSuccessStatusCode();
+    var rows = new List<(string Side, int Clients, List<double> Ms)>();
+    foreach (var clients in new[] { 1, 16 })
+    {
+        rows.Add(("page of 25", clients, await IndexBenchmark.LatencyAsync(http, Plain, clients, seconds)));
+        rows.Add(("with highlight(Body, 128, 2)", clients, await IndexBenchmark.LatencyAsync(http, Plain + " include highlight(Body, 128, 2)", clients, seconds)));
+    }
+    StopMagpie(loaded.Process);
+    Console.WriteLine();
+    foreach (var r in rows)
+        Console.WriteLine($"{r.Side,-30} {r.Clients,3} clients  p50 {IndexBenchmark.Percentile(r.Ms, 0.5),7:F1} ms  p99 {IndexBenchmark.Percentile(r.Ms, 0.99),7:F1} ms");
+    double P50(int i) => IndexBenchmark.Percentile(rows[i].Ms, 0.5);
+    Console.WriteLine($"highlighted / plain p50: {P50(1) / P50(0):F2} (1 client), {P50(3) / P50(2):F2} (16 clients)");
+    Console.WriteLine(JsonSerializer.Serialize(new
+    {
+        benchmark = "highlight", docs = n, cores = Environment.ProcessorCount,
+        rows = rows.Select(r => new { side = r.Side, clients = r.Clients, p50_ms = Math.Round(IndexBenchmark.Percentile(r.Ms, 0.5), 1), p99_ms = Math.Round(IndexBenchmark.Percentile(r.Ms, 0.99), 1) }),
+        ratio_1 = Math.Round(P50(1) / P50(0), 2), ratio_16 = Math.Round(P50(3) / P50(2), 2),
     }));
 }
 

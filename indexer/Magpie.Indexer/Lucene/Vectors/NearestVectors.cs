@@ -51,14 +51,21 @@ internal sealed class NearestVectors(VectorSearchQuery search, Query? filter, Ve
             var accepted = filterWeight?.GetScorer(leaf, live);
             if (filterWeight is not null && accepted is null) continue;
             var dims = column.Dimensions;
-            for (var slot = 0; slot < column.Docs.Length; slot++)
+            // Unfiltered: every vector of the segment; filtered: the filter's matches (live ones), each looked up in the column.
+            var slot = -1;
+            while (true)
             {
-                var doc = column.Docs[slot];
-                if (live is not null && !live.Get(doc)) continue;
-                if (accepted is not null)
+                int doc;
+                if (accepted is null)
                 {
-                    if (accepted.DocID < doc && accepted.Advance(doc) == DocIdSetIterator.NO_MORE_DOCS) break;
-                    if (accepted.DocID != doc) continue;
+                    if (++slot == column.Docs.Length) break;
+                    doc = column.Docs[slot];
+                    if (live is not null && !live.Get(doc)) continue;
+                }
+                else
+                {
+                    if ((doc = accepted.NextDoc()) == DocIdSetIterator.NO_MORE_DOCS) break;
+                    if ((slot = column.Slots[doc]) < 0) continue;
                 }
                 var similarity = search.Int8
                     ? VectorMath.Similarity(search.Similarity, column.Bytes.AsSpan(slot * dims, dims), column.Scales![slot], column.Norms[slot], queryBytes, queryScale, _queryNorm)

@@ -17,6 +17,9 @@ internal sealed class VectorColumn
     /// <summary>The segment's documents that hold a vector, ascending; <see cref="Floats"/>/<see cref="Bytes"/> hold theirs in this order.</summary>
     public required int[] Docs { get; init; }
 
+    /// <summary>Each document's slot in <see cref="Docs"/> (-1: no vector), for walking a filter's matches rather than every vector.</summary>
+    public required int[] Slots { get; init; }
+
     public float[]? Floats { get; init; }
     public sbyte[]? Bytes { get; init; }
 
@@ -26,7 +29,7 @@ internal sealed class VectorColumn
     /// <summary>Each vector's length (from its float32 values).</summary>
     public required float[] Norms { get; init; }
 
-    public long Size => 64 + 4L * Docs.Length + 4L * (Floats?.Length ?? 0) + (Bytes?.Length ?? 0) + 4L * (Scales?.Length ?? 0) + 4L * Norms.Length;
+    public long Size => 64 + 4L * Docs.Length + 4L * Slots.Length + 4L * (Floats?.Length ?? 0) + (Bytes?.Length ?? 0) + 4L * (Scales?.Length ?? 0) + 4L * Norms.Length;
 }
 
 /// <summary>Reads and keeps the vector columns of an index's segments (<see cref="VectorColumn"/>).</summary>
@@ -57,6 +60,9 @@ internal sealed class VectorColumns(FacetColumns cache, LuceneIndex owner)
             if (dimensions == 0) dimensions = bytes.Length / 4;
             if (bytes.Length == dimensions * 4) docs.Add(doc);   // the engine refuses other lengths on write (LuceneIndex)
         }
+        var slots = new int[leaf.MaxDoc];
+        Array.Fill(slots, -1);
+        for (var i = 0; i < docs.Count; i++) slots[docs[i]] = i;
         var floats = new float[docs.Count * dimensions];
         var norms = new float[docs.Count];
         for (var i = 0; i < docs.Count; i++)
@@ -66,10 +72,10 @@ internal sealed class VectorColumns(FacetColumns cache, LuceneIndex owner)
             System.Runtime.InteropServices.MemoryMarshal.Cast<byte, float>(bytes.Bytes.AsSpan(bytes.Offset, bytes.Length)).CopyTo(target);
             norms[i] = System.Numerics.Tensors.TensorPrimitives.Norm((ReadOnlySpan<float>)target);
         }
-        if (!int8) return new VectorColumn { Dimensions = dimensions, Docs = [.. docs], Floats = floats, Norms = norms };
+        if (!int8) return new VectorColumn { Dimensions = dimensions, Docs = [.. docs], Slots = slots, Floats = floats, Norms = norms };
         var quantized = new sbyte[floats.Length];
         var scales = new float[docs.Count];
         for (var i = 0; i < docs.Count; i++) scales[i] = VectorMath.Quantize(floats.AsSpan(i * dimensions, dimensions), quantized.AsSpan(i * dimensions, dimensions));
-        return new VectorColumn { Dimensions = dimensions, Docs = [.. docs], Bytes = quantized, Scales = scales, Norms = norms };
+        return new VectorColumn { Dimensions = dimensions, Docs = [.. docs], Slots = slots, Bytes = quantized, Scales = scales, Norms = norms };
     }
 }
