@@ -220,6 +220,32 @@ public sealed class PostgresEndpointTests(PgSampleFixture fx) : IClassFixture<Pg
         Assert.Equal(fx.Posts.Count(p => p.Score >= 30), rql.Count);
     }
 
+    /// <summary>search() in a WHERE and highlight() in the select list: the rows the RQL search finds, each title's matched words marked.</summary>
+    [Fact]
+    public async Task Search_and_highlight_in_sql_answer_as_rql_does()
+    {
+        await fx.Magpie.Http.PutIndexAsync("Posts/Titles", """
+            { "maps": ["map('Posts', p => ({ Title: p.Title || null, Score: p.Score }))"], "fields": { "Title": { "indexing": "search", "store": true } } }
+            """);
+        var rql = await fx.Magpie.Http.QueryNonStaleAsync("from index 'Posts/Titles' where search(Title, 'history') and Score >= 0 select Title");
+        await using var db = new NpgsqlConnection(fx.ConnectionString());
+        await db.OpenAsync();
+        var rows = await RowsAsync(db, """SELECT "Title", highlight("Title", 64, 1) AS marked FROM "Posts/Titles" WHERE search("Title", 'history') AND "Score" >= 0""",
+            ("Title", "text"), ("marked", "text"));
+        Assert.Equal(rql.GetProperty("totalResults").GetInt32(), rows.Count);
+        Assert.NotEmpty(rows);
+        Assert.All(rows, r =>
+        {
+            var marked = (string)r[1]!;
+            Assert.Contains("<b>", marked);
+            Assert.Contains(System.Net.WebUtility.HtmlDecode(marked.Replace("<b>", "").Replace("</b>", "")), (string)r[0]!);
+        });
+        var negated = await RowsAsync(db, """SELECT count(*) FROM "Posts/Titles" WHERE NOT search("Title", 'history')""", ("count", "bigint"));
+        var titled = (await fx.Magpie.Http.QueryNonStaleAsync("from index 'Posts/Titles' where exists(Title) and not Title = null")).GetProperty("totalResults").GetInt64();
+        var found = (await fx.Magpie.Http.QueryNonStaleAsync("from index 'Posts/Titles' where search(Title, 'history')")).GetProperty("totalResults").GetInt64();
+        Assert.Equal(titled - found, (long)negated[0][0]!);
+    }
+
     internal static async Task<List<object?[]>> RowsAsync(NpgsqlConnection db, string sql, params (string Name, string Type)[] columns) =>
         await RowsAsync(db, sql, [], columns);
 

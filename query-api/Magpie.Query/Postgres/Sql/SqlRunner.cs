@@ -40,10 +40,17 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
     private PgRows Rows(SqlSelect select, string from, IReadOnlyList<PgColumn> columns, Func<string, string> field, Func<string, PgType> typeOf)
     {
         var outputs = new List<(string Field, string Name, PgType Type)>();
+        var highlights = new Dictionary<int, (string Field, int Length, int Count)>();
         foreach (var item in select.Items)
         {
             switch (item.Expr)
             {
+                // highlight(column, length, count): the column's fragments the WHERE's search() matched, marked, joined by " … ".
+                case SqlCall { Name: "highlight", Args: [SqlColumn h, SqlLiteral { Value: double length }, SqlLiteral { Value: double count }] }:
+                    var highlighted = field(h.Name);
+                    highlights[outputs.Count] = (highlighted, (int)length, (int)count);
+                    outputs.Add((highlighted, item.Alias ?? "highlight", PgType.Text));
+                    break;
                 case SqlStar:
                     outputs.AddRange(columns.Select(c => (c.Name, c.Name, c.Type)));
                     break;
@@ -53,7 +60,7 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
                     outputs.Add((f, item.Alias ?? name, typeOf(f)));
                     break;
                 default:
-                    throw new PgException(PgException.FeatureNotSupported, "without GROUP BY or aggregates, the select list takes columns and *");
+                    throw new PgException(PgException.FeatureNotSupported, "without GROUP BY or aggregates, the select list takes columns, * and highlight(column, length, count)");
             }
         }
         var text = new StringBuilder(from);
@@ -61,9 +68,11 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
             text.Append(" order by ").Append(string.Join(", ", select.OrderBy.Select(o => SqlToRql.Quote(OrderField(o.Expr, select, outputs, field)) + (o.Descending ? " desc" : ""))));
         // Each output under its own position, so two outputs of one field (or an alias equal to another field) stay apart.
         text.Append(" select ").Append(string.Join(", ", outputs.Select((o, i) => $"{SqlToRql.Quote(o.Field)} as {SqlToRql.Quote("c" + i)}")));
+        if (highlights.Count > 0)
+            text.Append(" include ").Append(string.Join(", ", highlights.Values.Distinct().Select(h => $"highlight({SqlToRql.Quote(h.Field)}, {h.Length}, {h.Count})")));
         if (select.Limit is { } limit) text.Append($" limit {limit}");
         if (select.Offset is { } offset) text.Append(select.Limit is null ? $" limit {int.MaxValue} offset {offset}" : $" offset {offset}");
-        return new PgRows(outputs.Select(o => new PgColumn(o.Name, o.Type)).ToList(), StreamAsync(text.ToString(), outputs.Select(o => o.Type).ToList()));
+        return new PgRows(outputs.Select(o => new PgColumn(o.Name, o.Type)).ToList(), StreamAsync(text.ToString(), outputs.Select(o => o.Type).ToList(), highlights));
     }
 
     private static string OrderField(SqlExpr e, SqlSelect select, List<(string Field, string Name, PgType Type)> outputs, Func<string, string> field) => e switch
@@ -74,13 +83,16 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
         _ => throw new PgException(PgException.FeatureNotSupported, "ORDER BY takes columns, aliases or positions here"),
     };
 
-    private async IAsyncEnumerable<object?[]> StreamAsync(string rql, List<PgType> types, [EnumeratorCancellation] CancellationToken ct = default)
+    private async IAsyncEnumerable<object?[]> StreamAsync(string rql, List<PgType> types, Dictionary<int, (string Field, int Length, int Count)> highlights,
+        [EnumeratorCancellation] CancellationToken ct = default)
     {
         await foreach (var hit in QueryHits.StreamAsync(coordinator, new CoordinatorRequest { Query = rql }, LocalShardOwner.Parse(rql, null, null), ct))
         {
             var row = new object?[types.Count];
             for (var i = 0; i < types.Count; i++)
-                row[i] = PgValues.FromJson(hit.Result.ValueKind == JsonValueKind.Object && hit.Result.TryGetProperty("c" + i, out var v) ? v : null, types[i]);
+                row[i] = highlights.TryGetValue(i, out var h)
+                    ? hit.Highlights?.GetValueOrDefault(h.Field) is { } fragments ? string.Join(" … ", fragments) : null
+                    : PgValues.FromJson(hit.Result.ValueKind == JsonValueKind.Object && hit.Result.TryGetProperty("c" + i, out var v) ? v : null, types[i]);
             yield return row;
         }
     }

@@ -26,6 +26,9 @@ public sealed class SqlToRql(Func<string, string> field, Func<string, PgType> ty
             ColumnOf(b.Value), negated ^ b.Negated),
         SqlIn i => Known(CaseSensitive(In(i), ColumnOf(i.Value)), ColumnOf(i.Value), negated ^ i.Negated),
         SqlIsNull n => n.Negated ^ negated ? HasValue(ColumnOf(n.Value)) : $"({Field(n.Value)} = null or not exists({Field(n.Value)}))",
+        // Magpie's full text in SQL: search(column, 'words'), as RQL's search() reads them; a NULL column matches neither way.
+        SqlCall { Name: "search", Args: [var column, SqlLiteral { Value: string words }] } when IsColumn(column) =>
+            negated ? $"(not search({Field(column)}, {Quote(words)}) and {HasValue(ColumnOf(column))})" : $"search({Field(column)}, {Quote(words)})",
         _ => throw Unsupported(e),
     };
 
@@ -124,5 +127,5 @@ public sealed class SqlToRql(Func<string, string> field, Func<string, PgType> ty
     };
 
     private static PgException Unsupported(SqlExpr e) =>
-        new(PgException.FeatureNotSupported, $"this condition is not supported over an index ({e.GetType().Name[3..]}): compare columns with literals, BETWEEN, IN, IS NULL, AND/OR/NOT");
+        new(PgException.FeatureNotSupported, $"this condition is not supported over an index ({e.GetType().Name[3..]}): compare columns with literals, BETWEEN, IN, IS NULL, search(column, 'words'), AND/OR/NOT");
 }
