@@ -228,6 +228,10 @@ public static partial class SearchCases
         Assert.Equal(passing, Ids(answers).Take(passing.Count));
         Assert.All(Ids(answers), id => Assert.Equal(2, posts[id].Type));
 
+        // Streamed: the same likes in the same order.
+        var streamed = await http.PostAsJsonAsync("streams/queries", new { query = $"{S} where moreLikeThis(id() = $id, '{{ \"Fields\": [\"Body\"] }}')", parameters = new { id = source.Id } });
+        Assert.Equal(likes, (await streamed.Content.ReadAsStringAsync()).Split('\n', StringSplitOptions.RemoveEmptyEntries)
+            .Select(l => JsonDocument.Parse(l).RootElement.GetProperty("@metadata").GetProperty("@id").GetString()!).Take(likes.Count).ToList());
         // The document given instead of named: the same likes (itself among them now, being like itself).
         var given = Ids(await PageAsync(http, $"{S} where moreLikeThis($doc, $o)", new { doc = new { Body = source.Body }, o = new { Fields = new[] { "Body" } } }))
             .Where(id => id != source.Id).ToList();

@@ -98,6 +98,11 @@ public static class VectorCases
         // The query vector as base64 float32s.
         var base64 = Convert.ToBase64String(System.Runtime.InteropServices.MemoryMarshal.AsBytes(q.AsSpan()).ToArray());
         AssertSame(Nearest(all.Values, q, "cosine", 5, -1), await AskAsync(query, $"from index '{Index}' where vector.search(Vector, $q, -1, 5)", new { q = base64 }));
+        // Streamed: the same nearest, in the same order (sharded too: the stream's first page runs the same first pass).
+        var streamed = await query.PostAsJsonAsync("streams/queries", new { query = $"from index '{Index}' where vector.search(Vector, $q, -1, 20)", parameters = new { q } });
+        Assert.True(streamed.IsSuccessStatusCode, await streamed.Content.ReadAsStringAsync());
+        Assert.Equal(Nearest(all.Values, q, "cosine", 20, -1).Select(n => n.Id),
+            (await streamed.Content.ReadAsStringAsync()).Split('\n', StringSplitOptions.RemoveEmptyEntries).Select(l => JsonDocument.Parse(l).RootElement.GetProperty("@metadata").GetProperty("@id").GetString()));
         // A collection answers through an automatic index that makes vectors of the field.
         Assert.Equal(Nearest(all.Values, q, "cosine", 12, -1).Select(n => n.Id), (await AskAsync(query, "from Embeddings where vector.search(Vector, $q, -1, 12)", new { q })).Select(a => a.Id));
 
