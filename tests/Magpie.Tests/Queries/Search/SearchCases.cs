@@ -116,26 +116,11 @@ public static partial class SearchCases
     private static List<string> ExpectedSuggestions(List<SamplePost> sample, string word, int take, double accuracy = 0.5)
     {
         var postsHolding = sample.SelectMany(p => p.BodyTokens.Distinct()).GroupBy(t => t).ToDictionary(g => g.Key, g => g.Count());
-        return postsHolding.Where(t => t.Key != word && Osa(word, t.Key) <= 2)
-            .Select(t => (Term: t.Key, Posts: t.Value, Similarity: 1f - (float)Osa(word, t.Key) / Math.Max(word.Length, t.Key.Length)))
+        return postsHolding.Where(t => t.Key != word && Tokens.Distance(word, t.Key) <= 2)
+            .Select(t => (Term: t.Key, Posts: t.Value, Similarity: 1f - (float)Tokens.Distance(word, t.Key) / Math.Max(word.Length, t.Key.Length)))
             .Where(t => t.Similarity >= accuracy)
             .OrderByDescending(t => t.Similarity).ThenByDescending(t => t.Posts).ThenBy(t => t.Term, StringComparer.Ordinal)
             .Take(take).Select(t => t.Term).ToList();
-    }
-
-    /// <summary>Edits with neighbour transpositions (optimal string alignment), computed here independently of the server.</summary>
-    private static int Osa(string a, string b)
-    {
-        var d = new int[a.Length + 1, b.Length + 1];
-        for (var i = 0; i <= a.Length; i++) d[i, 0] = i;
-        for (var j = 0; j <= b.Length; j++) d[0, j] = j;
-        for (var i = 1; i <= a.Length; i++)
-            for (var j = 1; j <= b.Length; j++)
-            {
-                d[i, j] = new[] { d[i - 1, j] + 1, d[i, j - 1] + 1, d[i - 1, j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1) }.Min();
-                if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i, j] = Math.Min(d[i, j], d[i - 2, j - 2] + 1);
-            }
-        return d[a.Length, b.Length];
     }
 
     private static List<string> Suggested(JsonElement answer, string name, int index = 0) =>
