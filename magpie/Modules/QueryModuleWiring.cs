@@ -52,5 +52,10 @@ public sealed class QueryModuleWiring(bool indexerInProcess) : IMagpieModule
         MaxPendingConnections = pg.MaxPendingConnections,
     };
 
-    public void Map(WebApplication app, MagpieSettings settings) => app.MapQueries();
+    public void Map(WebApplication app, MagpieSettings settings)
+    {
+        app.MapQueries();
+        // Studio comes with the query target: what it shows is mostly what queries read.
+        Studio.StudioEndpoints.MapStudio(app);
+    }
 }

@@ -23,6 +23,10 @@ public static class AccessRules
     {
         var looks = HttpMethods.IsGet(method) || HttpMethods.IsHead(method) || HttpMethods.IsOptions(method);
         if (looks && Anonymous.Any(a => path.Equals(a, StringComparison.OrdinalIgnoreCase))) return null;
+        // Studio's files and docs hold no data: the page asks for a key and sends it with every API call.
+        if (looks && (path == "/" || path.StartsWithSegments("/studio", StringComparison.OrdinalIgnoreCase))) return null;
+        // Which key this is (Studio shows what its role may do): any key may ask.
+        if (looks && path.Equals("/keys/me", StringComparison.OrdinalIgnoreCase)) return Role.Read;
         if (AdminGroups.Any(g => path.StartsWithSegments(g, StringComparison.OrdinalIgnoreCase))) return Role.Admin;
         if (ReadGroups.Any(g => path.StartsWithSegments(g, StringComparison.OrdinalIgnoreCase))) return Role.Read;
         // Update and delete by query (/operations) are writes to documents, and their progress is theirs to read.

@@ -17,6 +17,11 @@ public static class KeyEndpoints
     {
         var keys = app.MapGroup("/keys");
         keys.MapGet("/", (ApiKeyStore store) => Results.Ok(store.All.Select(Describe)));
+        // The key a request came with (none: keys are not required here, and every request may do everything).
+        keys.MapGet("/me", (HttpContext ctx, ApiKeyStore store) =>
+            ctx.Items[ApiKeyAuthentication.KeyNameItem] is string name && store.All.FirstOrDefault(k => k.Name == name) is { } key
+                ? Results.Ok(new { key.Name, role = key.Role.Name(), keysRequired = true })
+                : Results.Ok(new { name = (string?)null, role = Role.Admin.Name(), keysRequired = false }));
         keys.MapPost("/", (KeyRequest request, ApiKeyStore store) =>
         {
             if (string.IsNullOrWhiteSpace(request.Name) || string.IsNullOrWhiteSpace(request.Role))

@@ -1,0 +1,44 @@
+// Magpie Studio: a hash router over one module per page; every call goes through api(), which sends the session's key and asks
+// for one when Magpie answers 401. What a key's role may not do is hidden (data-role="write" | "admin").
+import { markdown } from './markdown.js';
+import { applyRole, esc, h, who } from './studio.js';
+
+const pages = {
+  overview: () => import('./pages/overview.js'),
+  documents: () => import('./pages/documents.js'),
+  indexes: () => import('./pages/indexes.js'),
+  query: () => import('./pages/query.js'),
+  etl: () => import('./pages/etl.js'),
+  keys: () => import('./pages/keys.js'),
+};
+let current = null, cleanup = null, help = 'README';
+
+async function route() {
+  const [, name = 'overview', ...rest] = (location.hash || '#/overview').split('/');
+  const load = pages[name] ?? pages.overview;
+  if (cleanup) { cleanup(); cleanup = null; }
+  for (const a of document.querySelectorAll('#nav a')) a.classList.toggle('active', a.dataset.page === name);
+  const main = document.getElementById('main');
+  const page = await load();
+  current = name;
+  help = page.help ?? 'README';
+  main.replaceChildren();
+  try { cleanup = (await page.render(main, rest.map(decodeURIComponent))) ?? null; }
+  catch (e) { main.append(h(`<div class="panel error">${esc(e.message)}</div>`)); }
+  applyRole(main);
+}
+
+async function showHelp() {
+  const panel = document.getElementById('helpPanel');
+  const r = await fetch(`/studio/docs/${help}.md`);
+  document.getElementById('helpTitle').textContent = `${help}.md`;
+  document.getElementById('helpBody').innerHTML = r.ok ? markdown(await r.text()) : `<p class="error">No page ${esc(help)}.md</p>`;
+  panel.hidden = false;
+}
+
+document.getElementById('help').onclick = showHelp;
+document.getElementById('helpClose').onclick = () => { document.getElementById('helpPanel').hidden = true; };
+addEventListener('keydown', e => { if (e.key === 'F1') { e.preventDefault(); showHelp(); } });
+addEventListener('hashchange', route);
+await who();
+await route();

@@ -1,0 +1,68 @@
+// What every page of Studio shares: the session's key and role, the API call that sends the key (and asks for one on 401),
+// and small DOM helpers. A module of its own: the entry module (app.js) awaits its first page, which imports these.
+export const ranks = { read: 1, write: 2, admin: 3 };
+export const session = { role: 'admin', name: null };
+
+export class ApiError extends Error {
+  constructor(status, problem) {
+    super(problem?.detail || problem?.title || `HTTP ${status}`);
+    this.status = status;
+    this.problem = problem;
+  }
+}
+
+/** Calls Magpie's HTTP API; JSON bodies both ways. Throws ApiError with the problem body. */
+export async function api(method, path, body, headers = {}) {
+  const h = { ...headers };
+  const key = sessionStorage.getItem('magpie.key');
+  if (key) h.Authorization = 'Bearer ' + key;
+  if (body !== undefined && !h['Content-Type']) h['Content-Type'] = 'application/json';
+  const r = await fetch(path, { method, headers: h, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) });
+  if (r.status === 401) {
+    await askForKey(r.status);
+    return api(method, path, body, headers);
+  }
+  const text = await r.text();
+  let json = null;
+  try { json = text ? JSON.parse(text) : null; } catch { json = text; }
+  if (!r.ok) throw new ApiError(r.status, json);
+  return { json, headers: r.headers, status: r.status };
+}
+
+function askForKey() {
+  const dialog = document.getElementById('login');
+  return new Promise(resolve => {
+    const form = document.getElementById('loginForm');
+    form.onsubmit = async e => {
+      e.preventDefault();
+      const key = document.getElementById('loginKey').value.trim();
+      const r = await fetch('/keys/me', { headers: { Authorization: 'Bearer ' + key } });
+      if (!r.ok) { document.getElementById('loginError').textContent = 'Magpie does not know this key.'; return; }
+      sessionStorage.setItem('magpie.key', key);
+      dialog.close();
+      await who();
+      resolve();
+    };
+    if (!dialog.open) dialog.showModal();
+  });
+}
+
+export async function who() {
+  try {
+    const { json } = await api('GET', '/keys/me');
+    session.role = json.role;
+    session.name = json.name;
+    document.getElementById('who').textContent = json.keysRequired ? `${json.name} (${json.role})` : 'no keys required';
+  } catch { /* the API answers; the page shows its errors where they happen */ }
+  applyRole(document);
+}
+
+/** Hides what the session's role may not do. */
+export function applyRole(root) {
+  for (const el of root.querySelectorAll('[data-role]')) el.hidden = ranks[session.role] < ranks[el.dataset.role];
+}
+
+export const h = (html) => { const t = document.createElement('template'); t.innerHTML = html.trim(); return t.content.firstElementChild; };
+export const esc = (s) => String(s ?? '').replace(/[&<>"']/g, c => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
+export const fmt = (n) => n == null ? '–' : Number(n).toLocaleString('en');
+
