@@ -76,6 +76,12 @@ public sealed class StudioTests(StudioFixture fx) : IClassFixture<StudioFixture>
             await Assertions.Expect(page.Locator("#docJson")).ToHaveValueAsync(new System.Text.RegularExpressions.Regex("\"Score\": 12345"));
             await page.ClickAsync("#save");
             await Assertions.Expect(page.Locator("#docMessage")).ToContainTextAsync("Saved");
+            // Its versions the change log holds: the first one, opened in the editor.
+            await page.ClickAsync("#revisions");
+            var first = page.Locator("#versions tbody tr").Filter(new() { HasText = "\"Score\":1," });
+            await Assertions.Expect(first).ToHaveCountAsync(1);
+            await first.ClickAsync();
+            await Assertions.Expect(page.Locator("#docJson")).ToHaveValueAsync(new System.Text.RegularExpressions.Regex("\"Score\": 1\\b"));
         });
     }
 

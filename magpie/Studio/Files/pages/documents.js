@@ -19,7 +19,9 @@ export async function render(main, [collection, ...id]) {
         <textarea class="code" id="docJson" spellcheck="false"></textarea>
         <p id="docMessage"></p>
         <div class="toolbar"><span class="muted" id="docEtag"></span><span class="spacer"></span>
+          <button class="ghost" id="revisions">Revisions</button>
           <button id="save" data-role="write">Save</button><button class="danger" id="delete" data-role="write">Delete</button></div>
+        <table id="versions" hidden><thead><tr><th class="num">etag</th><th>last modified</th><th>document</th></tr></thead><tbody></tbody></table>
       </div>
     </div></div>`));
   main.querySelector('#collections tbody').replaceChildren(...Object.entries(stats.collections ?? {}).map(([name, count]) =>
@@ -62,6 +64,24 @@ export async function render(main, [collection, ...id]) {
         ? `Conflict: the document changed since it was opened (${e.message}). Nothing was overwritten: reopen it to see the current version.`
         : e.message });
     }
+  };
+  // The versions the change log still holds, newest first (GET /docs/{id}/revisions); one clicked shows in the editor to compare.
+  main.querySelector('#revisions').onclick = async () => {
+    const docId = main.querySelector('#docId').value.trim();
+    const { json } = await api('GET', `/docs/${docId}/revisions?pageSize=25`);
+    const table = main.querySelector('#versions');
+    table.querySelector('tbody').replaceChildren(...(json.results ?? json).map(v => {
+      const m = v['@metadata'];
+      const row = h(`<tr class="pick"><td class="num">${m['@etag']}</td><td>${esc(m['@last-modified'])}</td><td class="json">${esc(JSON.stringify(v).slice(0, 160))}</td></tr>`);
+      row.onclick = () => {
+        const body = { ...v };
+        delete body['@metadata'];
+        main.querySelector('#docJson').value = JSON.stringify(body, null, 2);
+        Object.assign(message, { className: 'muted', textContent: `Showing the version at etag ${m['@etag']}: saving it writes it back as the current version (if the document has not changed since it was opened).` });
+      };
+      return row;
+    }));
+    table.hidden = false;
   };
   main.querySelector('#delete').onclick = async () => {
     const docId = main.querySelector('#docId').value.trim();

@@ -12,7 +12,7 @@ export async function render(main) {
     <h1>Query</h1>
     <div class="panel">
       <div class="row">
-        <div class="grow"><textarea class="code" id="rql" spellcheck="false" style="min-height:110px" aria-label="RQL"></textarea></div>
+        <div class="grow editor"><pre class="code" id="rqlShown" aria-hidden="true"></pre><textarea class="code" id="rql" spellcheck="false" aria-label="RQL"></textarea></div>
         <div style="width:300px"><textarea class="code" id="parameters" spellcheck="false" style="min-height:110px" placeholder='{ "t": "kafka" }' aria-label="parameters"></textarea></div>
       </div>
       <div class="toolbar"><button id="run" title="Ctrl+Enter">Run</button>
@@ -28,6 +28,12 @@ export async function render(main) {
   </div>`));
   const rql = main.querySelector('#rql');
   rql.value = sessionStorage.getItem('magpie.rql') ?? example;
+  // Highlighting: the text drawn coloured behind a textarea whose own text is transparent (its caret and selection stay).
+  const shown = main.querySelector('#rqlShown');
+  const paint = () => { shown.innerHTML = highlight(rql.value) + '\n'; shown.scrollTop = rql.scrollTop; };
+  rql.addEventListener('input', paint);
+  rql.addEventListener('scroll', () => { shown.scrollTop = rql.scrollTop; });
+  paint();
   let view = 'table', rows = [], last = null;
   const body = (cursor) => {
     const text = main.querySelector('#parameters').value.trim();
@@ -105,6 +111,21 @@ async function exportAll(request, as) {
   a.href = URL.createObjectURL(new Blob([text], { type: as === 'csv' ? 'text/csv' : 'application/x-ndjson' }));
   a.download = `results.${as}`;
   a.click();
+}
+
+const keywords = /^(from|index|where|and|or|not|order|by|asc|desc|select|limit|offset|include|load|as|group|between|in|all|declare|function|update|delete|distinct|true|false|null)$/i;
+
+/** RQL tokens coloured: keywords, 'strings', numbers, $parameters, functions, { … } scripts left plain. Escaped first. */
+function highlight(text) {
+  return text.replace(/('(?:[^'\\]|\\.)*'?|"(?:[^"\\]|\\.)*"?)|(\$\w+)|(\b\d+(?:\.\d+)?\b)|([A-Za-z_@][\w.@]*)(\s*\()?|([&<>])/g,
+    (m, str, param, num, word, call, special) => {
+      if (str) return `<span class="s">${esc(str)}</span>`;
+      if (param) return `<span class="p">${esc(param)}</span>`;
+      if (num) return `<span class="n">${num}</span>`;
+      if (word && call) return `<span class="f">${esc(word)}</span>${call}`;
+      if (word) return keywords.test(word) ? `<span class="k">${esc(word)}</span>` : esc(word);
+      return esc(special);
+    });
 }
 
 function markAt(text, line, column) {
