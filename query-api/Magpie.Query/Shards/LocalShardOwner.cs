@@ -67,6 +67,9 @@ public sealed class LocalShardOwner(IIndexDefinitions definitions, ILocalShards 
         }
     }
 
+    private bool Retired(string index, IndexDefinition searched) =>
+        definitions.Current.GetValueOrDefault(index)?.Fingerprint() != searched.Fingerprint() || local.Replaced(index, searched.Fingerprint());
+
     /// <summary>What a shard not ready yet is waiting for: no worker on it here (yet), or its index not open (yet).</summary>
     private static string Starting(List<ILocalShard> workers, IReadOnlyList<int>? asked)
     {
@@ -120,6 +123,11 @@ public sealed class LocalShardOwner(IIndexDefinitions definitions, ILocalShards 
                 pages = [new SearchPage(pages.Sum(p => p.TotalHits), ShardMerge.Page(pages.SelectMany(p => p.Hits), h => h.Cursor, query, skip, request.Take))];
         }
         catch (RqlException e) { throw new QueryProblem(400, e.Message, e.Line, e.Column); }
+        // The version searched retired under the query (its grace ended, a side-by-side switch): the coordinator asks again, pinned to the serving one.
+        catch (IndexEngineException) when (Retired(request.Index, definition))
+        {
+            throw new QueryProblem(409, $"the version of index '{request.Index}' this query searched was replaced by its rebuild; ask for the serving version") { Code = QueryProblem.VersionReplaced };
+        }
         catch (IndexEngineException e) { throw new QueryProblem(400, $"the index refused the query: {e.Message}"); }
         searched = clock.Elapsed.TotalMilliseconds;
 
