@@ -120,6 +120,17 @@ public sealed record RqlProjection(string Field, string Alias);
 /// <summary>The fields a condition reads, each with whether it reads it as full text (search, proximity, lucene).</summary>
 public static class RqlConditionFields
 {
+    /// <summary>Whether a condition ranks documents against each other (vector.search, moreLikeThis, hybrid) rather than matching each alone.</summary>
+    public static bool Ranks(RqlExpression? e) => e switch
+    {
+        RqlVectorSearch or RqlMoreLikeThis or RqlHybrid => true,
+        RqlAnd a => Ranks(a.Left) || Ranks(a.Right),
+        RqlOr o => Ranks(o.Left) || Ranks(o.Right),
+        RqlNot n => Ranks(n.Inner),
+        RqlBoost b => Ranks(b.Inner),
+        _ => false,
+    };
+
     public static IEnumerable<(string Field, bool Text)> Of(RqlExpression? e) => e switch
     {
         null => [],

@@ -34,6 +34,8 @@ public sealed class DocumentMatcher
     public static DocumentMatcher For(RqlQuery query, IDocumentFilters filters, IDocumentLookup? documents)
     {
         if (query.From.IsIndex) throw new RqlException("a subscription follows a collection: use 'from Collection', not 'from index'", 1, 1);
+        // These rank documents against each other (and come ordered by score): a subscription matches each change alone.
+        if (RqlConditionFields.Ranks(query.Where)) throw new RqlException("a subscription matches each changed document alone: vector.search, moreLikeThis and hybrid rank documents against each other", 1, 1);
         if (query.OrderBy.Count > 0 || query.Limit is not null) throw new RqlException("a subscription delivers in change order: no 'order by' or 'limit'", 1, 1);
         if (query.Facets.Count > 0) throw new RqlException("a subscription delivers documents: facets are for POST /queries", 1, 1);
         if (query.Timings || query.Explanations) throw new RqlException("timings() and explanations() are for POST /queries", 1, 1);

@@ -1,3 +1,4 @@
+using System.Net.Http.Json;
 using Magpie.Tests.Http;
 using Magpie.Tests.Queries.Conformance;
 
@@ -29,6 +30,17 @@ public sealed class SearchFeatureTests(RqlConformanceFixture fx) : IClassFixture
 
     [Fact]
     public Task More_like_this_out_of_bounds_is_refused() => SearchCases.More_like_this_out_of_bounds_is_refused(Http);
+
+    /// <summary>A subscription matches each changed document alone: what ranks documents against each other is refused, saying so.</summary>
+    [Theory]
+    [InlineData("from Posts where vector.search(Embedding, $q)")]
+    [InlineData("from Posts where moreLikeThis(id() = 'posts/1', '{ \"Fields\": [\"Body\"] }')")]
+    [InlineData("from Posts where hybrid(search(Body, 'x'), vector.search(Embedding, $q))")]
+    public async Task Subscriptions_refuse_what_ranks_documents_against_each_other(string rql)
+    {
+        var r = await Http.PostAsJsonAsync("subscriptions", new { name = "ranked" + Math.Abs(rql.GetHashCode()), query = rql });
+        await HttpJson.AssertProblem(r, System.Net.HttpStatusCode.BadRequest, "rank documents against each other");
+    }
 }
 
 /// <summary>vector.search embedded: embeddings of the sample's posts in their own collection.</summary>
