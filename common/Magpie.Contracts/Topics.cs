@@ -10,6 +10,12 @@ public static class Topics
     /// <summary>Index definitions (key = index name, null value = deleted), compacted; every indexer and query process reads it.</summary>
     public const string Indexes = "magpie.indexes";
 
+    /// <summary>
+    /// Read your writes through Kafka: per input partition of <see cref="Documents"/> (the key), the offset the ingest has applied,
+    /// the etag it got, and the <see cref="Changes"/> offsets that hold it; compacted, read by query processes.
+    /// </summary>
+    public const string InputProgress = "magpie.input-progress";
+
     public static class Headers
     {
         public const string Op = "magpie-op";

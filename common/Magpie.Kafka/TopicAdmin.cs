@@ -22,6 +22,11 @@ public static class TopicAdmin
             Name = Topics.Indexes, NumPartitions = 1, ReplicationFactor = replicationFactor,
             Configs = new() { ["cleanup.policy"] = "compact" },
         },
+        new()
+        {
+            Name = Topics.InputProgress, NumPartitions = 1, ReplicationFactor = replicationFactor,
+            Configs = new() { ["cleanup.policy"] = "compact" },
+        },
     ];
 
     /// <summary>

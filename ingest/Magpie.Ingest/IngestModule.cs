@@ -45,6 +45,7 @@ public static class IngestModule
         {
             // Fail at start-up, with the fix in the message, rather than retrying a missing librdkafka forever.
             KafkaNative.EnsureLoaded();
+            services.AddSingleton<InputProgress>().AddHostedService(sp => sp.GetRequiredService<InputProgress>());
             services.AddSingleton<DocumentTopicConsumer>().AddHostedService(sp => sp.GetRequiredService<DocumentTopicConsumer>());
             services.AddSingleton<ChangeRelay>().AddHostedService(sp => sp.GetRequiredService<ChangeRelay>());
             if (options.IndexerGroup is { } group)
@@ -62,6 +63,8 @@ public static class IngestModule
         {
             kafka = options.KafkaBootstrapServers,
             input = services.GetService<DocumentTopicConsumer>()?.Status(),
+            // Per input partition: the next offset applied, its etag, and the magpie.changes offsets holding it (waitForInputOffsets).
+            inputApplied = services.GetService<InputProgress>()?.Published.Values.OrderBy(p => p.Partition),
             relay = services.GetService<ChangeRelay>()?.Status(),
             changeLog = services.GetService<ChangeLogCompactor>()?.Status(),
         }));

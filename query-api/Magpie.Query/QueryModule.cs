@@ -30,6 +30,9 @@ public static class QueryModule
         if (options.Kafka is { } kafka)
         {
             services.AddSingleton<IShardDirectory>(_ => new KafkaShardDirectory(kafka, options.IndexerGroup, options.PeerClient(TimeSpan.FromMinutes(5))));
+            // Read your writes through Kafka: how far the ingest applied each input partition (waitForInputOffsets).
+            services.AddSingleton(sp => new InputOffsets(kafka, sp.GetRequiredService<Microsoft.Extensions.Logging.ILogger<InputOffsets>>()))
+                .AddHostedService(sp => sp.GetRequiredService<InputOffsets>());
         }
         else services.AddSingleton<IShardDirectory>(sp => new LocalShardDirectory(sp.GetRequiredService<LocalShardOwner>()));
         // Subscriptions follow the change log embedded, every partition of magpie.changes in Kafka mode.

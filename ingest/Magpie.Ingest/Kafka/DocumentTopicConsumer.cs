@@ -17,7 +17,7 @@ namespace Magpie.Ingest.Kafka;
 /// that can't be applied goes to <c>magpie.documents.dlq</c> with the reason in headers and never blocks
 /// its partition.
 /// </summary>
-public sealed class DocumentTopicConsumer(DocumentStore store, IngestOptions options, ILogger<DocumentTopicConsumer> logger) : BackgroundService
+public sealed class DocumentTopicConsumer(DocumentStore store, IngestOptions options, ILogger<DocumentTopicConsumer> logger, InputProgress? progress = null) : BackgroundService
 {
     private long _applied, _deadLettered;
 
@@ -65,9 +65,11 @@ public sealed class DocumentTopicConsumer(DocumentStore store, IngestOptions opt
                 var messages = ConsumeBatch(consumer, ct);
                 if (messages.Count == 0) continue;
                 ApplyAsync(messages, deadLetters, ct).GetAwaiter().GetResult();
-                consumer.Commit(messages
-                    .GroupBy(m => m.TopicPartition)
-                    .Select(g => new TopicPartitionOffset(g.Key, g.Max(m => m.Offset.Value) + 1)));
+                var applied = messages.GroupBy(m => m.TopicPartition).Select(g => new TopicPartitionOffset(g.Key, g.Max(m => m.Offset.Value) + 1)).ToList();
+                consumer.Commit(applied);
+                // Read your writes through Kafka: everything before these offsets is in the store, the newest at the store's last etag.
+                var etag = store.LastEtag;
+                foreach (var a in applied) progress?.Applied(a.Partition.Value, a.Offset.Value, etag);
             }
         }
         finally

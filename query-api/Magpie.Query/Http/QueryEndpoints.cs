@@ -67,6 +67,9 @@ public static class QueryEndpoints
                     request.WaitForNonStaleResults, ctx.RequestAborted);
                 if (pageSize == 0) page = page with { Hits = [] };
                 failed = false;
+                // Kafka mode: how far the ingest has applied each input partition, as this process knows (a producer compares its offsets).
+                if (ctx.RequestServices.GetService<InputOffsets>() is { } input)
+                    ctx.Response.Headers["Magpie-Input-Offsets"] = JsonSerializer.Serialize(input.Applied);
                 // RavenDB's shape: one result per suggest(), { Name: { Name, Suggestions } }.
                 if (page.Suggestions is { } suggested)
                     return Results.Json(new

@@ -19,9 +19,15 @@ public sealed record QueryRequest
     /// <summary>With <see cref="Facets"/>: answer the facets and the total only, no page of results.</summary>
     public bool FacetsOnly { get; init; }
 
+    /// <summary>
+    /// Kafka mode, read your writes through Kafka: input partition → offset of <c>magpie.documents</c> (a produced message's offset + 1);
+    /// the answer waits until every write before them is indexed, as <see cref="WaitForNonStaleResults"/> waits.
+    /// </summary>
+    public Dictionary<string, long>? WaitForInputOffsets { get; init; }
+
     public Shards.CoordinatorRequest ToCoordinator() => new()
     {
         Query = Query, Parameters = Parameters, Start = Start, Cursor = Cursor, WaitForNonStaleResults = WaitForNonStaleResults,
-        TimeoutMs = TimeoutMs, Facets = Facets, FacetsOnly = FacetsOnly,
+        TimeoutMs = TimeoutMs, Facets = Facets, FacetsOnly = FacetsOnly, InputOffsets = WaitForInputOffsets,
     };
 }

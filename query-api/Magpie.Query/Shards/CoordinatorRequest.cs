@@ -16,4 +16,7 @@ public sealed record CoordinatorRequest
     public int TimeoutMs { get; init; } = 15_000;
     public List<JsonElement>? Facets { get; init; }
     public bool FacetsOnly { get; init; }
+
+    /// <summary>Kafka mode: input partition of <c>magpie.documents</c> → an offset; the answer covers every write before it (<see cref="InputOffsets"/>).</summary>
+    public Dictionary<string, long>? InputOffsets { get; init; }
 }

@@ -13,12 +13,12 @@ namespace Magpie.Query.Shards;
 /// up; a page is stale if any shard was, or if some partition had no owner. Owners that typed a sort field
 /// differently (numbers in one shard, none in another) are asked again with the field numeric everywhere.
 /// </summary>
-public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinitions definitions, AutoIndexes autoIndexes)
+public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinitions definitions, AutoIndexes autoIndexes, InputOffsets? inputOffsets = null)
 {
     /// <summary>One page, from the shards as they are now.</summary>
     public async Task<ShardPage> PageAsync(CoordinatorRequest request, RqlQuery query, int take, int skip, string? after, bool wait, CancellationToken ct)
     {
-        var (index, layout) = await LayoutForAsync(request, query, after, wait, ct);
+        (var index, var layout, wait) = await LayoutForAsync(request, query, after, wait, ct);
         request = await WithMoreLikeThisAsync(request, query, index, ct);
         request = await WithVectorThresholdAsync(request, query, index, layout, wait, ct);
         request = await WithHybridAsync(request, query, index, layout, wait, ct);
@@ -55,7 +55,8 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
         if (query.Facets.Count > 0) throw new QueryProblem(400, "facets are answered by POST /queries, not streamed");
         if (query.Suggestions.Count > 0) throw new QueryProblem(400, "suggestions are answered by POST /queries, not streamed");
         var after = request.Cursor;
-        var (index, layout) = await LayoutForAsync(request, query, after, request.WaitForNonStaleResults, ct);
+        var (index, layout, wait) = await LayoutForAsync(request, query, after, request.WaitForNonStaleResults, ct);
+        request = request with { WaitForNonStaleResults = wait };
         request = await WithMoreLikeThisAsync(request, query, index, ct);
         request = await WithVectorThresholdAsync(request, query, index, layout, request.WaitForNonStaleResults, ct);
         request = await WithHybridAsync(request, query, index, layout, request.WaitForNonStaleResults, ct);
@@ -178,7 +179,7 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
         _ => [],
     };
 
-    private async Task<(string Index, ShardLayout Layout)> LayoutForAsync(CoordinatorRequest request, RqlQuery query, string? after, bool wait, CancellationToken ct)
+    private async Task<(string Index, ShardLayout Layout, bool Wait)> LayoutForAsync(CoordinatorRequest request, RqlQuery query, string? after, bool wait, CancellationToken ct)
     {
         var index = query.From.IsIndex ? query.From.Name : await autoIndexes.IndexForAsync(query, ct);
         if (!definitions.Current.ContainsKey(index)) throw new QueryProblem(404, $"index '{index}' does not exist");
@@ -192,7 +193,17 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
             layout = await directory.LayoutAsync(ct);
         }
         if (layout.Owners.Count == 0) throw new QueryProblem(503, $"no indexer holds shards of '{index}' yet");
-        return (index, layout);
+        if (request.InputOffsets is { Count: > 0 } offsets)
+        {
+            if (inputOffsets is null)
+                throw new QueryProblem(400, "waitForInputOffsets follows writes through magpie.documents (Kafka mode); embedded, waitForNonStaleResults covers every write");
+            // Not applied within the timeout: the answer is stale (the shards are not asked to reach writes the ingest has not made).
+            if (await inputOffsets.WaitAsync(offsets, deadline - DateTime.UtcNow, ct) is not { } covering) return (index, layout with { Complete = false }, wait);
+            var target = new Dictionary<string, long>(layout.Target ?? []);
+            foreach (var (partition, next) in covering) target[partition] = Math.Max(next, target.GetValueOrDefault(partition));
+            return (index, layout with { Target = target }, true);
+        }
+        return (index, layout, wait);
     }
 
     private static List<HeldOwner> Asked(ShardLayout layout) => layout.Owners.Select(o => new HeldOwner(o.Owner, o.Partitions, null)).ToList();

@@ -169,6 +169,48 @@ public sealed class KafkaConformanceTests(KafkaConformanceFixture fx) : IClassFi
         await Search.VectorCases.Hybrid_ranks_by_reciprocal_rank_fusion_of_both_rankings(fx.Query.Http, fx.Posts);
     }
 
+    /// <summary>
+    /// Read your writes through Kafka: a document produced to magpie.documents is in the answer of a query that waits for its offset,
+    /// and not before: with the ingest down the wait ends stale and without it; with the ingest back, the write is there.
+    /// </summary>
+    [Fact]
+    public async Task A_write_produced_to_kafka_is_in_the_answer_after_waiting_for_its_input_offset_and_not_before()
+    {
+        const string Rql = "from KafkaNotes where Text = 'produced through kafka'";
+        await fx.Query.Http.QueryNonStaleAsync(Rql);   // the automatic index exists before the write
+        fx.Ingest.Crash();
+        try
+        {
+            using var producer = new Confluent.Kafka.ProducerBuilder<string, string>(new Confluent.Kafka.ProducerConfig { BootstrapServers = fx.Kafka }).Build();
+            var sent = await producer.ProduceAsync(Magpie.Contracts.Topics.Documents, new Confluent.Kafka.Message<string, string>
+            {
+                Key = "kafkanotes/1", Value = "{\"Text\": \"produced through kafka\"}",
+                Headers = new() { { Magpie.Contracts.Topics.Headers.Collection, System.Text.Encoding.UTF8.GetBytes("KafkaNotes") } },
+            });
+            var offsets = new Dictionary<string, long> { [sent.Partition.Value.ToString()] = sent.Offset.Value + 1 };
+            async Task<System.Text.Json.JsonElement> AskAsync(int timeoutMs)
+            {
+                var r = await fx.Query.Http.PostAsJsonAsync("queries", new { query = Rql, waitForInputOffsets = offsets, timeoutMs });
+                Assert.True(r.IsSuccessStatusCode, await r.Content.ReadAsStringAsync());
+                return await r.JsonAsync();
+            }
+            var before = await AskAsync(2_000);
+            Assert.True(before.GetProperty("isStale").GetBoolean());
+            Assert.Equal(0, before.GetProperty("totalResults").GetInt32());
+            await fx.Ingest.StartAsync();
+            var after = await AskAsync(60_000);
+            Assert.False(after.GetProperty("isStale").GetBoolean());
+            Assert.Equal("kafkanotes/1", after.GetProperty("results")[0].GetProperty("@metadata").GetProperty("@id").GetString());
+            var pipeline = await fx.Ingest.Http.GetFromJsonAsync<System.Text.Json.JsonElement>("stats/pipeline");
+            Assert.Contains(pipeline.GetProperty("inputApplied").EnumerateArray(),
+                p => p.GetProperty("partition").GetInt32() == sent.Partition.Value && p.GetProperty("nextOffset").GetInt64() >= sent.Offset.Value + 1);
+        }
+        finally
+        {
+            if (fx.Ingest.Pid == 0) await fx.Ingest.StartAsync();
+        }
+    }
+
     [Fact]
     public async Task A_retry_asked_of_one_indexer_reaches_every_indexer_of_the_index()
     {
