@@ -26,7 +26,7 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
         if (where is null) return SearchQuery.All;
         // vector.search takes the k nearest among what the rest of the query matches: it is one of the conditions every result
         // meets (a conjunct), never under or/not, where "the k nearest" would have no set to be taken from.
-        var conjuncts = Conjuncts(where).ToList();
+        var conjuncts = RqlConditionFields.Conjuncts(where).ToList();
         if (conjuncts.OfType<RqlHybrid>().FirstOrDefault() is { } hybrid) return Hybrid(hybrid, conjuncts);
         var vectors = conjuncts.OfType<RqlVectorSearch>().ToList();
         if (Nested(where) is { } nested) throw new RqlException("vector.search is a condition every result meets: join it to the others with and, not under or or not", 1, nested.Position + 1);
@@ -37,7 +37,6 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
         return VectorSearch(vectors[0], filter);
     }
 
-    private static IEnumerable<RqlExpression> Conjuncts(RqlExpression e) => e is RqlAnd a ? Conjuncts(a.Left).Concat(Conjuncts(a.Right)) : [e];
 
     /// <summary>The parameter the coordinator passes a hybrid query's fused scores in (id → score).</summary>
     public const string HybridScores = "@hybrid";
@@ -90,6 +89,9 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
     public const float DefaultMinimumSimilarity = 0.75f;
     public const int DefaultK = 16;
 
+    /// <summary>A vector.search's k: how many nearest it answers (<see cref="DefaultK"/> when not given).</summary>
+    public int K(RqlVectorSearch v) => v.K is { } kv ? WholeNumber(kv, "vector.search's k", 1, VectorSearchQuery.MaxK) : DefaultK;
+
     private SearchQuery VectorSearch(RqlVectorSearch v, SearchQuery filter)
     {
         var at = new RqlValue(null, Position: v.Position);
@@ -109,7 +111,7 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
         var minimum = v.MinimumSimilarity is { } m
             ? (float)Number(m, "vector.search's minimum similarity", similarity == VectorSimilarity.Cosine ? -1 : similarity == VectorSimilarity.Euclidean ? 0 : -1e30, similarity == VectorSimilarity.DotProduct ? 1e30 : 1)
             : similarity == VectorSimilarity.Cosine ? DefaultMinimumSimilarity : float.NegativeInfinity;
-        var k = v.K is { } kv ? WholeNumber(kv, "vector.search's k", 1, VectorSearchQuery.MaxK) : DefaultK;
+        var k = K(v);
         var int8 = definition.FieldOptions(field).Vector?.Quantization == VectorFieldOptions.Int8;
         // Sharded: the coordinator's k-th best similarity over every shard (a shard keeps only what the global k nearest can hold).
         if (parameters?.GetValueOrDefault(VectorThreshold) is { ValueKind: JsonValueKind.Number } threshold) minimum = Math.Max(minimum, threshold.GetSingle());

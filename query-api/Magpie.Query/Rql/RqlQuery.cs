@@ -121,14 +121,26 @@ public sealed record RqlProjection(string Field, string Alias);
 public static class RqlConditionFields
 {
     /// <summary>Whether a condition ranks documents against each other (vector.search, moreLikeThis, hybrid) rather than matching each alone.</summary>
-    public static bool Ranks(RqlExpression? e) => e switch
+    public static bool Ranks(RqlExpression? e) => Nodes(e).Any(n => n is RqlVectorSearch or RqlMoreLikeThis or RqlHybrid);
+
+    /// <summary>Every node of a condition, itself first, through and/or/not/boost and both rankings of a hybrid.</summary>
+    public static IEnumerable<RqlExpression> Nodes(RqlExpression? e) => e switch
     {
-        RqlVectorSearch or RqlMoreLikeThis or RqlHybrid => true,
-        RqlAnd a => Ranks(a.Left) || Ranks(a.Right),
-        RqlOr o => Ranks(o.Left) || Ranks(o.Right),
-        RqlNot n => Ranks(n.Inner),
-        RqlBoost b => Ranks(b.Inner),
-        _ => false,
+        null => [],
+        RqlAnd a => [a, .. Nodes(a.Left), .. Nodes(a.Right)],
+        RqlOr o => [o, .. Nodes(o.Left), .. Nodes(o.Right)],
+        RqlNot n => [n, .. Nodes(n.Inner)],
+        RqlBoost b => [b, .. Nodes(b.Inner)],
+        RqlHybrid h => [h, .. Nodes(h.Text), h.Vector],
+        _ => [e],
+    };
+
+    /// <summary>The conditions every result meets: the operands of the top-level chain of <c>and</c>.</summary>
+    public static IEnumerable<RqlExpression> Conjuncts(RqlExpression? e) => e switch
+    {
+        null => [],
+        RqlAnd a => Conjuncts(a.Left).Concat(Conjuncts(a.Right)),
+        _ => [e],
     };
 
     public static IEnumerable<(string Field, bool Text)> Of(RqlExpression? e) => e switch

@@ -58,7 +58,7 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
             foreach (var a in f.Aggregations) if (!search.Contains(a.Field)) exact.Add(a.Field);
         }
         // vector.search's field holds vectors: the map makes one of each document's array (or base64 string).
-        var vectors = new SortedSet<string>(VectorFields(query.Where), StringComparer.Ordinal);
+        var vectors = new SortedSet<string>(RqlConditionFields.Nodes(query.Where).OfType<RqlVectorSearch>().Select(v => v.Field).Where(f => f != RqlFields.Id), StringComparer.Ordinal);
         exact.ExceptWith(vectors);
         search.ExceptWith(vectors);
         if (exact.Concat(search).Concat(vectors).FirstOrDefault(f => !FieldPattern().IsMatch(f)) is { } bad)
@@ -130,18 +130,6 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
 
     /// <summary>A document's vector: its array of numbers or base64 string as a vector, nothing when it has neither.</summary>
     private const string Vec = "function vec(v) { return Array.isArray(v) || typeof v === 'string' ? createVector(v) : undefined; } ";
-
-    /// <summary>The fields a query's vector.search reads.</summary>
-    private static IEnumerable<string> VectorFields(RqlExpression? e) => e switch
-    {
-        RqlVectorSearch v when v.Field != RqlFields.Id => [v.Field],
-        RqlHybrid h => VectorFields(h.Vector),
-        RqlAnd a => VectorFields(a.Left).Concat(VectorFields(a.Right)),
-        RqlOr o => VectorFields(o.Left).Concat(VectorFields(o.Right)),
-        RqlNot n => VectorFields(n.Inner),
-        RqlBoost b => VectorFields(b.Inner),
-        _ => [],
-    };
 
     /// <summary>
     /// A dynamic group by's map/reduce: the map emits each document's keys (one entry per element of an <c>array()</c> key, none

@@ -19,9 +19,7 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
     public async Task<ShardPage> PageAsync(CoordinatorRequest request, RqlQuery query, int take, int skip, string? after, bool wait, CancellationToken ct)
     {
         (var index, var layout, wait) = await LayoutForAsync(request, query, after, wait, ct);
-        request = await WithMoreLikeThisAsync(request, query, index, ct);
-        request = await WithVectorThresholdAsync(request, query, index, layout, wait, ct);
-        request = await WithHybridAsync(request, query, index, layout, wait, ct);
+        request = await AcrossShardsAsync(request, query, index, layout, wait, ct);
         return await PinnedAsync(request, index, async version =>
             (await AskAsync(Asked(layout), Base(request, index, version, layout, wait), query, take, skip, after, hold: false, layout.Complete, ct)).Page, ct);
     }
@@ -56,10 +54,7 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
         if (query.Suggestions.Count > 0) throw new QueryProblem(400, "suggestions are answered by POST /queries, not streamed");
         var after = request.Cursor;
         var (index, layout, wait) = await LayoutForAsync(request, query, after, request.WaitForNonStaleResults, ct);
-        request = request with { WaitForNonStaleResults = wait };
-        request = await WithMoreLikeThisAsync(request, query, index, ct);
-        request = await WithVectorThresholdAsync(request, query, index, layout, request.WaitForNonStaleResults, ct);
-        request = await WithHybridAsync(request, query, index, layout, request.WaitForNonStaleResults, ct);
+        request = await AcrossShardsAsync(request with { WaitForNonStaleResults = wait }, query, index, layout, wait, ct);
         return await PinnedAsync(request, index, async version =>
         {
             var baseQuery = Base(request, index, version, layout, request.WaitForNonStaleResults);
@@ -69,13 +64,24 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
     }
 
     /// <summary>
+    /// What a query needs decided over every shard before its owners are asked, passed to them as parameters: a named document's
+    /// text (moreLikeThis), a sharded vector.search's threshold, a hybrid query's fused scores.
+    /// </summary>
+    private async Task<CoordinatorRequest> AcrossShardsAsync(CoordinatorRequest request, RqlQuery query, string index, ShardLayout layout, bool wait, CancellationToken ct)
+    {
+        request = await WithMoreLikeThisAsync(request, query, index, ct);
+        request = await WithVectorThresholdAsync(request, query, index, layout, wait, ct);
+        return await WithHybridAsync(request, query, index, layout, wait, ct);
+    }
+
+    /// <summary>
     /// <c>moreLikeThis(id() = …)</c>: the document's text in the compared fields, as the index holds it (stored, or the document's),
     /// read here once through the owners — whichever shard holds it — and handed to every owner as a parameter
     /// (<see cref="RqlMoreLikeThis.Resolved"/>), so all of them look for the same words. A document that does not exist is liked by none.
     /// </summary>
     private async Task<CoordinatorRequest> WithMoreLikeThisAsync(CoordinatorRequest request, RqlQuery query, string index, CancellationToken ct)
     {
-        var clauses = MoreLikeThisOf(query.Where).Where(m => m.Id is not null).ToList();
+        var clauses = RqlConditionFields.Nodes(query.Where).OfType<RqlMoreLikeThis>().Where(m => m.Id is not null).ToList();
         if (clauses.Count == 0) return request;
         var parameters = new Dictionary<string, JsonElement>(request.Parameters ?? []);
         foreach (var m in clauses)
@@ -83,7 +89,7 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
             var id = m.Id!.IsParameter
                 ? parameters.TryGetValue(m.Id.Parameter!, out var p) && p.ValueKind == JsonValueKind.String ? p.GetString()! : throw new QueryProblem(400, $"moreLikeThis's id() is compared with a string: ${m.Id.Parameter} is not one", 1, m.Id.Position + 1)
                 : m.Id.Literal as string ?? throw new QueryProblem(400, "moreLikeThis's id() is compared with a string", 1, m.Id.Position + 1);
-            var fields = m.Fields.Count > 0 ? m.Fields : new QueryPlanner(definitions.Current[index], null).SearchFields();
+            var fields = m.Fields.Count > 0 ? m.Fields : Planned(index, request, p => p.SearchFields());
             if (fields.Count == 0) continue;   // the planner says why
             var rql = $"from index {Postgres.Sql.SqlToRql.Quote(index)} where id() = $id select {string.Join(", ", fields.Select(Postgres.Sql.SqlToRql.Quote))}";
             var own = new CoordinatorRequest
@@ -104,8 +110,9 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
     /// </summary>
     private async Task<CoordinatorRequest> WithVectorThresholdAsync(CoordinatorRequest request, RqlQuery query, string index, ShardLayout layout, bool wait, CancellationToken ct)
     {
-        if (VectorSearchOf(query.Where) is not { } search || layout.Target is null && layout.Owners.Count <= 1) return request;
-        var k = KOf(search, request.Parameters);
+        if (RqlConditionFields.Conjuncts(query.Where).OfType<RqlVectorSearch>().FirstOrDefault() is not { } search || layout.Target is null && layout.Owners.Count <= 1)
+            return request;
+        var k = Planned(index, request, p => p.K(search));
         var scores = await PinnedAsync(request, index, async v =>
         {
             var pages = await AskAllAsync(Asked(layout), o => Base(request, index, v, layout, wait) with { ScoresOnly = true, Take = k, Partitions = o.Partitions }, ct);
@@ -123,10 +130,9 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
     /// </summary>
     private async Task<CoordinatorRequest> WithHybridAsync(CoordinatorRequest request, RqlQuery query, string index, ShardLayout layout, bool wait, CancellationToken ct)
     {
-        if (HybridOf(query.Where) is not { } hybrid) return request;
-        (int RankConstant, int Window) options;
-        try { options = new QueryPlanner(definitions.Current[index], request.Parameters).HybridOptions(hybrid); }
-        catch (RqlException e) { throw new QueryProblem(400, e.Message, e.Line, e.Column); }
+        if (RqlConditionFields.Conjuncts(query.Where).OfType<RqlHybrid>().FirstOrDefault() is not { } hybrid) return request;
+        var options = Planned(index, request, p => p.HybridOptions(hybrid));
+        var vectorK = Planned(index, request, p => p.K(hybrid.Vector));
         var fused = new Dictionary<string, float>(StringComparer.Ordinal);
         for (var retriever = 0; retriever < 2; retriever++)
         {
@@ -140,7 +146,7 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
                 return pages.SelectMany(p => p.Hits)
                     .Select(h => (Id: h.Result.GetProperty("Id").GetString()!, Score: h.Result.GetProperty("@metadata").GetProperty("@index-score").GetSingle()))
                     .OrderByDescending(h => h.Score).ThenBy(h => h.Id, StringComparer.Ordinal).DistinctBy(h => h.Id)
-                    .Take(which == 1 ? Math.Min(options.Window, KOf(hybrid.Vector, request.Parameters)) : options.Window).ToList();
+                    .Take(which == 1 ? Math.Min(options.Window, vectorK) : options.Window).ToList();
             }, ct);
             for (var rank = 1; rank <= ranked.Count; rank++)
                 fused[ranked[rank - 1].Id] = fused.GetValueOrDefault(ranked[rank - 1].Id) + 1f / (options.RankConstant + rank);
@@ -149,35 +155,12 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
         return request with { Parameters = parameters };
     }
 
-    /// <summary>A vector.search's k as its owners will read it (one out of bounds is refused by their planner).</summary>
-    private static int KOf(RqlVectorSearch search, IReadOnlyDictionary<string, JsonElement>? parameters) => Math.Clamp(search.K is { } given
-        ? given.IsParameter ? parameters?.GetValueOrDefault(given.Parameter!) is { ValueKind: JsonValueKind.Number } p && p.TryGetInt32(out var n) ? n : QueryPlanner.DefaultK
-          : given.Literal is double d ? (int)d : QueryPlanner.DefaultK
-        : QueryPlanner.DefaultK, 1, Magpie.Contracts.Search.VectorSearchQuery.MaxK);
-
-    private static RqlHybrid? HybridOf(RqlExpression? e) => e switch
+    /// <summary>What the index's planner makes of part of the query (as every owner will), its refusal a 400.</summary>
+    private T Planned<T>(string index, CoordinatorRequest request, Func<QueryPlanner, T> plan)
     {
-        RqlHybrid h => h,
-        RqlAnd a => HybridOf(a.Left) ?? HybridOf(a.Right),
-        _ => null,
-    };
-
-    private static RqlVectorSearch? VectorSearchOf(RqlExpression? e) => e switch
-    {
-        RqlVectorSearch v => v,
-        RqlAnd a => VectorSearchOf(a.Left) ?? VectorSearchOf(a.Right),
-        _ => null,
-    };
-
-    private static IEnumerable<RqlMoreLikeThis> MoreLikeThisOf(RqlExpression? e) => e switch
-    {
-        RqlMoreLikeThis m => [m],
-        RqlAnd a => MoreLikeThisOf(a.Left).Concat(MoreLikeThisOf(a.Right)),
-        RqlOr o => MoreLikeThisOf(o.Left).Concat(MoreLikeThisOf(o.Right)),
-        RqlNot n => MoreLikeThisOf(n.Inner),
-        RqlBoost b => MoreLikeThisOf(b.Inner),
-        _ => [],
-    };
+        try { return plan(new QueryPlanner(definitions.Current[index], request.Parameters)); }
+        catch (RqlException e) { throw new QueryProblem(400, e.Message, e.Line, e.Column); }
+    }
 
     private async Task<(string Index, ShardLayout Layout, bool Wait)> LayoutForAsync(CoordinatorRequest request, RqlQuery query, string? after, bool wait, CancellationToken ct)
     {

@@ -19,10 +19,8 @@ public sealed class StudioFixture : IAsyncLifetime
         Magpie = await MagpieProcess.StartAsync();
         var (exit, output) = await MagpieCli.RunAsync(TimeSpan.FromMinutes(5), "produce", "stackexchange", "--dir", RepoPaths.StackExchangeSample, "--url", Magpie.BaseUrl.ToString());
         if (exit != 0) throw new InvalidOperationException(output);
-        (Playwright, Browser) = await LaunchAsync();
+        (Playwright, Browser) = await Chromium.LaunchAsync();
     }
-
-    public static Task<(IPlaywright Playwright, IBrowser Browser)> LaunchAsync() => Chromium.LaunchAsync();
 
     /// <summary>A page at 1280×800 on Studio; a failed test saves what it showed (TestResults/studio-{name}.png).</summary>
     public async Task<IPage> PageAsync(string hash = "#/overview", IBrowser? browser = null, Uri? baseUrl = null)

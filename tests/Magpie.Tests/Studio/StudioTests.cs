@@ -119,7 +119,7 @@ public sealed class StudioKeyTests
         using var adminHttp = new HttpClient { BaseAddress = magpie.BaseUrl };
         adminHttp.DefaultRequestHeaders.Authorization = new("Bearer", admin);
         Assert.True((await adminHttp.PutAsync("docs/notes/1", HttpJson.Json("""{"Text":"hello"}"""))).IsSuccessStatusCode);
-        var (playwright, browser) = await StudioFixture.LaunchAsync();
+        var (playwright, browser) = await Chromium.LaunchAsync();
         try
         {
             var context = await browser.NewContextAsync(new BrowserNewContextOptions { ViewportSize = new ViewportSize { Width = 1280, Height = 800 } });
@@ -162,7 +162,7 @@ public sealed class StudioEtlTests(RabbitMqFixture rabbit) : IClassFixture<Rabbi
             var body = System.Text.Json.JsonSerializer.Serialize(chunk.Select(i => new { method = "PUT", id = $"notes/{i}", document = new { Text = $"note {i}" } }));
             Assert.True((await magpie.Http.PostAsync("bulk_docs", new StringContent(body, System.Text.Encoding.UTF8, "application/json"))).IsSuccessStatusCode);
         }
-        var (playwright, browser) = await StudioFixture.LaunchAsync();
+        var (playwright, browser) = await Chromium.LaunchAsync();
         try
         {
             var page = await (await browser.NewContextAsync(new BrowserNewContextOptions { ViewportSize = new ViewportSize { Width = 1280, Height = 800 } })).NewPageAsync();

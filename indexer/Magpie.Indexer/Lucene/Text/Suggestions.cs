@@ -21,9 +21,9 @@ internal static class Suggestions
         {
             if (leaf.AtomicReader.GetTerms(spec.Field) is not { } terms) continue;
             var candidates = new FuzzyTermsEnum(terms, new AttributeSource(), word, spec.MaxEdits, prefixLength: 0, transpositions: true);
-            for (var bytes = candidates.Next(); bytes is not null; bytes = candidates.Next())
+            while (candidates.MoveNext())
             {
-                var term = bytes.Utf8ToString();
+                var term = candidates.Term.Utf8ToString();
                 if (term != spec.Term) entries[term] = entries.GetValueOrDefault(term) + candidates.DocFreq;
             }
         }
