@@ -12,7 +12,7 @@ namespace Magpie.Http;
 /// HTTP (<c>IngestUrl</c>), with this deployment's service key. Writes go to <c>POST /bulk_docs</c>, whose batches are all or nothing: a command refused there (its
 /// <c>index</c> in the problem) gets its outcome and the rest of the batch is sent again.
 /// </summary>
-public sealed class IngestClient(string baseUrl, HttpClient http) : IDocumentWriter, IDocumentLookup
+public sealed class IngestClient(string baseUrl, HttpClient http) : IDocumentWriter, IDocumentLookup, IMessageWriter
 {
     private readonly Uri _base = new(baseUrl.EndsWith('/') ? baseUrl : baseUrl + "/");
 
@@ -67,6 +67,27 @@ public sealed class IngestClient(string baseUrl, HttpClient http) : IDocumentWri
             remaining.RemoveAt(at.GetInt32());
         }
         return writes.Select(w => outcomes[w.Id]).ToList();
+    }
+
+    /// <summary>A queue sink's messages, applied by ingest's <c>POST /message_writes</c> (each message all or nothing, at most once per ledger).</summary>
+    public async Task<IReadOnlyList<MessageOutcome>> WriteAsync(string ledger, IReadOnlyList<MessageWrites> messages, CancellationToken ct = default)
+    {
+        var body = new System.Buffers.ArrayBufferWriter<byte>(16 * 1024);
+        using (var w = new Utf8JsonWriter(body)) MessageWritesJson.WriteRequest(w, ledger, messages);
+        HttpResponseMessage response;
+        try
+        {
+            using var content = new ReadOnlyMemoryContent(body.WrittenMemory);
+            content.Headers.ContentType = new("application/json");
+            response = await http.PostAsync(new Uri(_base, "message_writes"), content, ct);
+        }
+        catch (Exception e) when (e is HttpRequestException || e is TaskCanceledException && !ct.IsCancellationRequested)
+        {
+            throw new IngestUnavailableException($"ingest at {baseUrl} did not answer: {e.Message}");
+        }
+        using var _ = response;
+        await EnsureAsync(response, ct);
+        return MessageWritesJson.ReadResults(await response.Content.ReadFromJsonAsync<JsonElement>(WireJson.Web, ct));
     }
 
     private static string? Detail(JsonElement problem) => problem.ValueKind == JsonValueKind.Object && problem.TryGetProperty("detail", out var d) ? d.GetString() : null;

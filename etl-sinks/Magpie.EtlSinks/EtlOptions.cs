@@ -2,12 +2,15 @@ using Magpie.Scripting;
 
 namespace Magpie.EtlSinks;
 
-public sealed class EtlOptions
+public sealed record EtlOptions
 {
     public required string DataDir { get; init; }
 
     /// <summary>Kafka bootstrap servers, for reading <c>magpie.changes</c> when no embedded store runs in this process.</summary>
     public string? KafkaBootstrapServers { get; init; }
+
+    /// <summary>Where queue sinks write when no store runs in this process: the ingest API (<c>IngestUrl</c>), with this deployment's key.</summary>
+    public Magpie.Contracts.Documents.IMessageWriter? Ingest { get; init; }
 
     public ScriptLimits ScriptLimits { get; init; } = ScriptLimits.Default;
 

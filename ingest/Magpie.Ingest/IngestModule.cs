@@ -38,6 +38,7 @@ public static class IngestModule
         services.AddSingleton<Magpie.Contracts.Documents.IDocumentLookup, StoreDocumentLookup>();
         services.AddSingleton<Magpie.Contracts.Documents.IDocumentOutput, StoreDocumentOutput>();
         services.AddSingleton<Magpie.Contracts.Documents.IDocumentWriter, StoreDocumentWriter>();
+        services.AddSingleton<Magpie.Contracts.Documents.IMessageWriter>(sp => new StoreMessageWriter(sp.GetRequiredService<DocumentStore>(), options.MaxJsonDepth));
         services.AddSingleton<IChangeFeed, EmbeddedChangeFeed>();
         // Opens the store at start-up (not on the first request) and disposes it last, after a final checkpoint.
         services.AddHostedService<StoreLifetime>();
@@ -58,6 +59,7 @@ public static class IngestModule
     public static IEndpointRouteBuilder MapIngest(this IEndpointRouteBuilder app, IngestOptions options)
     {
         app.MapDocumentEndpoints(options.MaxJsonDepth);
+        app.MapMessageWriteEndpoints(options.MaxJsonDepth);
         // Kafka side of ingest: input consumed, dead letters, and how far the relay is behind the log.
         app.MapGet("/stats/pipeline", (IServiceProvider services) => Results.Ok(new
         {

@@ -1,13 +1,16 @@
 using System.Text.Json;
 using System.Text.RegularExpressions;
 using Magpie.Contracts.Storage;
+using Magpie.EtlSinks.QueueSinks;
 
 namespace Magpie.EtlSinks.Configuration;
 
-/// <summary>Every connection string and task, as one versioned snapshot.</summary>
-public sealed record EtlConfig(IReadOnlyDictionary<string, EtlConnection> Connections, IReadOnlyDictionary<string, EtlTaskDefinition> Tasks)
+/// <summary>Every connection string, ETL task and queue sink, as one versioned snapshot.</summary>
+public sealed record EtlConfig(IReadOnlyDictionary<string, EtlConnection> Connections, IReadOnlyDictionary<string, EtlTaskDefinition> Tasks,
+    IReadOnlyDictionary<string, QueueSinkDefinition> Sinks)
 {
-    public static EtlConfig Empty { get; } = new(new Dictionary<string, EtlConnection>(), new Dictionary<string, EtlTaskDefinition>());
+    public static EtlConfig Empty { get; } = new(new Dictionary<string, EtlConnection>(), new Dictionary<string, EtlTaskDefinition>(),
+        new Dictionary<string, QueueSinkDefinition>());
 }
 
 /// <summary>A change the store refused, with the HTTP status that says why.</summary>
@@ -17,7 +20,7 @@ public sealed class EtlConfigException(int status, string message) : Exception(m
 }
 
 /// <summary>
-/// Connection strings and tasks, durable in <c>{dataDir}/etl/config.json</c> (replaced atomically on every
+/// Connection strings, tasks and sinks, durable in <c>{dataDir}/etl/config.json</c> (replaced atomically on every
 /// change, so a crash keeps the old or the new configuration). <see cref="Changed"/> tells the supervisor.
 /// </summary>
 public sealed partial class EtlConfigStore
@@ -49,8 +52,9 @@ public sealed partial class EtlConfigStore
     public void DeleteConnection(string name) => Update(c =>
     {
         if (!c.Connections.ContainsKey(name)) throw new EtlConfigException(404, $"connection '{name}' does not exist");
-        var users = c.Tasks.Where(t => t.Value.Connection == name).Select(t => t.Key).ToList();
-        if (users.Count > 0) throw new EtlConfigException(409, $"connection '{name}' is used by task(s) {string.Join(", ", users)}; delete or change them first");
+        var users = c.Tasks.Where(t => t.Value.Connection == name).Select(t => $"task {t.Key}")
+            .Concat(c.Sinks.Where(s => s.Value.Connection == name).Select(s => $"sink {s.Key}")).ToList();
+        if (users.Count > 0) throw new EtlConfigException(409, $"connection '{name}' is used by {string.Join(", ", users)}; delete or change them first");
         return c with { Connections = Without(c.Connections, name) };
     });
 
@@ -72,6 +76,23 @@ public sealed partial class EtlConfigStore
         ? c with { Tasks = Without(c.Tasks, name) }
         : throw new EtlConfigException(404, $"task '{name}' does not exist"));
 
+    /// <summary>Validates against the current connections; <paramref name="validateScript"/> compiles the script (400 with line and column).</summary>
+    public void PutSink(string name, QueueSinkDefinition sink, Action<QueueSinkDefinition> validateScript)
+    {
+        CheckName(name);
+        Update(c =>
+        {
+            var problems = sink.Problems(name, c.Connections.GetValueOrDefault(sink.Connection)).ToList();
+            if (problems.Count > 0) throw new EtlConfigException(400, string.Join("; ", problems));
+            validateScript(sink);
+            return c with { Sinks = With(c.Sinks, name, sink) };
+        });
+    }
+
+    public void DeleteSink(string name) => Update(c => c.Sinks.ContainsKey(name)
+        ? c with { Sinks = Without(c.Sinks, name) }
+        : throw new EtlConfigException(404, $"sink '{name}' does not exist"));
+
     private void Update(Func<EtlConfig, EtlConfig> change)
     {
         EtlConfig next;
@@ -79,7 +100,7 @@ public sealed partial class EtlConfigStore
         {
             next = change(_config);
             DurableFile.Write(_path, JsonSerializer.SerializeToUtf8Bytes(new StoredConfig(
-                new(next.Connections), new(next.Tasks)), Json), ownerOnly: true);
+                new(next.Connections), new(next.Tasks), new(next.Sinks)), Json), ownerOnly: true);
             Volatile.Write(ref _config, next);
         }
         Changed?.Invoke(next);
@@ -89,7 +110,7 @@ public sealed partial class EtlConfigStore
     {
         var stored = JsonSerializer.Deserialize<StoredConfig>(File.ReadAllBytes(path), Json)
             ?? throw new InvalidDataException($"{path} is empty");
-        return new EtlConfig(stored.Connections, stored.Tasks);
+        return new EtlConfig(stored.Connections, stored.Tasks, stored.Sinks ?? []);
     }
 
     private static void CheckName(string name)
@@ -110,5 +131,6 @@ public sealed partial class EtlConfigStore
     [GeneratedRegex("^[A-Za-z0-9._-]{1,100}$")]
     private static partial Regex NamePattern();
 
-    private sealed record StoredConfig(Dictionary<string, EtlConnection> Connections, Dictionary<string, EtlTaskDefinition> Tasks);
+    private sealed record StoredConfig(Dictionary<string, EtlConnection> Connections, Dictionary<string, EtlTaskDefinition> Tasks,
+        Dictionary<string, QueueSinkDefinition>? Sinks);
 }

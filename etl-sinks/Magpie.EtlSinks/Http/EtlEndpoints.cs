@@ -51,7 +51,7 @@ public static class EtlEndpoints
         }
     }
 
-    private static async Task<IResult> Apply<T>(HttpRequest request, Action<T> apply)
+    internal static async Task<IResult> Apply<T>(HttpRequest request, Action<T> apply)
     {
         T? body;
         try { body = await JsonSerializer.DeserializeAsync<T>(request.Body, EtlConfigStore.Json); }
@@ -59,7 +59,7 @@ public static class EtlEndpoints
         return body is null ? BadRequest("body must be a JSON object") : Apply(() => apply(body));
     }
 
-    private static IResult Apply(Action apply)
+    internal static IResult Apply(Action apply)
     {
         try
         {
@@ -67,6 +67,10 @@ public static class EtlEndpoints
             return Results.NoContent();
         }
         catch (EtlConfigException e) { return Problems.Of(e.Status, e.Message); }
+        catch (ScriptSyntaxException e)
+        {
+            return Problems.Of(400, e.Message, new Dictionary<string, object?> { ["line"] = e.Line, ["column"] = e.Column });
+        }
         catch (ScriptProblem p)
         {
             return Problems.Of(400, $"transforms[{p.Transform}]: {p.Error.Message}",

@@ -10,6 +10,7 @@ namespace Magpie.EtlSinks.Messages;
 /// MassTransit 8's JSON envelope (<c>application/vnd.masstransit+json</c>) around a <see cref="DocumentChanged"/>,
 /// so <c>IConsumer&lt;DocumentChanged&gt;</c> receives it as if a MassTransit bus had published it.
 /// MassTransit wants a Guid message id: it is derived from the change id, so a re-delivery keeps it.
+/// Queue sinks read the same envelope the other way (<see cref="TryRead"/>).
 /// </summary>
 public static class MassTransitEnvelope
 {
@@ -50,6 +51,33 @@ public static class MassTransitEnvelope
         bytes[6] = (byte)((bytes[6] & 0x0F) | 0x50);
         bytes[8] = (byte)((bytes[8] & 0x3F) | 0x80);
         return new Guid(bytes, bigEndian: true);
+    }
+
+    /// <summary>An envelope a MassTransit bus sent: the message inside, its id and types, and the envelope's other fields (without the message).</summary>
+    public sealed record Received(JsonElement Message, string? MessageId, IReadOnlyList<string> MessageTypes, JsonElement Fields);
+
+    /// <summary>
+    /// The envelope, when <paramref name="root"/> is one: the content type says so, or (a raw Kafka message, a broker that drops the
+    /// content type) the body is an object with <c>messageType</c> and <c>message</c>, as every MassTransit JSON envelope has.
+    /// </summary>
+    public static Received? TryRead(JsonElement root, string? contentType)
+    {
+        if (root.ValueKind != JsonValueKind.Object || !root.TryGetProperty("message", out var message)) return null;
+        var types = root.TryGetProperty("messageType", out var t) && t.ValueKind == JsonValueKind.Array
+            ? t.EnumerateArray().Where(e => e.ValueKind == JsonValueKind.String).Select(e => e.GetString()!).ToList()
+            : null;
+        var declared = contentType?.StartsWith(ContentType, StringComparison.OrdinalIgnoreCase) == true;
+        if (!declared && types is null) return null;
+        var fields = new System.Buffers.ArrayBufferWriter<byte>(256);
+        using (var w = new Utf8JsonWriter(fields))
+        {
+            w.WriteStartObject();
+            foreach (var p in root.EnumerateObject())
+                if (p.Name != "message") p.WriteTo(w);
+            w.WriteEndObject();
+        }
+        var id = root.TryGetProperty("messageId", out var m) && m.ValueKind == JsonValueKind.String ? m.GetString() : null;
+        return new Received(message, id, types ?? [], JsonDocument.Parse(fields.WrittenMemory).RootElement);
     }
 
     private static readonly JsonSerializerOptions JsonOptions = new(JsonSerializerDefaults.Web);

@@ -9,7 +9,7 @@ namespace Magpie.EtlSinks.Tasks;
 public static class EtlMetrics
 {
     public const string MeterName = "Magpie.Etl";
-    private static readonly Meter Meter = new(MeterName);
+    internal static readonly Meter Meter = new(MeterName);
 
     private static readonly Counter<long> Sent = Meter.CreateCounter<long>("magpie.etl.messages.sent", "{message}",
         "Messages the broker confirmed, per task.");

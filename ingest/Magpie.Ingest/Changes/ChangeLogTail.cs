@@ -43,7 +43,7 @@ public sealed class ChangeLogTail(DocumentStore store)
                 if (!iter.GetNext(out byte[] bytes, out var length, out var address, out var next)) { atEnd = true; break; }
                 read = next;
                 if (IsChange(bytes.AsSpan(0, length))) batch.Add(new LogEntry(bytes, length, address, next));
-                else if (!ChangeRecord.IsSourcePosition(bytes.AsSpan(0, length))) skipped++;
+                else if (!ChangeRecord.IsBookkeeping(bytes.AsSpan(0, length))) skipped++;
             }
             // A stretch of skipped copies still moves the reader on (an empty batch), so compaction sees it pass them.
             if (batch.Count > 0 || skipped > 0) { yield return new LogBatch(batch, read, atEnd ? committed : 0); continue; }
@@ -52,6 +52,6 @@ public sealed class ChangeLogTail(DocumentStore store)
     }
 
     private bool IsChange(ReadOnlySpan<byte> entry) =>
-        !ChangeRecord.IsSourcePosition(entry) && !ChangeRecord.IsRevision(entry) && ChangeRecord.CopyOfAddress(entry) is var copyOf
+        !ChangeRecord.IsBookkeeping(entry) && !ChangeRecord.IsRevision(entry) && ChangeRecord.CopyOfAddress(entry) is var copyOf
         && (copyOf == 0 || copyOf < store.Log.BeginAddress);
 }

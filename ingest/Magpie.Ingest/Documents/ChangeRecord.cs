@@ -27,6 +27,17 @@ public readonly ref struct ChangeRecord
     public static bool IsSourcePosition(ReadOnlySpan<byte> entry) => entry.Length > 1 && entry[1] == SourcePositionOp;
 
     /// <summary>
+    /// Op byte of a bookkeeping entry: the ids of the messages a queue sink applied in this commit (<see cref="MessageLedgers"/>).
+    /// Id = the ledger (the sink), document = the message ids, one per line. Change readers skip these entries.
+    /// </summary>
+    public const byte MessageLedgerOp = 5;
+
+    public static bool IsMessageLedger(ReadOnlySpan<byte> entry) => entry.Length > 1 && entry[1] == MessageLedgerOp;
+
+    /// <summary>An entry that records how far the store got with its inputs, not a document: source positions and message ledgers.</summary>
+    public static bool IsBookkeeping(ReadOnlySpan<byte> entry) => entry.Length > 1 && entry[1] is SourcePositionOp or MessageLedgerOp;
+
+    /// <summary>
     /// Op byte of an older revision compaction copied forward to keep it (<c>Revisions</c> &gt; 1): history for the
     /// revisions API only. Change readers and recovery skip it; its document is the version as it was.
     /// </summary>

@@ -49,7 +49,7 @@ public sealed partial class DocumentStore
             {
                 ct.ThrowIfCancellationRequested();
                 var span = entry.AsSpan(0, length);
-                if (ChangeRecord.IsSourcePosition(span)) { dead += length; continue; }
+                if (ChangeRecord.IsBookkeeping(span)) { dead += length; continue; }
                 var (op, id, _, _) = Header(span);
                 if (op == ChangeOp.Delete) { dead += length; continue; }
                 // Kept for sure: the latest version, and revisions an earlier pass kept. Older originals count as reclaimable.

@@ -34,7 +34,7 @@ public sealed partial class DocumentStore
             await _log.CommitAsync();
             var token = await _index.CheckpointAsync();
             var sources = _sources.ToDictionary(kv => kv.Key, kv => new SourcePositionState(kv.Value.Next, kv.Value.Rejected.Order().ToArray()));
-            new StoreState(token, replayFrom, _lastEtag, _collections.Save(), sources).Save(_options.Directory);
+            new StoreState(token, replayFrom, _lastEtag, _collections.Save(), sources, _ledgers.Save()).Save(_options.Directory);
             _index.RemoveCheckpointsExcept(token);
             _writesSinceCheckpoint = 0;
             _logger.LogDebug("id index checkpoint {Token} at log address {Address}", token, replayFrom);
@@ -51,6 +51,7 @@ public sealed partial class DocumentStore
             _collections.Load(state.Collections);
             foreach (var (source, position) in state.Sources ?? [])
                 _sources[source] = new SourcePosition(position.Next, position.Rejected.ToHashSet());
+            _ledgers.Load(state.Ledgers);
             _lastEtag = state.LastEtag;
             replayFrom = Math.Max(replayFrom, state.ReplayFrom);
         }
@@ -62,6 +63,12 @@ public sealed partial class DocumentStore
                 if (ChangeRecord.IsSourcePosition(entry.AsSpan(0, length)))
                 {
                     ApplySourcePosition(entry.AsSpan(0, length));
+                    continue;
+                }
+                if (ChangeRecord.IsMessageLedger(entry.AsSpan(0, length)))
+                {
+                    var ledger = ChangeRecord.Decode(entry.AsSpan(0, length));
+                    _ledgers.Add(ledger.Id, MessageLedgers.Decode(ledger.Document));
                     continue;
                 }
                 if (ChangeRecord.IsRevision(entry.AsSpan(0, length))) continue;   // history kept by compaction, not a change

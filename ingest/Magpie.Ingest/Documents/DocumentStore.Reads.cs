@@ -49,7 +49,7 @@ public sealed partial class DocumentStore
 
     private static StoredDocument? BrowseCandidate(ReadOnlySpan<byte> entry, string? collection)
     {
-        if (ChangeRecord.IsSourcePosition(entry)) return null;
+        if (ChangeRecord.IsBookkeeping(entry)) return null;
         var record = ChangeRecord.Decode(entry);
         if (record.Op != ChangeOp.Put) return null;
         if (collection is not null && !string.Equals(record.Collection, collection, StringComparison.OrdinalIgnoreCase)) return null;

@@ -101,6 +101,11 @@ public sealed partial class DocumentStore : IAsyncDisposable
     /// <summary>How far an input source has been applied (null: never).</summary>
     public SourcePosition? SourcePositionOf(string source) => _sources.TryGetValue(source, out var p) ? p : null;
 
+    private readonly MessageLedgers _ledgers = new();
+
+    /// <summary>Whether a queue sink's message was applied (its writes are in the store): <see cref="MessageLedgers"/>.</summary>
+    public bool Applied(string ledger, string messageId) => _ledgers.Contains(ledger, messageId);
+
     // ---- writes -------------------------------------------------------------------------------
 
     /// <summary>
@@ -109,7 +114,7 @@ public sealed partial class DocumentStore : IAsyncDisposable
     /// otherwise each command stands alone and failures are reported in its outcome.
     /// </summary>
     public async Task<IReadOnlyList<WriteOutcome>> WriteAsync(IReadOnlyList<WriteCommand> commands, bool atomic, CancellationToken ct = default,
-        SourceProgress? progress = null)
+        SourceProgress? progress = null, AppliedMessages? applied = null)
     {
         ObjectDisposedException.ThrowIf(_disposed != 0, this);
         var outcomes = new WriteOutcome[commands.Count];
@@ -147,6 +152,14 @@ public sealed partial class DocumentStore : IAsyncDisposable
             }
             entries = plan.Count;
             if (progress is not null) entries += RecordSourcePositions(progress, outcomes, buffer, now);
+            if (applied is { MessageIds.Count: > 0 })
+            {
+                buffer.ResetWrittenCount();
+                ChangeRecord.Encode(buffer, (ChangeOp)ChangeRecord.MessageLedgerOp, 0, now, applied.Ledger, "", MessageLedgers.Encode(applied.MessageIds));
+                _log.Enqueue(buffer.WrittenSpan);
+                _ledgers.Add(applied.Ledger, applied.MessageIds);
+                entries++;
+            }
             end = _log.TailAddress;
             // Start the commit right here, under the lock (so never mid-batch): FASTER folds requests that
             // arrive while a commit is in flight into the next one, which is the group commit.

@@ -8,7 +8,7 @@ namespace Magpie.Ingest.Documents;
 /// recovery loads exactly this checkpoint and replays the log from <see cref="ReplayFrom"/>.
 /// </summary>
 internal sealed record StoreState(Guid CheckpointToken, long ReplayFrom, long LastEtag, List<CollectionState> Collections,
-    Dictionary<string, SourcePositionState>? Sources = null)
+    Dictionary<string, SourcePositionState>? Sources = null, Dictionary<string, string[]>? Ledgers = null)
 {
     private const string FileName = "store-state.json";
 

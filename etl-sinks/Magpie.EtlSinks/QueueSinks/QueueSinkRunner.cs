@@ -1,0 +1,146 @@
+using System.Diagnostics;
+using Magpie.Contracts;
+using Magpie.Contracts.Documents;
+using Magpie.EtlSinks.Configuration;
+using Magpie.EtlSinks.Delivery;
+using Magpie.EtlSinks.Tasks;
+using Magpie.Scripting;
+using Microsoft.Extensions.Logging;
+
+namespace Magpie.EtlSinks.QueueSinks;
+
+/// <summary>
+/// Runs one queue sink: takes a batch from the broker, runs the script on each message, writes every message's writes in one
+/// store commit (each message all or nothing, recorded in the sink's ledger so a redelivery is not applied twice), sends the
+/// messages that failed to the dead letters with the reason, and only then acknowledges the batch. At-least-once delivery with
+/// idempotent writes: a crash anywhere leaves the unacknowledged messages in the broker, and the ledger recognises those
+/// already written. Broker or store trouble → back off (doubling, capped) and start over with a new connection.
+/// </summary>
+public sealed class QueueSinkRunner(string name, QueueSinkDefinition sink, EtlConnection connection, IMessageWriter? writer, EtlOptions options, ILogger log)
+    : IAsyncDisposable
+{
+    private static readonly TimeSpan LagEvery = TimeSpan.FromSeconds(2);
+
+    private readonly CancellationTokenSource _stop = new();
+    private Task _loop = Task.CompletedTask;
+    private SinkScript? _script;
+
+    /// <summary>The ledger a sink's message ids are recorded in.</summary>
+    public static string LedgerOf(string sink) => "sink:" + sink;
+
+    public QueueSinkStats Stats { get; } = new(name, sink.Sources);
+
+    /// <summary>Where sources come from instead of the connection (tests: a broker that misbehaves on cue).</summary>
+    internal Func<IMessageSource>? Sources { get; init; }
+
+    public void Start() => _loop = Task.Run(() => RunAsync(_stop.Token));
+
+    private async Task RunAsync(CancellationToken ct)
+    {
+        if (writer is null)
+        {
+            Stats.Failed("this process has no document store to write to: run the sinks with ingest (--target all or ingest,sinks), or set IngestUrl");
+            return;
+        }
+        try { _script = SinkScript.Compile(sink.Script, options.ScriptLimits); }
+        catch (Exception e)
+        {
+            Stats.Failed($"sink can't start: {e.Message}");
+            return;
+        }
+        var backoff = new Backoff(TimeSpan.FromMilliseconds(sink.Reconnect.InitialDelayMs), TimeSpan.FromMilliseconds(sink.Reconnect.MaxDelayMs));
+        while (!ct.IsCancellationRequested)
+        {
+            var source = Sources?.Invoke() ?? (connection.IsKafka ? new KafkaSource(connection, sink, name) : new RabbitMqSource(connection, sink, name));
+            DateTimeOffset? nextAttempt = null;
+            try
+            {
+                await source.OpenAsync(ct);
+                Stats.Running();
+                backoff.Reset();
+                await ConsumeAsync(source, writer, ct);
+            }
+            catch (OperationCanceledException) when (ct.IsCancellationRequested) { break; }
+            catch (Exception e)
+            {
+                var needsUser = e is EtlTargetException { NeedsUser: true };
+                var delay = backoff.Next();
+                nextAttempt = DateTimeOffset.UtcNow + delay;
+                Stats.Interrupted(needsUser ? EtlTaskState.Failed : EtlTaskState.Reconnecting, e.Message, nextAttempt.Value);
+                log.LogWarning("queue sink {Sink}: {Error}; starting over in {Delay} s", name, e.Message, delay.TotalSeconds);
+            }
+            finally
+            {
+                try { await source.DisposeAsync().AsTask().WaitAsync(EtlTaskRunner.TargetCloseTimeout); }
+                catch (Exception e) { log.LogWarning("queue sink {Sink}: closing its {Connection} client: {Error}", name, sink.Connection, e.Message); }
+            }
+            if (nextAttempt is not { } due) continue;
+            var wait = due - DateTimeOffset.UtcNow;
+            if (wait > TimeSpan.Zero)
+                try { await Task.Delay(wait, ct); } catch (OperationCanceledException) { break; }
+        }
+    }
+
+    private async Task ConsumeAsync(IMessageSource source, IMessageWriter store, CancellationToken ct)
+    {
+        var lagAt = 0L;
+        while (!ct.IsCancellationRequested)
+        {
+            var waited = Stopwatch.GetTimestamp();
+            var batch = await source.ReceiveAsync(sink.BatchSize, ct);
+            Stats.Spent(receive: Stopwatch.GetElapsedTime(waited));
+            if (batch.Count > 0) await ProcessAsync(source, store, batch, ct);
+            if (Stopwatch.GetElapsedTime(lagAt) > LagEvery)
+            {
+                Stats.Lag(await source.LagAsync(ct));
+                lagAt = Stopwatch.GetTimestamp();
+            }
+        }
+    }
+
+    /// <summary>One batch, from the script to the acknowledgement. Whatever throws leaves the batch unacknowledged: the broker hands it over again.</summary>
+    internal async Task ProcessAsync(IMessageSource source, IMessageWriter store, IReadOnlyList<IncomingMessage> batch, CancellationToken ct)
+    {
+        var started = Stopwatch.GetTimestamp();
+        var failed = new List<(IncomingMessage Message, string Reason)>();
+        var messages = new List<MessageWrites>(batch.Count);
+        var owners = new List<IncomingMessage>(batch.Count);
+        var skipped = 0;
+        foreach (var m in batch)
+        {
+            if (SinkMessages.Read(m, out var unreadable) is not { } read) { failed.Add((m, unreadable!)); continue; }
+            IReadOnlyList<MessageWrite> writes;
+            try { writes = _script!.Run(read.Body, read.Id, read.Description); }
+            catch (ScriptRunException e) { failed.Add((m, $"the script failed: {e.Message}")); continue; }
+            if (writes.Count == 0) { skipped++; continue; }
+            messages.Add(new MessageWrites(read.Id, writes, read.Recheck));
+            owners.Add(m);
+        }
+        var scripted = Stopwatch.GetTimestamp();
+        var outcomes = messages.Count == 0 ? [] : await store.WriteAsync(LedgerOf(name), messages, ct);
+        var written = Stopwatch.GetTimestamp();
+        int applied = 0, writeCount = 0, redeliveries = 0;
+        for (var i = 0; i < outcomes.Count; i++)
+            switch (outcomes[i].Result)
+            {
+                case MessageWriteResult.Applied: applied++; writeCount += messages[i].Writes.Count; break;
+                case MessageWriteResult.AlreadyApplied: redeliveries++; break;
+                default: failed.Add((owners[i], $"the store refused {outcomes[i].Reason}")); break;
+            }
+        if (failed.Count > 0) await source.DeadLetterAsync(failed, ct);
+        var deadLettered = Stopwatch.GetTimestamp();
+        await source.AcknowledgeAsync(batch, ct);
+        Stats.Spent(script: Stopwatch.GetElapsedTime(started, scripted), write: Stopwatch.GetElapsedTime(scripted, written),
+            deadLetter: Stopwatch.GetElapsedTime(written, deadLettered), acknowledge: Stopwatch.GetElapsedTime(deadLettered));
+        Stats.Batch(batch.Count, applied, writeCount, redeliveries, skipped,
+            failed.Select(f => (SinkMessages.Read(f.Message, out _)?.Id ?? f.Message.MessageId ?? "", f.Reason)).ToList());
+        foreach (var (m, reason) in failed.Take(5)) log.LogWarning("queue sink {Sink}: dead-lettered a message from {Source}: {Reason}", name, m.Source, reason);
+    }
+
+    public async ValueTask DisposeAsync()
+    {
+        _stop.Cancel();
+        try { await _loop; } catch (OperationCanceledException) { }
+        _stop.Dispose();
+    }
+}
