@@ -9,7 +9,10 @@ public interface IMessageSource : IAsyncDisposable
 {
     Task OpenAsync(CancellationToken ct);
 
-    /// <summary>Waits for at least one message, then takes what else arrived, up to <paramref name="max"/>.</summary>
+    /// <summary>How long a receive waits for a first message before it returns none (so an idle sink still updates its lag).</summary>
+    static readonly TimeSpan IdleWait = TimeSpan.FromSeconds(1);
+
+    /// <summary>Waits up to <see cref="IdleWait"/> for a first message, then takes what else arrived, up to <paramref name="max"/>.</summary>
     Task<IReadOnlyList<IncomingMessage>> ReceiveAsync(int max, CancellationToken ct);
 
     /// <summary>Sends messages with the reason they failed to the sink's dead letters; returns once the broker confirmed them.</summary>

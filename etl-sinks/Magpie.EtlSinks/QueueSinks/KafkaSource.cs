@@ -44,6 +44,7 @@ public sealed class KafkaSource(EtlConnection connection, QueueSinkDefinition si
     {
         var consumer = _consumer ?? throw new InvalidOperationException("not open");
         var batch = new List<IncomingMessage>(Math.Min(max, 1024));
+        var idleUntil = DateTime.UtcNow + IMessageSource.IdleWait;
         try
         {
             while (batch.Count < max)
@@ -52,7 +53,7 @@ public sealed class KafkaSource(EtlConnection connection, QueueSinkDefinition si
                 var result = consumer.Consume(batch.Count == 0 ? TimeSpan.FromMilliseconds(200) : TimeSpan.Zero);
                 if (result is null)
                 {
-                    if (batch.Count > 0) break;
+                    if (batch.Count > 0 || DateTime.UtcNow > idleUntil) break;
                     continue;
                 }
                 if (result.IsPartitionEOF) continue;

@@ -92,7 +92,12 @@ public sealed class RabbitMqSource(EtlConnection connection, QueueSinkDefinition
 
     public async Task<IReadOnlyList<IncomingMessage>> ReceiveAsync(int max, CancellationToken ct)
     {
-        if (!await _inbox.Reader.WaitToReadAsync(ct)) await _inbox.Reader.Completion;   // throws the reason it closed
+        using (var idle = CancellationTokenSource.CreateLinkedTokenSource(ct))
+        {
+            idle.CancelAfter(IMessageSource.IdleWait);
+            try { if (!await _inbox.Reader.WaitToReadAsync(idle.Token)) await _inbox.Reader.Completion; }   // throws the reason it closed
+            catch (OperationCanceledException) when (!ct.IsCancellationRequested) { return []; }
+        }
         var batch = new List<IncomingMessage>(Math.Min(max, 1024));
         while (batch.Count < max && _inbox.Reader.TryRead(out var m)) batch.Add(m);
         return batch;
