@@ -46,7 +46,7 @@ public static class SinkMessages
     /// (<c>topic/partition@offset</c>), else a RabbitMQ message's content. Ids a ledger can't keep as they are (long, control
     /// characters) are kept as their SHA-256.
     /// </summary>
-    private static (string Id, bool Recheck) IdOf(IncomingMessage m, string? envelopeId)
+    public static (string Id, bool Recheck) IdOf(IncomingMessage m, string? envelopeId)
     {
         var id = envelopeId ?? m.MessageId ?? Header(m, "message-id") ?? Header(m, "MessageId");
         if (string.IsNullOrEmpty(id) && m.Offset is { } offset) return ($"{m.Source}/{m.Partition}@{offset}", true);

@@ -29,6 +29,8 @@ public sealed class KafkaSource(EtlConnection connection, QueueSinkDefinition si
             await TopicAdmin.EnsureAsync(servers, [new TopicSpecification { Name = sink.DeadLetterOf(sinkName), NumPartitions = -1, ReplicationFactor = -1 }], ct);
             var config = KafkaClients.Consumer(servers, Group);
             config.ClientId = $"magpie-sink-{sinkName}";
+            // A sinks process that died holds its partitions until its session times out: 10 s, not librdkafka's 45, before another takes over.
+            config.SessionTimeoutMs = 10_000;
             foreach (var (key, value) in connection.Options ?? []) config.Set(key, value);
             _consumer = KafkaClients.BuildConsumer<byte[]?, byte[]?>(config);
             _consumer.Subscribe(sink.Topics!);

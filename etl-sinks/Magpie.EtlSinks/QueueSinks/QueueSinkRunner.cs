@@ -103,15 +103,26 @@ public sealed class QueueSinkRunner(string name, QueueSinkDefinition sink, EtlCo
     {
         var started = Stopwatch.GetTimestamp();
         var failed = new List<(IncomingMessage Message, string Reason)>();
+        var failedIds = new List<string>();
         var messages = new List<MessageWrites>(batch.Count);
         var owners = new List<IncomingMessage>(batch.Count);
         var skipped = 0;
         foreach (var m in batch)
         {
-            if (SinkMessages.Read(m, out var unreadable) is not { } read) { failed.Add((m, unreadable!)); continue; }
+            if (SinkMessages.Read(m, out var unreadable) is not { } read)
+            {
+                failed.Add((m, unreadable!));
+                failedIds.Add(SinkMessages.IdOf(m, null).Id);
+                continue;
+            }
             IReadOnlyList<MessageWrite> writes;
             try { writes = _script!.Run(read.Body, read.Id, read.Description); }
-            catch (ScriptRunException e) { failed.Add((m, $"the script failed: {e.Message}")); continue; }
+            catch (ScriptRunException e)
+            {
+                failed.Add((m, $"the script failed: {e.Message}"));
+                failedIds.Add(read.Id);
+                continue;
+            }
             if (writes.Count == 0) { skipped++; continue; }
             messages.Add(new MessageWrites(read.Id, writes, read.Recheck));
             owners.Add(m);
@@ -125,15 +136,17 @@ public sealed class QueueSinkRunner(string name, QueueSinkDefinition sink, EtlCo
             {
                 case MessageWriteResult.Applied: applied++; writeCount += messages[i].Writes.Count; break;
                 case MessageWriteResult.AlreadyApplied: redeliveries++; break;
-                default: failed.Add((owners[i], $"the store refused {outcomes[i].Reason}")); break;
+                default:
+                    failed.Add((owners[i], $"the store refused {outcomes[i].Reason}"));
+                    failedIds.Add(messages[i].MessageId);
+                    break;
             }
         if (failed.Count > 0) await source.DeadLetterAsync(failed, ct);
         var deadLettered = Stopwatch.GetTimestamp();
         await source.AcknowledgeAsync(batch, ct);
         Stats.Spent(script: Stopwatch.GetElapsedTime(started, scripted), write: Stopwatch.GetElapsedTime(scripted, written),
             deadLetter: Stopwatch.GetElapsedTime(written, deadLettered), acknowledge: Stopwatch.GetElapsedTime(deadLettered));
-        Stats.Batch(batch.Count, applied, writeCount, redeliveries, skipped,
-            failed.Select(f => (SinkMessages.Read(f.Message, out _)?.Id ?? f.Message.MessageId ?? "", f.Reason)).ToList());
+        Stats.Batch(batch.Count, applied, writeCount, redeliveries, skipped, failedIds.Zip(failed, (id, f) => (id, f.Reason)).ToList());
         foreach (var (m, reason) in failed.Take(5)) log.LogWarning("queue sink {Sink}: dead-lettered a message from {Source}: {Reason}", name, m.Source, reason);
     }
 
