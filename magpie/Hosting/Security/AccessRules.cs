@@ -29,9 +29,10 @@ public static class AccessRules
         if (looks && path.Equals("/keys/me", StringComparison.OrdinalIgnoreCase)) return Role.Read;
         if (AdminGroups.Any(g => path.StartsWithSegments(g, StringComparison.OrdinalIgnoreCase))) return Role.Admin;
         if (ReadGroups.Any(g => path.StartsWithSegments(g, StringComparison.OrdinalIgnoreCase))) return Role.Read;
-        // Update and delete by query (/operations) are writes to documents, and their progress is theirs to read.
+        // Update and delete by query (/operations) are writes to documents, and their progress is theirs to read; so are a sinks
+        // process's writes through ingest (/message_writes).
         if (path.StartsWithSegments("/docs", StringComparison.OrdinalIgnoreCase) || path.StartsWithSegments("/bulk_docs", StringComparison.OrdinalIgnoreCase)
-            || path.StartsWithSegments("/operations", StringComparison.OrdinalIgnoreCase))
+            || path.StartsWithSegments("/operations", StringComparison.OrdinalIgnoreCase) || path.StartsWithSegments("/message_writes", StringComparison.OrdinalIgnoreCase))
             return looks ? Role.Read : Role.Write;
         return looks ? Role.Read : Role.Admin;
     }
