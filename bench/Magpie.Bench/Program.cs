@@ -31,6 +31,7 @@ var run = Path.Combine(baseDir, DateTime.UtcNow.ToString("yyyyMMddHHmmss"));
 switch (args.FirstOrDefault())
 {
     case "etl": await RunEtlAsync(); return;
+    case "sinks": await RunSinksAsync(); return;
     case "index": await RunIndexAsync(); return;
     case "raw-index": await RunRawIndexAsync(); return;
     case "index-phases": await RunIndexPhasesAsync(); return;
@@ -84,6 +85,40 @@ Console.WriteLine(JsonSerializer.Serialize(new
     raw_p50_ms = Math.Round(raw.P50, 2), raw_p99_ms = Math.Round(raw.P99, 2),
     ratio = Math.Round(ratio, 3),
 }));
+
+async Task RunSinksAsync()
+{
+    var n = (int)Arg("--docs", 100_000);
+    await using var rabbit = ArgText("--rabbitmq-url") is { } url ? null : await RabbitMqBroker.StartAsync();
+    var rabbitUrl = ArgText("--rabbitmq-url") ?? rabbit!.Url;
+    await using var kafka = await KafkaBroker.StartAsync();
+    var port = 18000 + Random.Shared.Next(1000);
+    using var magpie = StartMagpie(Path.Combine(run, "magpie-sinks"), port);
+    await WaitHealthy(port);
+    var uri = new Uri($"http://127.0.0.1:{port}/");
+    var warmup = IngestBenchmark.Batches(10_000, 128, seed: 7).SelectMany(b => b).ToList();
+    var posts = IngestBenchmark.Batches(n, 128, seed: 42).SelectMany(b => b).ToList();
+    Console.WriteLine($"warm-up (10,000 messages), then {n:N0} synthetic posts; RabbitMQ at {rabbitUrl}, Kafka at {kafka.BootstrapServers}");
+    await SinkBenchmark.RabbitMqAsync(uri, rabbitUrl, warmup, "warmup");
+    var (rabbitSink, rabbitBare) = await SinkBenchmark.RabbitMqAsync(uri, rabbitUrl, posts, "measured");
+    await SinkBenchmark.KafkaAsync(uri, kafka.BootstrapServers, warmup, "warmup");
+    var (kafkaSink, kafkaBare) = await SinkBenchmark.KafkaAsync(uri, kafka.BootstrapServers, posts, "measured");
+    magpie.Kill();
+    magpie.WaitForExit();
+    try { Directory.Delete(run, recursive: true); } catch (IOException) { }
+    Console.WriteLine();
+    Console.WriteLine($"{"side",-44} {"msgs/s",12} {"MB/s",8} {"seconds",8}");
+    foreach (var r in new[] { rabbitSink, rabbitBare, kafkaSink, kafkaBare })
+        Console.WriteLine($"{r.Name,-44} {r.DocsPerSecond,12:N0} {r.MBPerSecond,8:F1} {r.Elapsed.TotalSeconds,8:F1}");
+    var (rabbitRatio, kafkaRatio) = (rabbitSink.DocsPerSecond / rabbitBare.DocsPerSecond, kafkaSink.DocsPerSecond / kafkaBare.DocsPerSecond);
+    Console.WriteLine($"ratio sink/bare: RabbitMQ {rabbitRatio:F2}, Kafka {kafkaRatio:F2}   ({n:N0} messages, {Environment.ProcessorCount} cores)");
+    Console.WriteLine(JsonSerializer.Serialize(new
+    {
+        benchmark = "sinks", messages = n, cores = Environment.ProcessorCount,
+        rabbitmq_sink_msgs_per_s = Math.Round(rabbitSink.DocsPerSecond), rabbitmq_bare_msgs_per_s = Math.Round(rabbitBare.DocsPerSecond), rabbitmq_ratio = Math.Round(rabbitRatio, 3),
+        kafka_sink_msgs_per_s = Math.Round(kafkaSink.DocsPerSecond), kafka_bare_msgs_per_s = Math.Round(kafkaBare.DocsPerSecond), kafka_ratio = Math.Round(kafkaRatio, 3),
+    }));
+}
 
 async Task RunEtlAsync()
 {

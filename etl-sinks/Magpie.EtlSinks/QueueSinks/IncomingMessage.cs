@@ -19,26 +19,34 @@ public sealed record IncomingMessage(
 /// the first delivery of a message that carried no id (identified by its content), so the ledger is not asked — two equal
 /// messages are two messages — but it is still told, so a redelivery of it is recognised.
 /// </summary>
-public sealed record SinkMessage(JsonElement Body, string Id, bool Recheck, JsonElement Description);
+public sealed record SinkMessage(JsonElement Body, string Id, bool Recheck, JsonElement Description, JsonDocument Document) : IDisposable
+{
+    /// <summary>Gives the parsed body's pooled buffers back once the script has run.</summary>
+    public void Dispose() => Document.Dispose();
+}
 
 /// <summary>Reads a message for a sink: JSON body, MassTransit's envelope unwrapped, the id that makes redeliveries recognisable.</summary>
 public static class SinkMessages
 {
-    /// <summary>The message for the script, or why it cannot be one (it goes to the dead letters with that reason).</summary>
-    public static SinkMessage? Read(IncomingMessage m, out string? error)
+    /// <summary>
+    /// The message for the script, or why it cannot be one (it goes to the dead letters with that reason). <paramref name="describe"/>
+    /// false: the script never names <c>message</c>, so its description is not built.
+    /// </summary>
+    public static SinkMessage? Read(IncomingMessage m, bool describe, out string? error)
     {
         error = null;
-        JsonElement root;
-        try { root = JsonDocument.Parse(m.Body, new JsonDocumentOptions { MaxDepth = 128 }).RootElement; }
+        JsonDocument document;
+        try { document = JsonDocument.Parse(m.Body, new JsonDocumentOptions { MaxDepth = 128 }); }
         catch (JsonException e)
         {
             error = $"the message body is not JSON: {e.Message}";
             return null;
         }
+        var root = document.RootElement;
         var envelope = MassTransitEnvelope.TryRead(root, m.ContentType);
         var body = envelope?.Message ?? root;
         var (id, recheck) = IdOf(m, envelope?.MessageId);
-        return new SinkMessage(body, id, recheck, Describe(m, id, envelope));
+        return new SinkMessage(body, id, recheck, describe ? Describe(m, id, envelope) : default, document);
     }
 
     /// <summary>

@@ -1,4 +1,5 @@
 using System.Diagnostics;
+using System.Threading.Channels;
 using Magpie.Contracts;
 using Magpie.Contracts.Documents;
 using Magpie.EtlSinks.Configuration;
@@ -81,53 +82,88 @@ public sealed class QueueSinkRunner(string name, QueueSinkDefinition sink, EtlCo
         }
     }
 
+    /// <summary>
+    /// Two stages, so the script runs on the next batch while the store commits this one: receiving + scripting feeds a
+    /// channel of two batches; writing, dead-lettering and acknowledging drains it in order. Whatever fails stops both, and
+    /// the caller starts over with a new connection (the broker hands over what was not acknowledged).
+    /// </summary>
     private async Task ConsumeAsync(IMessageSource source, IMessageWriter store, CancellationToken ct)
     {
-        var lagAt = 0L;
-        while (!ct.IsCancellationRequested)
+        using var attempt = CancellationTokenSource.CreateLinkedTokenSource(ct);
+        var ready = Channel.CreateBounded<ScriptedBatch>(new BoundedChannelOptions(2) { SingleReader = true, SingleWriter = true });
+        var scripting = Task.Run(async () =>
         {
-            var waited = Stopwatch.GetTimestamp();
-            var batch = await source.ReceiveAsync(sink.BatchSize, ct);
-            Stats.Spent(receive: Stopwatch.GetElapsedTime(waited));
-            if (batch.Count > 0) await ProcessAsync(source, store, batch, ct);
-            if (Stopwatch.GetElapsedTime(lagAt) > LagEvery)
+            try
             {
-                Stats.Lag(await source.LagAsync(ct));
-                lagAt = Stopwatch.GetTimestamp();
+                var lagAt = 0L;
+                while (!attempt.Token.IsCancellationRequested)
+                {
+                    var waited = Stopwatch.GetTimestamp();
+                    var batch = await source.ReceiveAsync(sink.BatchSize, attempt.Token);
+                    Stats.Spent(receive: Stopwatch.GetElapsedTime(waited));
+                    if (batch.Count > 0) await ready.Writer.WriteAsync(Script(batch), attempt.Token);
+                    if (Stopwatch.GetElapsedTime(lagAt) > LagEvery)
+                    {
+                        Stats.Lag(await source.LagAsync(attempt.Token));
+                        lagAt = Stopwatch.GetTimestamp();
+                    }
+                }
+                ready.Writer.TryComplete();
             }
+            catch (Exception e) { ready.Writer.TryComplete(e); }
+        }, attempt.Token);
+        try
+        {
+            await foreach (var batch in ready.Reader.ReadAllAsync(attempt.Token)) await CommitAsync(source, store, batch, attempt.Token);
+            await ready.Reader.Completion;   // the first stage's failure, if that ended it
+        }
+        finally
+        {
+            attempt.Cancel();
+            await scripting.ContinueWith(_ => { }, TaskScheduler.Default);
         }
     }
 
-    /// <summary>One batch, from the script to the acknowledgement. Whatever throws leaves the batch unacknowledged: the broker hands it over again.</summary>
-    internal async Task ProcessAsync(IMessageSource source, IMessageWriter store, IReadOnlyList<IncomingMessage> batch, CancellationToken ct)
+    /// <summary>A batch the script has run on: the writes of each message that made some, and the messages that failed.</summary>
+    internal sealed record ScriptedBatch(IReadOnlyList<IncomingMessage> Batch, List<MessageWrites> Messages, List<IncomingMessage> Owners,
+        List<(IncomingMessage Message, string Id, string Reason)> Failed, int Skipped);
+
+    internal ScriptedBatch Script(IReadOnlyList<IncomingMessage> batch)
     {
         var started = Stopwatch.GetTimestamp();
-        var failed = new List<(IncomingMessage Message, string Reason)>();
-        var failedIds = new List<string>();
-        var messages = new List<MessageWrites>(batch.Count);
-        var owners = new List<IncomingMessage>(batch.Count);
+        var scripted = new ScriptedBatch(batch, new(batch.Count), new(batch.Count), [], 0);
         var skipped = 0;
         foreach (var m in batch)
         {
-            if (SinkMessages.Read(m, out var unreadable) is not { } read)
+            if (SinkMessages.Read(m, _script!.UsesMessage, out var unreadable) is not { } read)
             {
-                failed.Add((m, unreadable!));
-                failedIds.Add(SinkMessages.IdOf(m, null).Id);
+                scripted.Failed.Add((m, SinkMessages.IdOf(m, null).Id, unreadable!));
                 continue;
             }
             IReadOnlyList<MessageWrite> writes;
-            try { writes = _script!.Run(read.Body, read.Id, read.Description); }
-            catch (ScriptRunException e)
+            using (read)
             {
-                failed.Add((m, $"the script failed: {e.Message}"));
-                failedIds.Add(read.Id);
-                continue;
+                try { writes = _script!.Run(read.Body, read.Id, read.Description); }
+                catch (ScriptRunException e)
+                {
+                    scripted.Failed.Add((m, read.Id, $"the script failed: {e.Message}"));
+                    continue;
+                }
             }
             if (writes.Count == 0) { skipped++; continue; }
-            messages.Add(new MessageWrites(read.Id, writes, read.Recheck));
-            owners.Add(m);
+            scripted.Messages.Add(new MessageWrites(read.Id, writes, read.Recheck));
+            scripted.Owners.Add(m);
         }
-        var scripted = Stopwatch.GetTimestamp();
+        Stats.Spent(script: Stopwatch.GetElapsedTime(started));
+        return scripted with { Skipped = skipped };
+    }
+
+    /// <summary>A scripted batch into the store, then the dead letters, then the acknowledgement. Whatever throws leaves the batch unacknowledged.</summary>
+    internal async Task CommitAsync(IMessageSource source, IMessageWriter store, ScriptedBatch batch, CancellationToken ct)
+    {
+        var started = Stopwatch.GetTimestamp();
+        var messages = batch.Messages;
+        var failed = batch.Failed;
         var outcomes = messages.Count == 0 ? [] : await store.WriteAsync(LedgerOf(name), messages, ct);
         var written = Stopwatch.GetTimestamp();
         int applied = 0, writeCount = 0, redeliveries = 0;
@@ -136,18 +172,15 @@ public sealed class QueueSinkRunner(string name, QueueSinkDefinition sink, EtlCo
             {
                 case MessageWriteResult.Applied: applied++; writeCount += messages[i].Writes.Count; break;
                 case MessageWriteResult.AlreadyApplied: redeliveries++; break;
-                default:
-                    failed.Add((owners[i], $"the store refused {outcomes[i].Reason}"));
-                    failedIds.Add(messages[i].MessageId);
-                    break;
+                default: failed.Add((batch.Owners[i], messages[i].MessageId, $"the store refused {outcomes[i].Reason}")); break;
             }
-        if (failed.Count > 0) await source.DeadLetterAsync(failed, ct);
+        if (failed.Count > 0) await source.DeadLetterAsync(failed.Select(f => (f.Message, f.Reason)).ToList(), ct);
         var deadLettered = Stopwatch.GetTimestamp();
-        await source.AcknowledgeAsync(batch, ct);
-        Stats.Spent(script: Stopwatch.GetElapsedTime(started, scripted), write: Stopwatch.GetElapsedTime(scripted, written),
-            deadLetter: Stopwatch.GetElapsedTime(written, deadLettered), acknowledge: Stopwatch.GetElapsedTime(deadLettered));
-        Stats.Batch(batch.Count, applied, writeCount, redeliveries, skipped, failedIds.Zip(failed, (id, f) => (id, f.Reason)).ToList());
-        foreach (var (m, reason) in failed.Take(5)) log.LogWarning("queue sink {Sink}: dead-lettered a message from {Source}: {Reason}", name, m.Source, reason);
+        await source.AcknowledgeAsync(batch.Batch, ct);
+        Stats.Spent(write: Stopwatch.GetElapsedTime(started, written), deadLetter: Stopwatch.GetElapsedTime(written, deadLettered),
+            acknowledge: Stopwatch.GetElapsedTime(deadLettered));
+        Stats.Batch(batch.Batch.Count, applied, writeCount, redeliveries, batch.Skipped, failed.Select(f => (f.Id, f.Reason)).ToList());
+        foreach (var (m, _, reason) in failed.Take(5)) log.LogWarning("queue sink {Sink}: dead-lettered a message from {Source}: {Reason}", name, m.Source, reason);
     }
 
     public async ValueTask DisposeAsync()

@@ -15,7 +15,7 @@ namespace Magpie.EtlSinks.QueueSinks;
 /// nothing is acknowledged and skipped; one whose script throws goes to the dead letters with the error. Each run starts from
 /// fresh globals (the shared sandbox); the clock and <c>Math.random()</c> are allowed, as in ETL transforms.
 /// </summary>
-public sealed class SinkScript
+public sealed partial class SinkScript
 {
     /// <summary>Writes one message may ask for.</summary>
     public const int MaxWrites = 1_000;
@@ -30,9 +30,9 @@ public sealed class SinkScript
     private readonly List<MessageWrite> _writes = [];
     private string _messageId = "";
 
-    private SinkScript(Prepared<Script> source, ScriptLimits limits)
+    private SinkScript(Prepared<Script> source, ScriptLimits limits, bool usesMessage)
     {
-        (_source, _maxDepth) = (source, limits.MaxJsonDepth);
+        (_source, _maxDepth, UsesMessage) = (source, limits.MaxJsonDepth, usesMessage);
         _sandbox = new ScriptSandbox(limits, deterministic: false);
         _sandbox.Define("put", args => Add(MessageWriteMethod.Put, args, "put(id, doc) needs an object to write", a => a.IsObject() && !a.IsArray()), 2);
         _sandbox.Define("patch", args => Add(MessageWriteMethod.Patch, args, "patch(id, ops) needs a JSON Patch array ([{ op, path, value }])", a => a.IsArray()), 2);
@@ -44,12 +44,15 @@ public sealed class SinkScript
     public static SinkScript Compile(string script, ScriptLimits limits)
     {
         var lines = script.Split('\n');
-        try { return new SinkScript(ScriptSandbox.Prepare(Prologue + script + "\n}", "script", PrologueLines), limits); }
+        try { return new SinkScript(ScriptSandbox.Prepare(Prologue + script + "\n}", "script", PrologueLines), limits, MessagePattern().IsMatch(script)); }
         catch (ScriptSyntaxException e) when (e.Line > lines.Length)
         {
             throw new ScriptSyntaxException($"script does not parse: {e.Message[..e.Message.LastIndexOf(" (line", StringComparison.Ordinal)]} at the end of the script (an unclosed bracket or string?)", lines.Length, lines[^1].Length + 1);
         }
     }
+
+    /// <summary>Whether the script names <c>message</c> at all; when it does not, no message description is built for it (<c>message</c> is undefined).</summary>
+    public bool UsesMessage { get; }
 
     /// <summary>The writes the script asks for, in call order. Throws <see cref="ScriptRunException"/>.</summary>
     public IReadOnlyList<MessageWrite> Run(JsonElement body, string messageId, JsonElement message)
@@ -60,7 +63,8 @@ public sealed class SinkScript
         {
             _sandbox.Engine.Execute(_source);
             var sink = _sandbox.Engine.GetValue("__magpie_sink");
-            return _sandbox.Engine.Invoke(sink, JsValueJson.ToJs(_sandbox.Engine, body), [JsValueJson.ToJs(_sandbox.Engine, message)]);
+            var described = message.ValueKind == JsonValueKind.Undefined ? JsValue.Undefined : JsValueJson.ToJs(_sandbox.Engine, message);
+            return _sandbox.Engine.Invoke(sink, JsValueJson.ToJs(_sandbox.Engine, body), [described]);
         }, PrologueLines);
         return [.. _writes];
     }
@@ -82,4 +86,7 @@ public sealed class SinkScript
         _writes.Add(new MessageWrite(method, id, json));
         return JsValue.Undefined;
     }
+
+    [System.Text.RegularExpressions.GeneratedRegex(@"\bmessage\b")]
+    private static partial System.Text.RegularExpressions.Regex MessagePattern();
 }
