@@ -16,6 +16,12 @@ public static class Topics
     /// </summary>
     public const string InputProgress = "magpie.input-progress";
 
+    /// <summary>
+    /// Subscriptions' shared state (key = subscription name; definition, acknowledged position, lease, batch handed out), compacted;
+    /// every query process reads it, so any of them serves any subscription.
+    /// </summary>
+    public const string Subscriptions = "magpie.subscriptions";
+
     public static class Headers
     {
         public const string Op = "magpie-op";

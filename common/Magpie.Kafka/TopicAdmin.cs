@@ -27,6 +27,11 @@ public static class TopicAdmin
             Name = Topics.InputProgress, NumPartitions = 1, ReplicationFactor = replicationFactor,
             Configs = new() { ["cleanup.policy"] = "compact" },
         },
+        new()
+        {
+            Name = Topics.Subscriptions, NumPartitions = 1, ReplicationFactor = replicationFactor,
+            Configs = new() { ["cleanup.policy"] = "compact" },
+        },
     ];
 
     /// <summary>

@@ -35,8 +35,14 @@ public static class QueryModule
                 .AddHostedService(sp => sp.GetRequiredService<InputOffsets>());
         }
         else services.AddSingleton<IShardDirectory>(sp => new LocalShardDirectory(sp.GetRequiredService<LocalShardOwner>()));
-        // Subscriptions follow the change log embedded, every partition of magpie.changes in Kafka mode.
-        services.AddSingleton(sp => new SubscriptionRegistry(options.DataDir,
+        // Subscriptions follow the change log embedded, every partition of magpie.changes in Kafka mode; their state is this
+        // process's files embedded, magpie.subscriptions (shared by every query process) in Kafka mode.
+        if (options.Kafka is { } shared)
+            services.AddSingleton<ISubscriptionStates>(sp => sp.GetRequiredService<KafkaSubscriptionStates>())
+                .AddSingleton(sp => new KafkaSubscriptionStates(shared, sp.GetRequiredService<Microsoft.Extensions.Logging.ILogger<KafkaSubscriptionStates>>()))
+                .AddHostedService(sp => sp.GetRequiredService<KafkaSubscriptionStates>());
+        else services.AddSingleton<ISubscriptionStates>(new FileSubscriptionStates(options.DataDir));
+        services.AddSingleton(sp => new SubscriptionRegistry(sp.GetRequiredService<ISubscriptionStates>(),
             options.Kafka is { } bootstrap ? new KafkaChangeFeed(bootstrap) : sp.GetRequiredService<IChangeFeed>(), sp.GetRequiredService<IDocumentFilters>(),
             options.Kafka is null ? sp.GetService<IDocumentLookup>() : null));
         // Update and delete by query write through the store's write path: the store here (embedded), or ingest over HTTP.

@@ -32,10 +32,14 @@ public static class SubscriptionEndpoints
             }
             catch (SubscriptionException e) { return Problem(e.Status, e.Message); }
         });
-        group.MapGet("", (SubscriptionRegistry registry) => Results.Json(registry.All.Select(Describe)));
+        group.MapGet("", (SubscriptionRegistry registry) => Results.Json(registry.All.Select(Describe).OfType<object>()));
         group.MapGet("/{name}", (string name, SubscriptionRegistry registry) =>
-            registry.Get(name) is { } s ? Results.Json(Describe(s)) : Missing(name));
-        group.MapDelete("/{name}", (string name, SubscriptionRegistry registry) => registry.Delete(name) ? Results.NoContent() : Missing(name));
+            registry.Get(name) is { } s && Describe(s) is { } d ? Results.Json(d) : Missing(name));
+        group.MapDelete("/{name}", async (string name, SubscriptionRegistry registry, CancellationToken ct) =>
+        {
+            try { return await registry.DeleteAsync(name, ct) ? Results.NoContent() : Missing(name); }
+            catch (SubscriptionException e) { return Problem(e.Status, e.Message); }
+        });
         group.MapGet("/{name}/next", async (string name, string? worker, string? strategy, int? maxDocs, int? waitMs, SubscriptionRegistry registry, CancellationToken ct) =>
         {
             if (registry.Get(name) is not { } s) return Missing(name);
@@ -49,6 +53,8 @@ public static class SubscriptionEndpoints
                 return batch is null ? Results.NoContent() : Results.Json(new { batchId = batch.Id, items = batch.Items, includes = batch.Includes });
             }
             catch (SubscriptionInUseException e) { return Problem(409, e.Message); }
+            catch (SubscriptionGoneException e) { return Problem(404, e.Message); }
+            catch (SubscriptionException e) { return Problem(e.Status, e.Message); }
         });
         group.MapPost("/{name}/ack", async (string name, SubscriptionAck ack, SubscriptionRegistry registry, CancellationToken ct) =>
         {
@@ -60,6 +66,8 @@ public static class SubscriptionEndpoints
             }
             catch (SubscriptionInUseException e) { return Problem(409, e.Message); }
             catch (SubscriptionBatchGoneException e) { return Problem(410, e.Message); }
+            catch (SubscriptionGoneException e) { return Problem(404, e.Message); }
+            catch (SubscriptionException e) { return Problem(e.Status, e.Message); }
         });
         // A worker still processing its batch keeps its lease (clients send this every third of the lease).
         group.MapPost("/{name}/heartbeat", async (string name, SubscriptionAck ack, SubscriptionRegistry registry, CancellationToken ct) =>
@@ -71,11 +79,20 @@ public static class SubscriptionEndpoints
                 return Results.NoContent();
             }
             catch (SubscriptionInUseException e) { return Problem(409, e.Message); }
+            catch (SubscriptionGoneException e) { return Problem(404, e.Message); }
+            catch (SubscriptionException e) { return Problem(e.Status, e.Message); }
         });
         return app;
     }
 
-    private static object Describe(Subscription s) => new
+    /// <summary>Null when the subscription was deleted (through another process) while it was described.</summary>
+    private static object? Describe(Subscription s)
+    {
+        try { return Described(s); }
+        catch (SubscriptionGoneException) { return null; }
+    }
+
+    private static object Described(Subscription s) => new
     {
         s.State.Definition,
         position = s.State.Position,
@@ -83,7 +100,7 @@ public static class SubscriptionEndpoints
         lastBatchId = s.State.Delivered,
         lag = s.Lag(),
         worker = s.Worker,
-        pendingBatchId = s.Pending?.Id,
+        pendingBatchId = s.PendingId,
     };
 
     private static IResult Missing(string name) => Problem(404, $"subscription '{name}' does not exist");

@@ -40,27 +40,32 @@ public sealed class SubscriptionInUseException(string message) : Exception(messa
 /// <summary>An ack for a batch no longer handed out (HTTP 410): its documents come again in the next batch.</summary>
 public sealed class SubscriptionBatchGoneException(string message) : Exception(message);
 
-/// <summary>
-/// One subscription at run time: its matcher, the worker that holds it (a lease renewed by each of its requests), and
-/// the batch handed out and not yet acknowledged — delivered again, and nothing new, until the ack moves the
-/// position on. A worker silent past the lease loses the subscription; the next worker gets the unacked batch again.
-/// </summary>
-public sealed class Subscription(SubscriptionState state, DocumentMatcher matcher, IChangeFeed feed, Action<SubscriptionState> persist)
-{
-    private readonly SemaphoreSlim _gate = new(1, 1), _read = new(1, 1);
-    private SubscriptionState _state = state;
-    private string? _worker;
-    private DateTimeOffset _leaseEnds;
-    private SubscriptionBatch? _pending;
+/// <summary>Thrown when a subscription was deleted while a request used it (HTTP 404).</summary>
+public sealed class SubscriptionGoneException(string name) : Exception($"subscription '{name}' does not exist");
 
-    public SubscriptionState State => _state;
-    public string? Worker => LeaseHeld ? _worker : null;
-    public SubscriptionBatch? Pending => _pending;
-    private bool LeaseHeld => _worker is not null && DateTimeOffset.UtcNow < _leaseEnds;
-    private TimeSpan Lease => TimeSpan.FromSeconds(Math.Max(1, _state.Definition.LeaseSeconds));
+/// <summary>
+/// One subscription as this process serves it: its matcher, and the shared state (<see cref="ISubscriptionStates"/>) every change
+/// goes through — the worker that holds it (a lease renewed by each of its requests) and the batch handed out and not yet
+/// acknowledged, delivered again, and nothing new, until the ack moves the position on. A worker silent past the lease loses
+/// the subscription; the next worker gets the unacked batch again. In Kafka mode the state is shared by every query process:
+/// a worker may fetch from one and ack through another, and when the process that read a batch dies, another reads it again
+/// from the acknowledged position and hands it out under the same batch id.
+/// </summary>
+public sealed class Subscription(string name, DocumentMatcher matcher, IChangeFeed feed, ISubscriptionStates states, string replica)
+{
+    private const int MaxAttempts = 20;
+    private readonly SemaphoreSlim _read = new(1, 1);
+    private SubscriptionBatch? _local;   // the batch this process read, while it is the one handed out
+
+    private SharedSubscription Shared => states.Current(name) ?? throw new SubscriptionGoneException(name);
+
+    public SubscriptionState State => Shared.State;
+    public string? Worker => Shared is var s && s.LeaseHeld(DateTimeOffset.UtcNow) ? s.Worker : null;
+    public long? PendingId => Shared.Pending?.Id;
+    private TimeSpan Lease(SharedSubscription s) => TimeSpan.FromSeconds(Math.Max(1, s.State.Definition.LeaseSeconds));
 
     /// <summary>Changes still ahead of the acknowledged position (null when the feed can't tell cheaply).</summary>
-    public long? Lag() => feed.Backlog(new ChangeFeedPosition(_state.Position), _state.SeenEtag);
+    public long? Lag() => Shared is var s ? feed.Backlog(new ChangeFeedPosition(s.State.Position), s.State.SeenEtag) : null;
 
     /// <summary>
     /// The next batch for <paramref name="worker"/> (the unacknowledged one again if there is one), waiting up to
@@ -70,29 +75,34 @@ public sealed class Subscription(SubscriptionState state, DocumentMatcher matche
     {
         var deadline = DateTimeOffset.UtcNow + wait;
         while (!await TryHoldAsync(worker, strategy, deadline, ct)) await Task.Delay(TimeSpan.FromMilliseconds(100), ct);   // WaitForFree
-        // One read of the feed at a time; the wait for changes happens outside the gate, so acks and other workers get answers meanwhile.
+        // One read of the feed at a time; the wait for changes happens outside any lock, so acks and other workers get answers meanwhile.
         await _read.WaitAsync(ct);
         try
         {
-            await _gate.WaitAsync(ct);
-            try { if (_pending is { } p) return p; }
-            finally { _gate.Release(); }
-            var (items, includes, after, seen) = await ReadAsync(maxDocs, deadline - DateTimeOffset.UtcNow, ct);
+            var held = Shared;
+            if (held.Pending is { } p && _local is { } mine && p.Replica == replica && mine.Id == p.Id) return mine;
+            var (items, includes, after, seen) = await ReadAsync(held.State, maxDocs, held.Pending is null ? deadline - DateTimeOffset.UtcNow : TimeSpan.FromSeconds(5), ct);
             var included = items.Count > 0 ? await matcher.IncludedAsync(includes, ct) : null;
-            await _gate.WaitAsync(ct);
-            try
+            SubscriptionBatch? batch = null;
+            await UpdateAsync(s =>
             {
-                if (items.Count > 0) _pending = new SubscriptionBatch(_state.Delivered + 1, items, after!, seen) { Includes = included };
-                else if (after is not null)
+                if (s.Worker != worker) throw new SubscriptionInUseException($"subscription '{name}' was taken over by worker '{s.Worker}'");
+                if (!SamePosition(s.State, held.State)) return s;   // acknowledged meanwhile through another process: read again next time
+                var id = s.State.Delivered + 1;
+                if (items.Count > 0)
                 {
-                    // Nothing matched: skip what was read, so the next wait starts past it (nothing to ack).
-                    _state = _state with { Position = new Dictionary<string, long>(after.Next), SeenEtag = Math.Max(_state.SeenEtag, seen) };
-                    persist(_state);
+                    batch = new SubscriptionBatch(id, items, after!, seen) { Includes = included };
+                    return s with { Pending = new PendingBatch(id, new Dictionary<string, long>(after!.Next), seen, items.Count, replica) };
                 }
-                if (_worker != worker) throw new SubscriptionInUseException($"subscription '{_state.Definition.Name}' was taken over by worker '{_worker}'");
-                return _pending;
-            }
-            finally { _gate.Release(); }
+                // Nothing matched: skip what was read, so the next wait starts past it (nothing to ack).
+                return after is null ? s : s with
+                {
+                    State = s.State with { Position = new Dictionary<string, long>(after.Next), SeenEtag = Math.Max(s.State.SeenEtag, seen) },
+                    Pending = null,
+                };
+            }, ct);
+            _local = batch;
+            return batch;
         }
         finally { _read.Release(); }
     }
@@ -100,56 +110,65 @@ public sealed class Subscription(SubscriptionState state, DocumentMatcher matche
     /// <summary>True when <paramref name="worker"/> holds the lease now (taken, renewed or taken over); false to wait (WaitForFree).</summary>
     private async Task<bool> TryHoldAsync(string worker, OpeningStrategy strategy, DateTimeOffset deadline, CancellationToken ct)
     {
-        await _gate.WaitAsync(ct);
-        try
+        var held = false;
+        await UpdateAsync(s =>
         {
-            if (!LeaseHeld || _worker == worker || strategy == OpeningStrategy.TakeOver)
+            var now = DateTimeOffset.UtcNow;
+            if (!s.LeaseHeld(now) || s.Worker == worker || strategy == OpeningStrategy.TakeOver)
             {
-                (_worker, _leaseEnds) = (worker, DateTimeOffset.UtcNow + Lease);
-                return true;
+                held = true;
+                // A lease with more than half to run is not written again on every request.
+                return s.Worker == worker && s.LeaseEnds - now > Lease(s) / 2 ? s : s with { Worker = worker, LeaseEnds = now + Lease(s) };
             }
-            if (strategy == OpeningStrategy.OpenIfFree || DateTimeOffset.UtcNow >= deadline)
-                throw new SubscriptionInUseException($"subscription '{_state.Definition.Name}' is held by worker '{_worker}' (its lease ends {_leaseEnds:O})");
-            return false;
-        }
-        finally { _gate.Release(); }
+            if (strategy == OpeningStrategy.OpenIfFree || now >= deadline)
+                throw new SubscriptionInUseException($"subscription '{name}' is held by worker '{s.Worker}' (its lease ends {s.LeaseEnds:O})");
+            held = false;
+            return s;
+        }, ct);
+        return held;
     }
 
     /// <summary>The worker processed batch <paramref name="batchId"/>: the position moves past it (persisted) and the next batch can come.</summary>
-    public async Task AckAsync(string worker, long batchId, CancellationToken ct)
+    public Task AckAsync(string worker, long batchId, CancellationToken ct) => UpdateAsync(s =>
     {
-        await _gate.WaitAsync(ct);
-        try
+        var now = DateTimeOffset.UtcNow;
+        if (s.Worker != worker && s.LeaseHeld(now)) throw new SubscriptionInUseException($"worker '{worker}' does not hold subscription '{name}' (it is '{s.Worker}')");
+        if (s.Worker == worker && s.Pending is null && batchId == s.State.Delivered) return s;   // acknowledged already (a client retrying an ack whose answer it lost)
+        if (s.Worker != worker || s.Pending is not { } p || p.Id != batchId)
+            throw new SubscriptionBatchGoneException($"batch {batchId} is not waiting for an ack from '{worker}' (the server restarted or the lease ran out): it will be delivered again");
+        return s with
         {
-            if (_worker != worker && LeaseHeld) throw new SubscriptionInUseException($"worker '{worker}' does not hold subscription '{_state.Definition.Name}' (it is '{_worker}')");
-            if (_worker == worker && _pending is null && batchId == _state.Delivered) return;   // acknowledged already (a client retrying an ack whose answer it lost)
-            if (_worker != worker || _pending is not { } p || p.Id != batchId)
-                throw new SubscriptionBatchGoneException($"batch {batchId} is not waiting for an ack from '{worker}' (the server restarted or the lease ran out): it will be delivered again");
-            _leaseEnds = DateTimeOffset.UtcNow + Lease;
-            _state = _state with { Position = new Dictionary<string, long>(p.After.Next), Acked = _state.Acked + p.Items.Count, Delivered = p.Id, SeenEtag = p.SeenEtag };
-            persist(_state);
-            _pending = null;
-        }
-        finally { _gate.Release(); }
-    }
+            LeaseEnds = now + Lease(s),
+            State = s.State with { Position = new Dictionary<string, long>(p.After), Acked = s.State.Acked + p.Count, Delivered = p.Id, SeenEtag = Math.Max(s.State.SeenEtag, p.Seen) },
+            Pending = null,
+        };
+    }, ct);
 
     /// <summary>
     /// A worker still busy with its batch keeps the subscription: the lease starts again. Throws
     /// <see cref="SubscriptionInUseException"/> when another worker has it now.
     /// </summary>
-    public async Task RenewAsync(string worker, CancellationToken ct)
+    public Task RenewAsync(string worker, CancellationToken ct) => UpdateAsync(s => s.Worker != worker
+        ? throw new SubscriptionInUseException($"worker '{worker}' does not hold subscription '{name}' (it is '{s.Worker ?? "nobody"}')")
+        : s with { LeaseEnds = DateTimeOffset.UtcNow + Lease(s) }, ct);
+
+    private static bool SamePosition(SubscriptionState a, SubscriptionState b) =>
+        a.Delivered == b.Delivered && a.Position.Count == b.Position.Count && a.Position.All(p => b.Position.TryGetValue(p.Key, out var v) && v == p.Value);
+
+    /// <summary>Applies <paramref name="change"/> to the current shared state until the store takes it (another process may change it first).</summary>
+    private async Task UpdateAsync(Func<SharedSubscription, SharedSubscription> change, CancellationToken ct)
     {
-        await _gate.WaitAsync(ct);
-        try
+        for (var attempt = 0; attempt < MaxAttempts; attempt++)
         {
-            if (_worker != worker) throw new SubscriptionInUseException($"worker '{worker}' does not hold subscription '{_state.Definition.Name}' (it is '{_worker ?? "nobody"}')");
-            _leaseEnds = DateTimeOffset.UtcNow + Lease;
+            var current = Shared;
+            var next = change(current);
+            if (ReferenceEquals(next, current) || await states.ReplaceAsync(name, current, next, ct)) return;
         }
-        finally { _gate.Release(); }
+        throw new SubscriptionInUseException($"subscription '{name}' changed {MaxAttempts} times while this request tried to change it: try again");
     }
 
     /// <summary>Reads the feed from the acknowledged position until some changes match; the position after what was read.</summary>
-    private async Task<(List<JsonObject> Items, List<string> Includes, ChangeFeedPosition? After, long Seen)> ReadAsync(int maxDocs, TimeSpan wait, CancellationToken ct)
+    private async Task<(List<JsonObject> Items, List<string> Includes, ChangeFeedPosition? After, long Seen)> ReadAsync(SubscriptionState state, int maxDocs, TimeSpan wait, CancellationToken ct)
     {
         using var timeout = CancellationTokenSource.CreateLinkedTokenSource(ct);
         timeout.CancelAfter(wait > TimeSpan.Zero ? wait : TimeSpan.FromMilliseconds(1));
@@ -159,12 +178,12 @@ public sealed class Subscription(SubscriptionState state, DocumentMatcher matche
         long seen = 0;
         try
         {
-            await foreach (var batch in feed.ReadAsync(new ChangeFeedPosition(_state.Position), maxDocs, timeout.Token))
+            await foreach (var batch in feed.ReadAsync(new ChangeFeedPosition(state.Position), maxDocs, timeout.Token))
             {
                 // A document changed several times within what was read goes once, as its last version (as RavenDB's do).
                 var latest = new Dictionary<string, ChangeEvent>(StringComparer.Ordinal);
                 foreach (var change in batch.Changes) latest[change.Id] = change;
-                foreach (var change in latest.Values.OrderBy(c => c.Etag).Where(Wanted))
+                foreach (var change in latest.Values.OrderBy(c => c.Etag).Where(c => Wanted(state, c)))
                 {
                     if (change.Op == ChangeOp.Delete)
                     {
@@ -184,10 +203,10 @@ public sealed class Subscription(SubscriptionState state, DocumentMatcher matche
         return (items, includes, after, seen);
     }
 
-    private bool Wanted(ChangeEvent change)
+    private bool Wanted(SubscriptionState state, ChangeEvent change)
     {
         if (!string.Equals(change.Collection, matcher.Collection, StringComparison.OrdinalIgnoreCase) && matcher.Collection != AutoIndexes.AllDocs) return false;
-        if (change.Etag <= _state.AfterEtag || _state.AfterTime is { } t && change.LastModified < t) return false;
-        return change.Op == ChangeOp.Delete ? _state.Definition.IncludeDeletes : matcher.Matches(change);
+        if (change.Etag <= state.AfterEtag || state.AfterTime is { } t && change.LastModified < t) return false;
+        return change.Op == ChangeOp.Delete ? state.Definition.IncludeDeletes : matcher.Matches(change);
     }
 }

@@ -1,11 +1,8 @@
-using System.Security.Cryptography;
-using System.Text;
 using System.Text.Json;
 using System.Text.RegularExpressions;
 using Magpie.Contracts.Changes;
 using Magpie.Contracts.Documents;
 using Magpie.Contracts.Search;
-using Magpie.Contracts.Storage;
 using Magpie.Query.Rql;
 
 namespace Magpie.Query.Subscriptions;
@@ -17,40 +14,62 @@ public sealed class SubscriptionException(int status, string message) : Exceptio
 }
 
 /// <summary>
-/// The subscriptions of this process, each persisted as one small file (definition and acknowledged position,
-/// replaced atomically on every ack) under <c>{dataDir}/subscriptions</c>, so a restart — kill -9 included —
-/// resumes from the last ack and redelivers what was not acknowledged. They follow the change feed given: the
-/// change log embedded, <c>magpie.changes</c> (every partition) on a Kafka-mode query process.
+/// The subscriptions this process serves, over their shared state (<see cref="ISubscriptionStates"/>): files of this process when
+/// embedded, the compacted topic <c>magpie.subscriptions</c> in Kafka mode, where every query process serves every subscription
+/// (created, fetched, acknowledged or deleted through any of them). A restart — kill -9 included — resumes from the last ack and
+/// redelivers what was not acknowledged. They follow the change feed given: the change log embedded, <c>magpie.changes</c> (every
+/// partition) on a Kafka-mode query process.
 /// </summary>
 public sealed partial class SubscriptionRegistry
 {
-    private static readonly JsonSerializerOptions Json = new(JsonSerializerDefaults.Web);
-    private readonly string _directory;
     private readonly IChangeFeed _feed;
+    private readonly ISubscriptionStates _states;
     private readonly Lock _lock = new();
-    private readonly Dictionary<string, Subscription> _subscriptions = new(StringComparer.Ordinal);
+    private readonly Dictionary<string, (SubscriptionDefinition Definition, Subscription Subscription)> _subscriptions = new(StringComparer.Ordinal);
+    private readonly Dictionary<string, IDisposable> _tracked = new(StringComparer.Ordinal);
+    private readonly string _replica = Guid.NewGuid().ToString("N");
 
     private readonly IDocumentFilters _filters;
     private readonly IDocumentLookup? _documents;
 
     /// <param name="documents">The document store, for loads and includes (null on a Kafka-mode query process: such subscriptions are refused).</param>
-    public SubscriptionRegistry(string dataDir, IChangeFeed feed, IDocumentFilters filters, IDocumentLookup? documents)
+    public SubscriptionRegistry(ISubscriptionStates states, IChangeFeed feed, IDocumentFilters filters, IDocumentLookup? documents)
     {
+        _states = states;
         _filters = filters;
         _documents = documents;
-        _directory = Path.Combine(dataDir, "subscriptions");
         _feed = feed;
-        if (!Directory.Exists(_directory)) return;
-        foreach (var file in Directory.GetFiles(_directory, "*.json"))
+    }
+
+    public IReadOnlyList<Subscription> All => _states.Names.Order(StringComparer.Ordinal).Select(Get).OfType<Subscription>().ToList();
+
+    /// <summary>The subscription as this process serves it, made when first asked for (it may have been created through another process).</summary>
+    public Subscription? Get(string name)
+    {
+        var shared = _states.Current(name);
+        lock (_lock)
         {
-            var state = JsonSerializer.Deserialize<SubscriptionState>(File.ReadAllBytes(file), Json)!;
-            _subscriptions[state.Definition.Name] = Open(state);
+            if (shared is null)
+            {
+                Forget(name);
+                return null;
+            }
+            // A name deleted and created again through another process is a new subscription: a new matcher.
+            if (_subscriptions.TryGetValue(name, out var known) && known.Definition == shared.State.Definition) return known.Subscription;
+            Forget(name);
+            var subscription = new Subscription(name, Matcher(shared.State.Definition.Query), _feed, _states, _replica);
+            _subscriptions[name] = (shared.State.Definition, subscription);
+            // The acknowledged position is what it resumes from: the change log keeps everything after it.
+            _tracked[name] = _feed.Track($"subscription {name}", () => new ChangeFeedPosition(_states.Current(name)?.State.Position ?? []));
+            return subscription;
         }
     }
 
-    public IReadOnlyList<Subscription> All { get { lock (_lock) return [.. _subscriptions.Values.OrderBy(s => s.State.Definition.Name, StringComparer.Ordinal)]; } }
-
-    public Subscription? Get(string name) { lock (_lock) return _subscriptions.GetValueOrDefault(name); }
+    private void Forget(string name)
+    {
+        _subscriptions.Remove(name);
+        if (_tracked.Remove(name, out var tracked)) tracked.Dispose();
+    }
 
     /// <summary>Creates a subscription (400 for a bad name or query, 409 when the name is taken).</summary>
     public async Task<Subscription> CreateAsync(SubscriptionDefinition definition, CancellationToken ct)
@@ -67,12 +86,9 @@ public sealed partial class SubscriptionRegistry
             { ValueKind: JsonValueKind.Number } n when n.TryGetInt64(out var etag) && etag >= 0 => Start(afterEtag: etag),
             _ => throw new SubscriptionException(400, "startFrom must be \"beginning\", \"now\" or an etag (changes after it are delivered)"),
         };
-        lock (_lock)
-        {
-            if (_subscriptions.ContainsKey(definition.Name!)) throw new SubscriptionException(409, $"subscription '{definition.Name}' exists");
-            Persist(state);
-            return _subscriptions[definition.Name!] = Open(state);
-        }
+        if (_states.Current(definition.Name!) is not null || !await _states.ReplaceAsync(definition.Name!, null, new SharedSubscription(state, null, default, null), ct))
+            throw new SubscriptionException(409, $"subscription '{definition.Name}' exists");
+        return Get(definition.Name!) ?? throw new SubscriptionException(409, $"subscription '{definition.Name}' was deleted as it was created");
 
         SubscriptionState Start(ChangeBatch? at = null, long afterEtag = 0, DateTimeOffset? afterTime = null) =>
             new(definition, new Dictionary<string, long>((at?.After ?? ChangeFeedPosition.Beginning).Next), afterEtag, afterTime, 0, 0, at?.SeenEtag ?? 0);
@@ -89,37 +105,25 @@ public sealed partial class SubscriptionRegistry
         }
     }
 
-    public bool Delete(string name)
+    public async Task<bool> DeleteAsync(string name, CancellationToken ct)
     {
-        lock (_lock)
+        for (var attempt = 0; attempt < 20; attempt++)
         {
-            if (!_subscriptions.Remove(name)) return false;
-            if (_tracked.Remove(name, out var tracked)) tracked.Dispose();
-            File.Delete(FileOf(name));
-            return true;
+            if (_states.Current(name) is not { } current) return false;
+            if (await _states.ReplaceAsync(name, current, null, ct))
+            {
+                lock (_lock) Forget(name);
+                return true;
+            }
         }
+        throw new SubscriptionException(409, $"subscription '{name}' kept changing while it was being deleted: try again");
     }
-
-    private Subscription Open(SubscriptionState state)
-    {
-        var subscription = new Subscription(state, Matcher(state.Definition.Query), _feed, Persist);
-        // The acknowledged position is what it resumes from: the change log keeps everything after it.
-        _tracked[state.Definition.Name] = _feed.Track($"subscription {state.Definition.Name}", () => new ChangeFeedPosition(subscription.State.Position));
-        return subscription;
-    }
-
-    private readonly Dictionary<string, IDisposable> _tracked = new(StringComparer.Ordinal);
 
     private DocumentMatcher Matcher(string query)
     {
         try { return DocumentMatcher.For(RqlParser.Parse(query ?? ""), _filters, _documents); }
         catch (RqlException e) { throw new SubscriptionException(400, $"query: {e.Message}"); }
     }
-
-    private void Persist(SubscriptionState state) => DurableFile.Write(FileOf(state.Definition.Name), JsonSerializer.SerializeToUtf8Bytes(state, Json));
-
-    private string FileOf(string name) =>
-        Path.Combine(_directory, name + "-" + Convert.ToHexString(SHA256.HashData(Encoding.UTF8.GetBytes(name)))[..8].ToLowerInvariant() + ".json");
 
     [GeneratedRegex("^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")]
     private static partial Regex NamePattern();
