@@ -1,4 +1,3 @@
-using System.Text.Json;
 using Magpie.Contracts.Documents;
 using Magpie.EtlSinks.Configuration;
 using Magpie.EtlSinks.Tasks;
@@ -9,79 +8,55 @@ namespace Magpie.EtlSinks.QueueSinks;
 
 /// <summary>
 /// Keeps one runner per enabled sink, in step with the configuration: a changed sink or connection restarts its runner (the
-/// broker hands over what was not acknowledged), a deleted sink stops. <paramref name="writer"/> is null where no store is
-/// reachable (a sinks process without IngestUrl): sinks then say so in their stats.
+/// broker hands over what was not acknowledged), a deleted sink stops. The writer is null where no store is reachable (a
+/// sinks process without IngestUrl): sinks then say so in their stats.
 /// </summary>
-public sealed class QueueSinkSupervisor(EtlConfigStore config, IMessageWriter? writer, EtlOptions options, ILoggerFactory logs) : IHostedService
+public sealed class QueueSinkSupervisor : IHostedService
 {
-    private readonly SemaphoreSlim _gate = new(1, 1);
-    private readonly Dictionary<string, (string Fingerprint, QueueSinkRunner Runner)> _runners = [];
-    private readonly ILogger _log = logs.CreateLogger("Magpie.Sinks");
-    private bool _stopped;
+    private readonly EtlConfigStore _config;
+    private readonly IMessageWriter? _writer;
+    private readonly EtlOptions _options;
+    private readonly ILogger _log;
+    private readonly RunnerSet<QueueSinkRunner> _runners;
+
+    public QueueSinkSupervisor(EtlConfigStore config, IMessageWriter? writer, EtlOptions options, ILoggerFactory logs)
+    {
+        (_config, _writer, _options, _log) = (config, writer, options, logs.CreateLogger("Magpie.Sinks"));
+        _runners = new RunnerSet<QueueSinkRunner>(_log);
+    }
 
     public async Task StartAsync(CancellationToken cancellationToken)
     {
         QueueSinkMetrics.Observe(this);
-        config.Changed += _ => ReconcileSafelyAsync();
+        _config.Changed += _ => _runners.ReconcileSafely(ReconcileAsync);
         await ReconcileAsync();
     }
 
-    public async Task StopAsync(CancellationToken cancellationToken)
-    {
-        await _gate.WaitAsync(cancellationToken);
-        try
-        {
-            _stopped = true;
-            foreach (var (_, runner) in _runners.Values) await runner.DisposeAsync();
-            _runners.Clear();
-        }
-        finally { _gate.Release(); }
-    }
+    public Task StopAsync(CancellationToken cancellationToken) => _runners.StopAllAsync(cancellationToken);
 
     /// <summary>The sink's live stats, or null if there is no such sink.</summary>
     public QueueSinkStatsSnapshot? Stats(string name)
     {
-        if (!config.Current.Sinks.TryGetValue(name, out var sink)) return null;
-        lock (_runners)
-            if (_runners.TryGetValue(name, out var r)) return r.Runner.Stats.Snapshot();
+        if (!_config.Current.Sinks.TryGetValue(name, out var sink)) return null;
+        if (_runners.Get(name) is { } runner) return runner.Stats.Snapshot();
         var idle = new QueueSinkStats(name, sink.Sources);
         if (sink.Disabled) idle.Disabled();
         return idle.Snapshot();
     }
 
-    public IReadOnlyList<QueueSinkStatsSnapshot> AllStats() => config.Current.Sinks.Keys.Select(Stats).OfType<QueueSinkStatsSnapshot>().ToList();
+    public IReadOnlyList<QueueSinkStatsSnapshot> AllStats() => _config.Current.Sinks.Keys.Select(Stats).OfType<QueueSinkStatsSnapshot>().ToList();
 
-    private async void ReconcileSafelyAsync()
+    private Task ReconcileAsync()
     {
-        try { await ReconcileAsync(); }
-        catch (Exception e) { _log.LogError(e, "queue sink reconcile failed"); }
-    }
-
-    private async Task ReconcileAsync()
-    {
-        await _gate.WaitAsync();
-        try
-        {
-            if (_stopped) return;
-            var current = config.Current;
-            foreach (var name in _runners.Keys.ToList())
+        var current = _config.Current;
+        var wanted = current.Sinks
+            .Where(s => !s.Value.Disabled && current.Connections.ContainsKey(s.Value.Connection))
+            .Select(s => new RunnerSet<QueueSinkRunner>.Wanted(s.Key, RunnerSet<QueueSinkRunner>.Fingerprint(s.Value, current.Connections[s.Value.Connection]), () =>
             {
-                if (current.Sinks.TryGetValue(name, out var s) && !s.Disabled && Fingerprint(s, current) == _runners[name].Fingerprint) continue;
-                (string, QueueSinkRunner) entry;
-                lock (_runners) _runners.Remove(name, out entry);
-                await entry.Item2.DisposeAsync();
-            }
-            foreach (var (name, sink) in current.Sinks)
-            {
-                if (sink.Disabled || _runners.ContainsKey(name) || !current.Connections.TryGetValue(sink.Connection, out var connection)) continue;
-                var runner = new QueueSinkRunner(name, sink, connection, writer, options, _log);
-                lock (_runners) _runners[name] = (Fingerprint(sink, current), runner);
+                var runner = new QueueSinkRunner(s.Key, s.Value, current.Connections[s.Value.Connection], _writer, _options, _log);
                 runner.Start();
-            }
-        }
-        finally { _gate.Release(); }
+                return runner;
+            })).ToList();
+        return _runners.ReconcileAsync(wanted, current.Sinks.ContainsKey);
     }
-
-    private static string Fingerprint(QueueSinkDefinition sink, EtlConfig config) =>
-        JsonSerializer.Serialize(new { sink, connection = config.Connections.GetValueOrDefault(sink.Connection) }, EtlConfigStore.Json);
 }

@@ -1,4 +1,3 @@
-using System.Text.Json;
 using Magpie.Contracts.Changes;
 using Magpie.EtlSinks.Configuration;
 using Microsoft.Extensions.Hosting;
@@ -10,99 +9,59 @@ namespace Magpie.EtlSinks.Tasks;
 /// Keeps one runner per enabled task, in step with the configuration: a changed task or connection
 /// restarts its runner (from the task's persisted position), a deleted task stops and forgets its position.
 /// </summary>
-public sealed class EtlSupervisor(EtlConfigStore config, IChangeFeed feed, EtlOptions options, ILoggerFactory logs) : IHostedService
+public sealed class EtlSupervisor : IHostedService
 {
-    private readonly SemaphoreSlim _gate = new(1, 1);
-    private readonly Dictionary<string, (string Fingerprint, EtlTaskRunner Runner)> _runners = [];
-    private readonly ILogger _log = logs.CreateLogger("Magpie.Etl");
-    private bool _stopped;
+    private readonly EtlConfigStore _config;
+    private readonly IChangeFeed _feed;
+    private readonly EtlOptions _options;
+    private readonly ILogger _log;
+    private readonly RunnerSet<EtlTaskRunner> _runners;
+
+    public EtlSupervisor(EtlConfigStore config, IChangeFeed feed, EtlOptions options, ILoggerFactory logs)
+    {
+        (_config, _feed, _options, _log) = (config, feed, options, logs.CreateLogger("Magpie.Etl"));
+        _runners = new RunnerSet<EtlTaskRunner>(_log);
+    }
 
     public async Task StartAsync(CancellationToken cancellationToken)
     {
         EtlMetrics.Observe(this);
-        config.Changed += _ => ReconcileSafelyAsync();
+        _config.Changed += _ => _runners.ReconcileSafely(ReconcileAsync);
         await ReconcileAsync();
     }
 
-    public async Task StopAsync(CancellationToken cancellationToken)
-    {
-        await _gate.WaitAsync(cancellationToken);
-        try
-        {
-            _stopped = true;
-            foreach (var (_, runner) in _runners.Values) await runner.DisposeAsync();
-            _runners.Clear();
-        }
-        finally { _gate.Release(); }
-    }
+    public Task StopAsync(CancellationToken cancellationToken) => _runners.StopAllAsync(cancellationToken);
 
     /// <summary>The task's live stats, or null if there is no such task.</summary>
     public EtlTaskStatsSnapshot? Stats(string name)
     {
-        if (!config.Current.Tasks.TryGetValue(name, out var task)) return null;
-        lock (_runners)
-            if (_runners.TryGetValue(name, out var r)) return r.Runner.Snapshot();
+        if (!_config.Current.Tasks.TryGetValue(name, out var task)) return null;
+        if (_runners.Get(name) is { } runner) return runner.Snapshot();
         var state = task.Disabled ? EtlTaskState.Disabled : EtlTaskState.Starting;
         return new EtlTaskStatsSnapshot(name, state, 0, null, 0, 0, 0, 0, 0, null, null, null, new EtlTimeSpent(0, 0, 0, 0), []);
     }
 
     /// <summary>Every configured task's stats (for metrics).</summary>
-    public IReadOnlyList<EtlTaskStatsSnapshot> AllStats() => config.Current.Tasks.Keys.Select(Stats).OfType<EtlTaskStatsSnapshot>().ToList();
+    public IReadOnlyList<EtlTaskStatsSnapshot> AllStats() => _config.Current.Tasks.Keys.Select(Stats).OfType<EtlTaskStatsSnapshot>().ToList();
 
     /// <summary>Publishes everything again from the beginning of the change feed.</summary>
     public async Task ResetAsync(string name)
     {
-        await _gate.WaitAsync();
-        try
-        {
-            await StopRunnerAsync(name);
-            File.Delete(EtlTaskPosition.PathOf(options.DataDir, name));
-        }
-        finally { _gate.Release(); }
+        await _runners.StopOneAsync(name, () => File.Delete(EtlTaskPosition.PathOf(_options.DataDir, name)));
         await ReconcileAsync();
     }
 
-    private async void ReconcileSafelyAsync()
+    private Task ReconcileAsync()
     {
-        try { await ReconcileAsync(); }
-        catch (Exception e) { _log.LogError(e, "ETL reconcile failed"); }
-    }
-
-    private async Task ReconcileAsync()
-    {
-        await _gate.WaitAsync();
-        try
-        {
-            if (_stopped) return;
-            var current = config.Current;
-            foreach (var name in _runners.Keys.ToList())
+        var current = _config.Current;
+        var wanted = current.Tasks
+            .Where(t => !t.Value.Disabled && current.Connections.ContainsKey(t.Value.Connection))
+            .Select(t => new RunnerSet<EtlTaskRunner>.Wanted(t.Key, RunnerSet<EtlTaskRunner>.Fingerprint(t.Value, current.Connections[t.Value.Connection]), () =>
             {
-                if (current.Tasks.TryGetValue(name, out var t) && !t.Disabled && Fingerprint(t, current) == _runners[name].Fingerprint) continue;
-                await StopRunnerAsync(name);
-                if (!current.Tasks.ContainsKey(name)) File.Delete(EtlTaskPosition.PathOf(options.DataDir, name));
-            }
-            foreach (var (name, task) in current.Tasks)
-            {
-                if (task.Disabled || _runners.ContainsKey(name) || !current.Connections.TryGetValue(task.Connection, out var connection)) continue;
-                var runner = new EtlTaskRunner(name, task, connection, feed, options, _log);
-                lock (_runners) _runners[name] = (Fingerprint(task, current), runner);
+                var runner = new EtlTaskRunner(t.Key, t.Value, current.Connections[t.Value.Connection], _feed, _options, _log);
                 runner.Start();
-            }
-        }
-        finally { _gate.Release(); }
+                return runner;
+            })).ToList();
+        return _runners.ReconcileAsync(wanted, current.Tasks.ContainsKey, removed: name => File.Delete(EtlTaskPosition.PathOf(_options.DataDir, name)));
     }
-
-    private async Task StopRunnerAsync(string name)
-    {
-        (string, EtlTaskRunner) entry;
-        lock (_runners)
-        {
-            if (!_runners.Remove(name, out entry)) return;
-        }
-        await entry.Item2.DisposeAsync();
-    }
-
-    /// <summary>The task and its connection as JSON: what a runner was started with.</summary>
-    private static string Fingerprint(EtlTaskDefinition task, EtlConfig config) =>
-        JsonSerializer.Serialize(new { task, connection = config.Connections.GetValueOrDefault(task.Connection) }, EtlConfigStore.Json);
 }
