@@ -78,6 +78,19 @@ public static class FacetBenchmark
         return new Latencies(ms);
     }
 
+    /// <summary>The same query without its facets, one hit a page: what matching costs before anything is counted (the floor).</summary>
+    public static async Task<Latencies> QueryAloneAsync(HttpClient http, string? filter, int runs)
+    {
+        var ms = new List<double>();
+        for (var i = 0; i < runs; i++)
+        {
+            var watch = Stopwatch.StartNew();
+            await QueryAsync(http, $"from index '{Name}'{(filter is null ? "" : " where " + filter)}", null, pageSize: 1);
+            ms.Add(watch.Elapsed.TotalMilliseconds);
+        }
+        return new Latencies(ms);
+    }
+
     private static async Task<JsonElement> QueryAsync(HttpClient http, string rql, object? parameters, int pageSize = 25)
     {
         var r = await http.PostAsJsonAsync("queries", new { query = rql, parameters, pageSize });

@@ -586,8 +586,9 @@ async Task RunFacetsAsync()
     await IndexBenchmark.DefineAsync(http, FacetBenchmark.Name, FacetBenchmark.Definition);
     await IndexBenchmark.WaitIndexedAsync([http], n, TimeSpan.FromMinutes(30), FacetBenchmark.Name);
 
-    var rows = new List<(string Case, double ColdMs, FacetBenchmark.Latencies Facets, FacetBenchmark.Latencies PerTerm, int Queries)>();
-    foreach (var (label, filter) in new[] { ("match-all", (string?)null), ("10% filter", FacetBenchmark.Filter) })
+    var rows = new List<(string Case, double ColdMs, FacetBenchmark.Latencies Facets, FacetBenchmark.Latencies PerTerm, int Queries, FacetBenchmark.Latencies Alone)>();
+    // --cases filter: the 10 % case alone (to profile it).
+    foreach (var (label, filter) in new[] { ("match-all", (string?)null), ("10% filter", FacetBenchmark.Filter) }.Where(c => ArgText("--cases") is not "filter" || c.Item2 is not null))
     {
         // The first query after a refresh builds the columns (cold); then warm-up and the measured runs.
         var (cold, _) = await FacetBenchmark.FacetsAsync(http, filter, 1);
@@ -597,15 +598,18 @@ async Task RunFacetsAsync()
         await FacetBenchmark.PerTermAsync(http, filter, answer, 1);   // warm-up, and checks that both sides count the same
         var perTerm = await FacetBenchmark.PerTermAsync(http, filter, answer, perTermRuns);
         var queries = answer[0].GetProperty("values").GetArrayLength() + answer[1].GetProperty("values").GetArrayLength() + FacetBenchmark.Ranges.Length;
-        rows.Add((label, cold.Ms[0], facets, perTerm, queries));
+        await FacetBenchmark.QueryAloneAsync(http, filter, 3);
+        var alone = await FacetBenchmark.QueryAloneAsync(http, filter, runs);
+        rows.Add((label, cold.Ms[0], facets, perTerm, queries, alone));
     }
     var cache = (await http.GetFromJsonAsync<JsonElement>($"indexes/{FacetBenchmark.Name}/stats")).GetProperty("facetCache");
     StopMagpie(magpie);
 
     Console.WriteLine();
-    Console.WriteLine($"{"case",-12} {"cold ms",8} {"facets p50",11} {"p99",8} {"per-term p50",13} {"queries",8} {"ratio",7}");
+    Console.WriteLine($"{"case",-12} {"cold ms",8} {"facets p50",11} {"p99",8} {"query alone p50",16} {"per-term p50",13} {"queries",8} {"ratio",7}");
     foreach (var r in rows)
-        Console.WriteLine($"{r.Case,-12} {r.ColdMs,8:F1} {r.Facets.P50,11:F1} {r.Facets.P99,8:F1} {r.PerTerm.P50,13:F0} {r.Queries,8} {r.PerTerm.P50 / r.Facets.P50,7:F0}x");
+        Console.WriteLine($"{r.Case,-12} {r.ColdMs,8:F1} {r.Facets.P50,11:F1} {r.Facets.P99,8:F1} {r.Alone.P50,16:F1} {r.PerTerm.P50,13:F0} {r.Queries,8} {r.PerTerm.P50 / r.Facets.P50,7:F0}x");
+    if (rows.Count == 2) Console.WriteLine($"10 % filter / match-all, facets p50: {rows[1].Facets.P50 / rows[0].Facets.P50:F2}");
     Console.WriteLine($"facet columns kept: {cache.GetProperty("bytes").GetInt64() / 1048576.0:F1} MB in {cache.GetProperty("columns").GetInt64()} columns ({n:N0} posts, {Environment.ProcessorCount} cores)");
     Console.WriteLine(JsonSerializer.Serialize(new
     {
@@ -614,6 +618,7 @@ async Task RunFacetsAsync()
         {
             @case = r.Case, cold_ms = Math.Round(r.ColdMs, 1), facets_p50_ms = Math.Round(r.Facets.P50, 1), facets_p99_ms = Math.Round(r.Facets.P99, 1),
             per_term_p50_ms = Math.Round(r.PerTerm.P50), per_term_queries = r.Queries, ratio = Math.Round(r.PerTerm.P50 / r.Facets.P50, 1),
+            query_alone_p50_ms = Math.Round(r.Alone.P50, 1),
         }),
         cache_bytes = cache.GetProperty("bytes").GetInt64(),
     }));

@@ -44,7 +44,10 @@ internal sealed class FacetCounter : ICollector
         public FacetColumns.Column[] Sources = [];
         public int[]?[] SlotOf = [];          // [source][ord] → slot; null: slot = ord
         public object[][] SlotValue = [];     // [source][slot] → the value reported (histogram buckets), else looked up at fold
-        public long[][] Counts = [];          // [source][slot]
+        public long[][] Counts = [];          // [source][slot]; reused from segment to segment, zero between them
+        public int[][] Touched = [];          // [source] → the slots counted in this segment, in the order first counted
+        public int[] TouchedCount = [];       // [source] → how many of Touched are in use (past Touched's length: too many to list)
+        public int[] SlotCount = [];          // [source] → this segment's slots (Counts may be longer, kept from a bigger segment)
         public long[][][] N = [];             // [source][field][slot]
         public double[][][] Sum = [], Min = [], Max = [];
         public FixedBitSet[] Ranges = [];
@@ -60,6 +63,12 @@ internal sealed class FacetCounter : ICollector
     private readonly Dictionary<object, Totals>[] _byValue;
     private readonly Totals[][] _byRange;
     private readonly Segment[] _segment;
+    // A term facet over one string field without aggregates folds by value id (FacetColumns.ValueIds): its counts by id and the ids counted.
+    private readonly bool[] _byId;
+    private readonly long[]?[] _idCounts;
+    private readonly List<int>?[] _idsCounted;
+    private readonly FacetColumns.ValueTable?[] _idTable;
+    private readonly int[]?[] _segmentIds;
     private AtomicReaderContext? _leaf;
     private long _total;
     // This document's values of each aggregated field of the facet being counted: how many, sum, min, max.
@@ -76,6 +85,11 @@ internal sealed class FacetCounter : ICollector
         _byValue = [.. specs.Select(_ => new Dictionary<object, Totals>())];
         _byRange = [.. specs.Select(s => s is RangeFacetSpec r ? r.Ranges.Select(_ => new Totals(s.AggregateFields.Count)).ToArray() : [])];
         _segment = [.. specs.Select(_ => new Segment())];
+        _byId = [.. specs.Select(s => s is TermFacetSpec { StringFields.Count: 1, NumberFields.Count: 0, AggregateFields.Count: 0 })];
+        _idCounts = new long[]?[specs.Count];
+        _idsCounted = [.. _byId.Select(b => b ? new List<int>() : null)];
+        _idTable = new FacetColumns.ValueTable?[specs.Count];
+        _segmentIds = new int[]?[specs.Count];
         var most = specs.Count == 0 ? 0 : specs.Max(s => s.AggregateFields.Count);
         (_n, _sum, _min, _max) = (new long[most], new double[most], new double[most], new double[most]);
     }
@@ -102,6 +116,7 @@ internal sealed class FacetCounter : ICollector
                     break;
                 case TermFacetSpec t:
                     s.Sources = [.. t.StringFields.Select(f => _columns.Strings(_index, reader, f)), .. t.NumberFields.Select(f => _columns.Numbers(_index, reader, f))];
+                    if (_byId[i]) _segmentIds[i] = _columns.ValueIds(_index, reader, t.StringFields[0], out _idTable[i]!);
                     break;
                 case HistogramFacetSpec h:
                     s.Sources = [_columns.Numbers(_index, reader, h.Field)];
@@ -112,7 +127,16 @@ internal sealed class FacetCounter : ICollector
             if (spec is HistogramFacetSpec histogram) (s.SlotOf[0], s.SlotValue[0]) = Buckets(s.Sources[0], histogram);
             var slots = s.Sources.Select((c, j) => s.SlotOf[j] is null ? c.ValueCount : s.SlotValue[j].Length).ToArray();
             var fields = spec.AggregateFields.Count;
-            s.Counts = [.. slots.Select(n => new long[n])];
+            // A small match touches few of a segment's values: the counters are kept from the last segment (zeroed at its fold), and
+            // the slots counted are listed, so the fold visits those alone instead of every value of the segment.
+            if (s.Counts.Length != slots.Length) (s.Counts, s.Touched) = (new long[slots.Length][], new int[slots.Length][]);
+            s.TouchedCount = new int[slots.Length];
+            s.SlotCount = slots;
+            for (var j = 0; j < slots.Length; j++)
+            {
+                if (s.Counts[j] is not { } kept || kept.Length < slots[j]) s.Counts[j] = new long[Math.Max(slots[j], (s.Counts[j]?.Length ?? 0) * 2)];
+                s.Touched[j] ??= new int[1024];
+            }
             s.N = [.. slots.Select(n => Enumerable.Range(0, fields).Select(_ => new long[n]).ToArray())];
             s.Sum = [.. slots.Select(n => Enumerable.Range(0, fields).Select(_ => new double[n]).ToArray())];
             s.Min = [.. slots.Select(n => Enumerable.Range(0, fields).Select(_ => Filled(n, double.PositiveInfinity)).ToArray())];
@@ -153,7 +177,10 @@ internal sealed class FacetCounter : ICollector
                     var ord = c.Ords[doc];
                     if (ord < 0) continue;
                     var slot = slotOf is null ? ord : slotOf[ord];
-                    if (fields == 0) s.Counts[j][slot]++;
+                    if (fields == 0)
+                    {
+                        if (s.Counts[j][slot]++ == 0) Touch(s, j, slot);
+                    }
                     else Add(s, j, slot, fields);
                 }
                 else
@@ -171,9 +198,15 @@ internal sealed class FacetCounter : ICollector
         }
     }
 
+    private static void Touch(Segment s, int source, int slot)
+    {
+        var n = s.TouchedCount[source]++;
+        if (n < s.Touched[source].Length) s.Touched[source][n] = slot;
+    }
+
     private void Add(Segment s, int source, int slot, int fields)
     {
-        s.Counts[source][slot]++;
+        if (s.Counts[source][slot]++ == 0) Touch(s, source, slot);
         for (var a = 0; a < fields; a++)
         {
             if (_n[a] == 0) continue;
@@ -245,12 +278,20 @@ internal sealed class FacetCounter : ICollector
             var s = _segment[i];
             var strings = spec is TermFacetSpec t ? t.StringFields.Count : 0;
             var fields = spec.AggregateFields.Count;
+            if (_byId[i])
+            {
+                FoldById(i, s);
+                continue;
+            }
             for (var j = 0; j < s.Sources.Length; j++)
             {
                 var texts = j < strings ? _columns.Texts(_index, leaf.AtomicReader, ((TermFacetSpec)spec).StringFields[j]) : null;
                 var counts = s.Counts[j];
-                for (var slot = 0; slot < counts.Length; slot++)
+                var listed = s.TouchedCount[j] <= s.Touched[j].Length;
+                var visit = listed ? s.TouchedCount[j] : s.SlotCount[j];
+                for (var v = 0; v < visit; v++)
                 {
+                    var slot = listed ? s.Touched[j][v] : v;
                     if (counts[slot] == 0) continue;
                     object value;
                     if (texts is not null) value = texts[slot];
@@ -259,10 +300,37 @@ internal sealed class FacetCounter : ICollector
                     if (!_byValue[i].TryGetValue(value, out var totals)) _byValue[i][value] = totals = new Totals(fields);
                     totals.Count += counts[slot];
                     for (var a = 0; a < fields; a++) totals.Add(s.N[j][a][slot], s.Sum[j][a][slot], s.Min[j][a][slot], s.Max[j][a][slot], a);
+                    counts[slot] = 0;   // the counters go on to the next segment zeroed
                 }
+                s.TouchedCount[j] = 0;
             }
         }
         _leaf = null;
+    }
+
+    /// <summary>Adds the segment's counts of facet <paramref name="i"/> to its counts by value id, and zeroes them for the next segment.</summary>
+    private void FoldById(int i, Segment s)
+    {
+        var ids = _segmentIds[i]!;
+        var counts = s.Counts[0];
+        var total = _idCounts[i];
+        var size = _idTable[i]!.Count;
+        if (total is null || total.Length < size) Array.Resize(ref _idCounts[i], Math.Max(size, (total?.Length ?? 0) * 2));
+        total = _idCounts[i]!;
+        var counted = _idsCounted[i]!;
+        var listed = s.TouchedCount[0] <= s.Touched[0].Length;
+        var visit = listed ? s.TouchedCount[0] : s.SlotCount[0];
+        for (var v = 0; v < visit; v++)
+        {
+            var slot = listed ? s.Touched[0][v] : v;
+            var n = counts[slot];
+            if (n == 0) continue;
+            var id = ids[slot];
+            if (total[id] == 0) counted.Add(id);
+            total[id] += n;
+            counts[slot] = 0;
+        }
+        s.TouchedCount[0] = 0;
     }
 
     /// <summary>Everything counted: the total, then per facet its values (term and histogram facets) or ranges, each with its aggregates.</summary>
@@ -272,6 +340,12 @@ internal sealed class FacetCounter : ICollector
         var facets = new List<IReadOnlyList<FacetBucket>>(_specs.Count);
         for (var i = 0; i < _specs.Count; i++)
         {
+            if (_byId[i])
+            {
+                var table = _idTable[i];
+                facets.Add(table is null ? [] : [.. _idsCounted[i]!.Select(id => new FacetBucket(table.Text(id), null, -1, _idCounts[i]![id], []))]);
+                continue;
+            }
             facets.Add(_specs[i] is RangeFacetSpec
                 ? [.. _byRange[i].Select((t, r) => t.Bucket(null, null, r))]
                 : [.. _byValue[i].Select(v => v.Key is string text ? v.Value.Bucket(text, null, -1) : v.Value.Bucket(null, (double)v.Key, -1))]);
