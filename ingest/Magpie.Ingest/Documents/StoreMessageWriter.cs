@@ -10,9 +10,21 @@ namespace Magpie.Ingest.Documents;
 /// </summary>
 public sealed class StoreMessageWriter(DocumentStore store, int maxJsonDepth = DocumentJson.DefaultMaxDepth) : IMessageWriter
 {
+    // One write per ledger at a time: two sinks processes consuming one queue could otherwise both find a redelivered
+    // message absent from the ledger and both apply it.
+    private readonly System.Collections.Concurrent.ConcurrentDictionary<string, SemaphoreSlim> _ledgers = new(StringComparer.Ordinal);
+
     public async Task<IReadOnlyList<MessageOutcome>> WriteAsync(string ledger, IReadOnlyList<MessageWrites> messages, CancellationToken ct = default)
     {
         if (MessageLedgers.Problem(ledger, "the ledger name") is { } ledgerProblem) throw new ArgumentException(ledgerProblem, nameof(ledger));
+        var gate = _ledgers.GetOrAdd(ledger, _ => new SemaphoreSlim(1, 1));
+        await gate.WaitAsync(ct);
+        try { return await WriteOnceAsync(ledger, messages, ct); }
+        finally { gate.Release(); }
+    }
+
+    private async Task<IReadOnlyList<MessageOutcome>> WriteOnceAsync(string ledger, IReadOnlyList<MessageWrites> messages, CancellationToken ct)
+    {
         var outcomes = new MessageOutcome?[messages.Count];
         var pending = new List<(int Message, List<WriteCommand> Commands)>();
         var seen = new HashSet<string>(StringComparer.Ordinal);   // a message sent twice in one batch (a producer's retry) counts once
