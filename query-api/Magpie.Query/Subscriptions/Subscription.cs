@@ -80,8 +80,23 @@ public sealed class Subscription(string name, DocumentMatcher matcher, IChangeFe
         try
         {
             var held = Shared;
-            if (held.Pending is { } p && _local is { } mine && p.Replica == replica && mine.Id == p.Id) return mine;
-            var (items, includes, after, seen) = await ReadAsync(held.State, maxDocs, held.Pending is null ? deadline - DateTimeOffset.UtcNow : TimeSpan.FromSeconds(5), ct);
+            if (held.Pending is { } p)
+            {
+                if (_local is { } mine && mine.Id == p.Id && SameAfter(mine.After.Next, p.After)) return mine;
+                // Another process handed this batch out (and may be gone): read the same stretch of the feed again, up to where
+                // its ack moves the position, and hand it out under the same id. Never a shorter stretch: what the ack skips
+                // must have been delivered.
+                var (again, againIncludes, _, _, reached) = await ReadAsync(held.State, Math.Max(maxDocs, 1024), TimeSpan.FromSeconds(5), ct, p.After);
+                if (!reached) return null;   // the feed did not give the whole stretch in time: the worker asks again
+                // The read may go past the stretch; what the first process read had etags up to its Seen: the rest comes again after the ack.
+                again = [.. again.Where(i => (long)i["etag"]! <= p.Seen)];
+                _local = new SubscriptionBatch(p.Id, again, new ChangeFeedPosition(p.After), p.Seen)
+                {
+                    Includes = again.Count > 0 ? await matcher.IncludedAsync(againIncludes, ct) : null,
+                };
+                return _local;
+            }
+            var (items, includes, after, seen) = await ReadAsync(held.State, maxDocs, deadline - DateTimeOffset.UtcNow, ct);
             var included = items.Count > 0 ? await matcher.IncludedAsync(includes, ct) : null;
             SubscriptionBatch? batch = null;
             await UpdateAsync(s =>
@@ -152,6 +167,10 @@ public sealed class Subscription(string name, DocumentMatcher matcher, IChangeFe
         ? throw new SubscriptionInUseException($"worker '{worker}' does not hold subscription '{name}' (it is '{s.Worker ?? "nobody"}')")
         : s with { LeaseEnds = DateTimeOffset.UtcNow + Lease(s) }, ct);
 
+    /// <summary>Whether <paramref name="b"/> is at <paramref name="a"/> on every partition of it (<paramref name="atLeast"/>: at or past it).</summary>
+    private static bool SameAfter(IReadOnlyDictionary<string, long> a, IReadOnlyDictionary<string, long> b, bool atLeast = false) =>
+        a.All(p => b.TryGetValue(p.Key, out var v) ? (atLeast ? v >= p.Value : v == p.Value) : p.Value <= 0) && (atLeast || a.Count == b.Count);
+
     private static bool SamePosition(SubscriptionState a, SubscriptionState b) =>
         a.Delivered == b.Delivered && a.Position.Count == b.Position.Count && a.Position.All(p => b.Position.TryGetValue(p.Key, out var v) && v == p.Value);
 
@@ -169,6 +188,14 @@ public sealed class Subscription(string name, DocumentMatcher matcher, IChangeFe
 
     /// <summary>Reads the feed from the acknowledged position until some changes match; the position after what was read.</summary>
     private async Task<(List<JsonObject> Items, List<string> Includes, ChangeFeedPosition? After, long Seen)> ReadAsync(SubscriptionState state, int maxDocs, TimeSpan wait, CancellationToken ct)
+    {
+        var (items, includes, after, seen, _) = await ReadAsync(state, maxDocs, wait, ct, until: null);
+        return (items, includes, after, seen);
+    }
+
+    /// <summary>With <paramref name="until"/>: reads on until the position passes it (everything before it read), and says whether it did.</summary>
+    private async Task<(List<JsonObject> Items, List<string> Includes, ChangeFeedPosition? After, long Seen, bool Reached)> ReadAsync(SubscriptionState state, int maxDocs,
+        TimeSpan wait, CancellationToken ct, Dictionary<string, long>? until)
     {
         using var timeout = CancellationTokenSource.CreateLinkedTokenSource(ct);
         timeout.CancelAfter(wait > TimeSpan.Zero ? wait : TimeSpan.FromMilliseconds(1));
@@ -196,11 +223,12 @@ public sealed class Subscription(string name, DocumentMatcher matcher, IChangeFe
                 }
                 after = batch.After;
                 seen = Math.Max(Math.Max(seen, batch.SeenEtag), batch.Changes.Select(c => c.Etag).DefaultIfEmpty(0).Max());
-                if (items.Count > 0) break;
+                if (until is null ? items.Count > 0 : SameAfter(until, after.Next, atLeast: true)) break;
             }
         }
         catch (OperationCanceledException) when (!ct.IsCancellationRequested) { }
-        return (items, includes, after, seen);
+        var reached = until is null || (after is not null && SameAfter(until, after.Next, atLeast: true)) || until.All(u => state.Position.GetValueOrDefault(u.Key) >= u.Value);
+        return (items, includes, after, seen, reached);
     }
 
     private bool Wanted(SubscriptionState state, ChangeEvent change)
