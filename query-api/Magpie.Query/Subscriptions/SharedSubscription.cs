@@ -1,7 +1,7 @@
 namespace Magpie.Query.Subscriptions;
 
-/// <summary>A batch handed out and not yet acknowledged: what its ack moves the position to, and which query process read it.</summary>
-public sealed record PendingBatch(long Id, Dictionary<string, long> After, long Seen, int Count, string Replica);
+/// <summary>A batch handed out and not yet acknowledged: what its ack moves the position to, the newest etag its read saw, how many documents it holds.</summary>
+public sealed record PendingBatch(long Id, Dictionary<string, long> After, long Seen, int Count);
 
 /// <summary>
 /// Everything about a subscription that any query process may serve from: the persisted state (definition, acknowledged

@@ -51,7 +51,7 @@ public sealed class SubscriptionGoneException(string name) : Exception($"subscri
 /// a worker may fetch from one and ack through another, and when the process that read a batch dies, another reads it again
 /// from the acknowledged position and hands it out under the same batch id.
 /// </summary>
-public sealed class Subscription(string name, DocumentMatcher matcher, IChangeFeed feed, ISubscriptionStates states, string replica)
+public sealed class Subscription(string name, DocumentMatcher matcher, IChangeFeed feed, ISubscriptionStates states)
 {
     private const int MaxAttempts = 20;
     private readonly SemaphoreSlim _read = new(1, 1);
@@ -107,7 +107,7 @@ public sealed class Subscription(string name, DocumentMatcher matcher, IChangeFe
                 if (items.Count > 0)
                 {
                     batch = new SubscriptionBatch(id, items, after!, seen) { Includes = included };
-                    return s with { Pending = new PendingBatch(id, new Dictionary<string, long>(after!.Next), seen, items.Count, replica) };
+                    return s with { Pending = new PendingBatch(id, new Dictionary<string, long>(after!.Next), seen, items.Count) };
                 }
                 // Nothing matched: skip what was read, so the next wait starts past it (nothing to ack).
                 return after is null ? s : s with

@@ -27,7 +27,6 @@ public sealed partial class SubscriptionRegistry
     private readonly Lock _lock = new();
     private readonly Dictionary<string, (SubscriptionDefinition Definition, Subscription Subscription)> _subscriptions = new(StringComparer.Ordinal);
     private readonly Dictionary<string, IDisposable> _tracked = new(StringComparer.Ordinal);
-    private readonly string _replica = Guid.NewGuid().ToString("N");
 
     private readonly IDocumentFilters _filters;
     private readonly IDocumentLookup? _documents;
@@ -57,7 +56,7 @@ public sealed partial class SubscriptionRegistry
             // A name deleted and created again through another process is a new subscription: a new matcher.
             if (_subscriptions.TryGetValue(name, out var known) && known.Definition == shared.State.Definition) return known.Subscription;
             Forget(name);
-            var subscription = new Subscription(name, Matcher(shared.State.Definition.Query), _feed, _states, _replica);
+            var subscription = new Subscription(name, Matcher(shared.State.Definition.Query), _feed, _states);
             _subscriptions[name] = (shared.State.Definition, subscription);
             // The acknowledged position is what it resumes from: the change log keeps everything after it.
             _tracked[name] = _feed.Track($"subscription {name}", () => new ChangeFeedPosition(_states.Current(name)?.State.Position ?? []));
