@@ -10,20 +10,25 @@ namespace Magpie.Bench;
 /// answered, for a while. Latency is kept per outcome, so what Magpie admitted (2xx) and what it shed (503 + Retry-After) are
 /// seen apart; a client that gets no answer within <see cref="ClientTimeout"/> counts as timed out (queueing that turns into
 /// timeouts is the failure). The server's peak resident memory comes from /proc (VmHWM); recovery is the time after the
-/// load stops until a read answers 200 within 100 ms.
+/// load stops until a read answers 200 within 100 ms. With a query share, that share of the requests are RQL queries (a
+/// term match on <see cref="QueryIndex"/>, a page of 20), so reads, writes and queries compete for the same admission.
 /// </summary>
 public static class OverloadBenchmark
 {
     public static readonly TimeSpan ClientTimeout = TimeSpan.FromSeconds(10);
+    public const string QueryIndex = "Overload/Posts";
 
     public sealed record Result(int Connections, double Seconds, long Admitted, long Shed, long TimedOut, long Failed, long OtherStatus,
-        double AdmittedP50, double AdmittedP99, double AdmittedMax, double ShedP99, bool ShedHadRetryAfter, long PeakRssMb, double RecoverySeconds);
+        double AdmittedP50, double AdmittedP99, double AdmittedMax, double ShedP99, bool ShedHadRetryAfter, long PeakRssMb, double RecoverySeconds,
+        long AdmittedQueries, double QueryP50, double QueryP99);
 
-    public static async Task<Result> RunAsync(Uri baseUrl, int serverPid, int connections, TimeSpan duration, int documents, double writeShare, TimeSpan shedPause)
+    public static async Task<Result> RunAsync(Uri baseUrl, int serverPid, int connections, TimeSpan duration, int documents, double writeShare, TimeSpan shedPause,
+        double queryShare = 0)
     {
         using var handler = new SocketsHttpHandler { MaxConnectionsPerServer = connections, PooledConnectionLifetime = Timeout.InfiniteTimeSpan, ConnectTimeout = ClientTimeout };
         using var http = new HttpClient(handler) { BaseAddress = baseUrl, Timeout = ClientTimeout };
         var admitted = new ConcurrentBag<double>();
+        var admittedQueries = new ConcurrentBag<double>();
         var shed = new ConcurrentBag<double>();
         long timedOut = 0, failed = 0, other = 0, retryAfterMissing = 0;
         var body = Encoding.UTF8.GetBytes("{\"Title\":\"overload\",\"Body\":\"" + new string('x', 900) + "\",\"Score\":1}");
@@ -35,15 +40,27 @@ public static class OverloadBenchmark
             while (!stop.IsCancellationRequested)
             {
                 var id = $"load/{random.Next(documents)}";
-                using var request = random.NextDouble() < writeShare
-                    ? new HttpRequestMessage(HttpMethod.Put, $"docs/{id}") { Content = new ByteArrayContent(body) { Headers = { ContentType = new("application/json") } } }
-                    : new HttpRequestMessage(HttpMethod.Get, $"docs/{id}");
+                var pick = random.NextDouble();
+                var isQuery = pick < queryShare;
+                using var request = isQuery
+                    ? new HttpRequestMessage(HttpMethod.Post, "queries")
+                    {
+                        Content = new StringContent($$"""{"query":"from index '{{QueryIndex}}' where Score = {{random.Next(20)}}","pageSize":20}""",
+                            Encoding.UTF8, "application/json"),
+                    }
+                    : pick < queryShare + writeShare
+                        ? new HttpRequestMessage(HttpMethod.Put, $"docs/{id}") { Content = new ByteArrayContent(body) { Headers = { ContentType = new("application/json") } } }
+                        : new HttpRequestMessage(HttpMethod.Get, $"docs/{id}");
                 var started = Stopwatch.GetTimestamp();
                 try
                 {
                     using var response = await http.SendAsync(request, HttpCompletionOption.ResponseContentRead);
                     var ms = Stopwatch.GetElapsedTime(started).TotalMilliseconds;
-                    if (response.IsSuccessStatusCode || response.StatusCode == HttpStatusCode.NotFound) admitted.Add(ms);
+                    if (response.IsSuccessStatusCode || response.StatusCode == HttpStatusCode.NotFound)
+                    {
+                        admitted.Add(ms);
+                        if (isQuery) admittedQueries.Add(ms);
+                    }
                     else if (response.StatusCode == HttpStatusCode.ServiceUnavailable)
                     {
                         shed.Add(ms);
@@ -76,9 +93,10 @@ public static class OverloadBenchmark
 
         var a = admitted.Order().ToArray();
         var s = shed.Order().ToArray();
+        var q = admittedQueries.Order().ToArray();
         return new Result(connections, seconds, a.Length, s.Length, timedOut, failed, other,
             Percentile(a, 0.50), Percentile(a, 0.99), a.Length == 0 ? 0 : a[^1], Percentile(s, 0.99), retryAfterMissing == 0, PeakRssMb(serverPid),
-            recovery.Elapsed.TotalSeconds);
+            recovery.Elapsed.TotalSeconds, q.Length, Percentile(q, 0.50), Percentile(q, 0.99));
     }
 
     public sealed record StreamsResult(int Streams, double Seconds, long BytesRead, long RssStartMb, long RssOpenMb, long RssMaxMb, long RssEndMb);

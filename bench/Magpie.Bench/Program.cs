@@ -21,7 +21,7 @@ using Magpie.Tests.Fixtures;
 //        dotnet run -c Release --project bench/Magpie.Bench -- load-document [--docs N]   (a map that load()s each post's owner vs the same map without; a rename)
 //        dotnet run -c Release --project bench/Magpie.Bench -- patch-by-query [--docs N] (update by query vs POST /bulk_docs of the same changes)
 //        dotnet run -c Release --project bench/Magpie.Bench -- faults [--rounds N] [--outage-seconds S] [--kafka]
-//        dotnet run -c Release --project bench/Magpie.Bench -- overload [--connections C] [--seconds S] [--docs N] [--write-share W] [--shed-pause-ms P]
+//        dotnet run -c Release --project bench/Magpie.Bench -- overload [--connections C] [--seconds S] [--docs N] [--write-share W] [--query-share Q] [--shed-pause-ms P]
 var docs = Arg("--docs", 300_000);
 var clients = (int)Arg("--clients", 8);
 var batchSize = (int)Arg("--batch", 128);
@@ -912,21 +912,28 @@ async Task RunOverloadAsync()
     var seconds = Arg("--seconds", 60);
     var n = (int)Arg("--docs", 20_000);
     var writeShare = double.Parse(ArgText("--write-share") ?? "0.5", CultureInfo.InvariantCulture);
+    var queryShare = double.Parse(ArgText("--query-share") ?? "0", CultureInfo.InvariantCulture);
     var pgPort = FreePort.Next();
     using var loaded = await StartLoadedAsync("overload", 0, null, "--pg-port", pgPort.ToString(CultureInfo.InvariantCulture));
     var load = new Uri(loaded.Http.BaseAddress!, "");
-    Console.WriteLine($"writing {n:N0} documents, then {connections:N0} connections of reads and writes ({writeShare:P0} writes) for {seconds} s…");
+    Console.WriteLine($"writing {n:N0} documents, then {connections:N0} connections of reads, writes ({writeShare:P0}) and queries ({queryShare:P0}) for {seconds} s…");
     await MapReduceBenchmark.LoadAsync(load, IngestBenchmark.Batches(n, 512, seed: 42).Select(b => b.Select(w => w with { Id = "load/" + w.Id.Split('/')[^1] }).ToArray()).ToList());
-    var r = await OverloadBenchmark.RunAsync(load, loaded.Process.Id, connections, TimeSpan.FromSeconds(seconds), n, writeShare,
-        TimeSpan.FromMilliseconds(Arg("--shed-pause-ms", 0)));
-    // Slow stream readers over an index of those documents, then idle PostgreSQL connections.
-    var collection = (await loaded.Http.GetFromJsonAsync<JsonElement>("stats")).GetProperty("collections").EnumerateObject().MaxBy(c => c.Value.GetInt64()).Name;
-    await IndexBenchmark.DefineAsync(loaded.Http, "Overload/Posts", new Magpie.Contracts.Indexes.IndexDefinition
+    // The index the queries ask (and the slow streams read); defined before the load when queries are part of it.
+    async Task<HttpResponseMessage> DefineIndexAsync()
     {
-        Maps = [$"map('{collection}', p => ({{ Title: p.Title, Score: p.Score }}))"],
-    });
-    var all = await loaded.Http.PostAsJsonAsync("queries", new { query = "from index 'Overload/Posts'", pageSize = 1, waitForNonStaleResults = true, timeoutMs = 600_000 });
-    Console.WriteLine($"index over {(await all.Content.ReadFromJsonAsync<JsonElement>()).GetProperty("totalResults").GetInt64():N0} '{collection}' documents; streaming it…");
+        var collection = (await loaded.Http.GetFromJsonAsync<JsonElement>("stats")).GetProperty("collections").EnumerateObject().MaxBy(c => c.Value.GetInt64()).Name;
+        await IndexBenchmark.DefineAsync(loaded.Http, OverloadBenchmark.QueryIndex, new Magpie.Contracts.Indexes.IndexDefinition
+        {
+            Maps = [$"map('{collection}', p => ({{ Title: p.Title, Score: p.Score }}))"],
+        });
+        return await loaded.Http.PostAsJsonAsync("queries", new { query = $"from index '{OverloadBenchmark.QueryIndex}'", pageSize = 1, waitForNonStaleResults = true, timeoutMs = 600_000 });
+    }
+    var all = queryShare > 0 ? await DefineIndexAsync() : null;
+    var r = await OverloadBenchmark.RunAsync(load, loaded.Process.Id, connections, TimeSpan.FromSeconds(seconds), n, writeShare,
+        TimeSpan.FromMilliseconds(Arg("--shed-pause-ms", 0)), queryShare);
+    // Slow stream readers over an index of those documents, then idle PostgreSQL connections.
+    all ??= await DefineIndexAsync();
+    Console.WriteLine($"index over {(await all.Content.ReadFromJsonAsync<JsonElement>()).GetProperty("totalResults").GetInt64():N0} documents; streaming it…");
     var streams = await OverloadBenchmark.SlowStreamsAsync(load, loaded.Process.Id, "from index 'Overload/Posts'", (int)Arg("--streams", 50), 1024,
         TimeSpan.FromSeconds(Arg("--stream-seconds", 30)));
     var idle = await OverloadBenchmark.IdlePgAsync(pgPort, (int)Arg("--pg-connections", 500));
@@ -936,11 +943,13 @@ async Task RunOverloadAsync()
     Console.WriteLine($"{"connections",12} {"requests",10} {"admitted",10} {"shed 503",10} {"timed out",10} {"failed",8} {"adm p50",8} {"adm p99",8} {"adm max",8} {"503 p99",8} {"peak RSS",9} {"recovery",9}");
     Console.WriteLine($"{r.Connections,12:N0} {total,10:N0} {r.Admitted,10:N0} {r.Shed,10:N0} {r.TimedOut,10:N0} {r.Failed,8:N0} {r.AdmittedP50,6:F0}ms {r.AdmittedP99,6:F0}ms {r.AdmittedMax,6:F0}ms {r.ShedP99,6:F0}ms {r.PeakRssMb,6:N0} MB {r.RecoverySeconds,7:F2} s");
     Console.WriteLine($"admitted/s {r.Admitted / r.Seconds:N0}; every 503 had Retry-After: {r.ShedHadRetryAfter}; {Environment.ProcessorCount} cores");
+    if (queryShare > 0) Console.WriteLine($"queries admitted {r.AdmittedQueries:N0} ({r.AdmittedQueries / r.Seconds:N0}/s): p50 {r.QueryP50:F0} ms, p99 {r.QueryP99:F0} ms");
     Console.WriteLine($"{streams.Streams} streams read at 1 KB/s for {streams.Seconds:F0} s ({streams.BytesRead / 1024:N0} KB read): server RSS {streams.RssStartMb} MB before, {streams.RssOpenMb} MB with the streams open (5 s), {streams.RssMaxMb} MB at most, {streams.RssEndMb} MB at the end");
     Console.WriteLine($"{idle.Tried} idle PostgreSQL connections: {idle.Accepted} served, {idle.Refused} refused ({idle.RefusedWith}), {idle.OtherErrors} other errors; a new one after they closed: {(idle.NewConnectionAfterClose ? "served" : "NOT served")}");
     Console.WriteLine(JsonSerializer.Serialize(new
     {
-        benchmark = "overload", connections = r.Connections, seconds = Math.Round(r.Seconds, 1), write_share = writeShare, requests = total,
+        benchmark = "overload", connections = r.Connections, seconds = Math.Round(r.Seconds, 1), write_share = writeShare, query_share = queryShare, requests = total,
+        queries_admitted = r.AdmittedQueries, query_p50_ms = Math.Round(r.QueryP50, 1), query_p99_ms = Math.Round(r.QueryP99, 1),
         admitted = r.Admitted, shed = r.Shed, timed_out = r.TimedOut, failed = r.Failed, other_status = r.OtherStatus,
         admitted_per_s = Math.Round(r.Admitted / r.Seconds), admitted_p50_ms = Math.Round(r.AdmittedP50, 1), admitted_p99_ms = Math.Round(r.AdmittedP99, 1),
         admitted_max_ms = Math.Round(r.AdmittedMax, 1), shed_p99_ms = Math.Round(r.ShedP99, 1), retry_after_on_every_503 = r.ShedHadRetryAfter,
