@@ -662,6 +662,7 @@ async Task RunPgAsync()
     await IndexBenchmark.WaitIndexedAsync([http], n, TimeSpan.FromMinutes(30), PgBenchmark.StoredName);
     var connection = $"Host=127.0.0.1;Port={pgPort};Username=bench;Database=magpie;Pooling=false;Server Compatibility Mode=NoTypeLoading;Command Timeout=600";
     await PgBenchmark.TimeGroupedAsync(connection, 3);   // warm-up (JIT, facet columns)
+    Console.WriteLine($"time-grouped aggregate, {runs} runs…");
     var grouped = await PgBenchmark.TimeGroupedAsync(connection, runs);
     await PgBenchmark.StreamAsync(connection);            // warm-up
     var streamed = await PgBenchmark.StreamAsync(connection);

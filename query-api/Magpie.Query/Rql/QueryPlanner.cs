@@ -290,7 +290,7 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
 
     private SearchQuery Plan(RqlExpression e) => e switch
     {
-        RqlAnd a => BoolQuery.And([.. Flat(Plan(a.Left), b => b.Must), .. Flat(Plan(a.Right), b => b.Must)]),
+        RqlAnd a => And([.. Flat(Plan(a.Left), b => b.Must), .. Flat(Plan(a.Right), b => b.Must)]),
         RqlOr o => BoolQuery.Or([.. Flat(Plan(o.Left), b => b.Should), .. Flat(Plan(o.Right), b => b.Should)]),
         RqlNot n => BoolQuery.Not(Plan(n.Inner)),
         RqlCompare c => Compare(c),
@@ -318,6 +318,41 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
     /// </summary>
     private static IEnumerable<SearchQuery> Flat(SearchQuery q, Func<BoolQuery, IReadOnlyList<SearchQuery>> clauses) =>
         q is BoolQuery b && clauses(b) is { Count: > 0 } same && b.Must.Count + b.Should.Count + b.MustNot.Count == same.Count ? same : [q];
+
+    /// <summary>
+    /// A conjunction, with <c>not (F = null)</c> beside a clause that matches only entries holding a value of F narrowed to "not
+    /// F's null token": wherever that clause matches, F exists, so the "or missing" half of <c>F = null</c> cannot exclude
+    /// anything there. Planned as written, that half is "every entry but those with F", which walked the whole index for each
+    /// query (what SQL's comparisons ask: a time-grouped aggregate over 1M posts spent a sixth of its time in it).
+    /// </summary>
+    private static BoolQuery And(SearchQuery[] clauses)
+    {
+        for (var i = 0; i < clauses.Length; i++)
+            if (NotNullField(clauses[i]) is { } field && clauses.Any(c => HoldsValueOf(c, field)))
+                clauses[i] = BoolQuery.Not(new LuceneTermQuery(field, EntryFields.NullValue));
+        return BoolQuery.And(clauses);
+    }
+
+    /// <summary>F, when <paramref name="q"/> is <c>not (F = null)</c> as <see cref="Equal"/> plans it.</summary>
+    private static string? NotNullField(SearchQuery q) =>
+        q is BoolQuery { Must.Count: 0, Should.Count: 0, MustNot: [BoolQuery { Must.Count: 0, MustNot.Count: 0, Should: [LuceneTermQuery { Value: EntryFields.NullValue } token, BoolQuery { Must.Count: 0, Should.Count: 0, MustNot: [var missing] }] }] }
+        && missing is BoolQuery { Must.Count: 0, MustNot.Count: 0, Should: [ExistsQuery a, ExistsQuery b] }
+        && a.Field == token.Field && b.Field == token.Field + EntryFields.Number ? token.Field : null;
+
+    /// <summary>Whether <paramref name="q"/> matches only entries with a value of <paramref name="field"/>: its terms and ranges live on
+    /// F, F@cs, F@num or F@ticks, written only for a value of F (EntryMapping), and every value of F marks F as existing.</summary>
+    private static bool HoldsValueOf(SearchQuery q, string field)
+    {
+        var on = q switch
+        {
+            LuceneTermQuery t => t.Field,
+            TermRangeQuery r => r.Field,
+            LongRangeQuery r => r.Field,
+            DoubleRangeQuery r => r.Field,
+            _ => null,
+        };
+        return on is not null && (on == field || on == field + EntryFields.CaseSensitive || on == field + EntryFields.Number || on == field + EntryFields.Ticks);
+    }
 
     /// <summary>Entries with any value (null too) for the field; numbers alone live on <c>F@num</c>.</summary>
     private static SearchQuery Exists(string field) => BoolQuery.Or(new ExistsQuery(field), new ExistsQuery(field + EntryFields.Number));

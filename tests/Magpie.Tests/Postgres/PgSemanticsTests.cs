@@ -43,6 +43,9 @@ public sealed partial class PgSemanticsTests(PgSampleFixture fx) : IClassFixture
         $"""SELECT date_trunc('day', "CreationDate") AS d, max("Score") FROM {Table} GROUP BY 1 ORDER BY 1 DESC LIMIT 5""",
         $"""SELECT date_trunc('hour', "CreationDate") AS h, count(*) FROM {Table} GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 3""",
         $"""SELECT min("CreationDate"), max("CreationDate"), count("CreationDate") FROM {Table}""",
+        // What Grafana's $__timeGroupAlias and $__timeFilter expand to (the pg benchmark's query).
+        $"""SELECT floor(extract(epoch from "CreationDate")/2592000)*2592000 AS "time", count(*) AS "posts", avg("Score") AS "score" FROM {Table} WHERE "CreationDate" BETWEEN '2008-01-01T00:00:00Z' AND '2025-01-01T00:00:00Z' GROUP BY 1 ORDER BY 1""",
+        $"""SELECT count(*) FROM {Table} WHERE "Title" >= 'A' AND "Title" IS NOT NULL AND "Score" <> 1""",
         $"""SELECT "PostTypeId", min("CreationDate"), max("CreationDate") FROM {Table} GROUP BY 1 ORDER BY 1""",
         $"""SELECT "CreationDate" FROM {Table} WHERE "Score" > 30 ORDER BY 1 LIMIT 3""",
         // Refused by both, with the same SQLSTATE.
