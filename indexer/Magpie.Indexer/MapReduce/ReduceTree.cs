@@ -12,7 +12,7 @@ namespace Magpie.Indexer.MapReduce;
 /// A key whose entries fit one page is that page alone: the bookkeeping of pages (which page holds a document, which have
 /// room, which changed) exists only once the key outgrows it. A fine-grained group-by (posts per user per day) has about one
 /// key per document, and with the bookkeeping every key cost some twenty objects: at a million keys the collector's work on
-/// them was a fifth of the reduce's time.
+/// them was a fifth of the reduce's time. For the same reason a page holding one document keeps it without a dictionary.
 /// </summary>
 public sealed class ReduceTree(string key, Func<string, IReadOnlyList<string>, string> aggregate, int pageSize = 1024, int fanOut = 256)
 {
@@ -21,10 +21,42 @@ public sealed class ReduceTree(string key, Func<string, IReadOnlyList<string>, s
         public Node? Parent;
         /// <summary>Branches only.</summary>
         public List<Node>? Children;
-        /// <summary>Leaf pages only: each document's entries here.</summary>
-        public readonly Dictionary<string, IReadOnlyList<string>> Entries = new(1, StringComparer.Ordinal);
         public int Count;
         public string? Partial;
+        // Leaf pages only: each document's entries here. The first document is held as it is, a dictionary only once a second
+        // one comes (most keys of a fine-grained group-by hold one document).
+        private string? _soleId;
+        private IReadOnlyList<string>? _sole;
+        private Dictionary<string, IReadOnlyList<string>>? _many;
+
+        public void Set(string documentId, IReadOnlyList<string> entries)
+        {
+            if (_many is not null) _many[documentId] = entries;
+            else if (_soleId is null || _soleId == documentId) (_soleId, _sole) = (documentId, entries);
+            else
+            {
+                _many = new(StringComparer.Ordinal) { [_soleId] = _sole!, [documentId] = entries };
+                (_soleId, _sole) = (null, null);
+            }
+        }
+
+        public bool Remove(string documentId, [System.Diagnostics.CodeAnalysis.NotNullWhen(true)] out IReadOnlyList<string>? entries)
+        {
+            if (_many is not null) return _many.Remove(documentId, out entries);
+            if (_soleId != documentId)
+            {
+                entries = null;
+                return false;
+            }
+            entries = _sole!;
+            (_soleId, _sole) = (null, null);
+            return true;
+        }
+
+        public IEnumerable<string> Documents => _many is not null ? _many.Keys : _soleId is null ? [] : [_soleId];
+
+        /// <summary>Every entry of the page, what its partial result reduces.</summary>
+        public IReadOnlyList<string> Entries() => _many is null ? _sole ?? [] : [.. _many.Values.SelectMany(e => e)];
     }
 
     /// <summary>The bookkeeping of a key that has outgrown one page.</summary>
@@ -87,14 +119,14 @@ public sealed class ReduceTree(string key, Func<string, IReadOnlyList<string>, s
     {
         if (_pages is null)
         {
-            if (_root is null || !_root.Entries.Remove(documentId, out var gone)) return;
+            if (_root is null || !_root.Remove(documentId, out var gone)) return;
             _root.Count -= gone.Count;
             Count -= gone.Count;
             _rootDirty = true;
             return;
         }
         if (!_pages.LeafOf.Remove(documentId, out var leaf)) return;
-        leaf.Entries.Remove(documentId, out var entries);
+        leaf.Remove(documentId, out var entries);
         leaf.Count -= entries!.Count;
         Count -= entries.Count;
         _pages.Dirty.Add(leaf);
@@ -112,7 +144,7 @@ public sealed class ReduceTree(string key, Func<string, IReadOnlyList<string>, s
             LastReduceReads = 0;
             if (_rootDirty && _root is not null)
             {
-                _root.Partial = _root.Count == 0 ? null : aggregate(key, _root.Entries.Values.SelectMany(e => e).ToList());
+                _root.Partial = _root.Count == 0 ? null : aggregate(key, _root.Entries());
                 LastReduceReads = _root.Count;
             }
             _rootDirty = _broken = false;
@@ -126,7 +158,7 @@ public sealed class ReduceTree(string key, Func<string, IReadOnlyList<string>, s
         var dirtyParents = new HashSet<Node>();
         foreach (var leaf in pages.Dirty)
         {
-            leaf.Partial = leaf.Count == 0 ? null : aggregate(key, leaf.Entries.Values.SelectMany(e => e).ToList());
+            leaf.Partial = leaf.Count == 0 ? null : aggregate(key, leaf.Entries());
             reads += leaf.Count;
             if (leaf.Parent is { } p) dirtyParents.Add(p);
         }
@@ -151,7 +183,7 @@ public sealed class ReduceTree(string key, Func<string, IReadOnlyList<string>, s
 
     private void Place(Node leaf, string documentId, IReadOnlyList<string> entries)
     {
-        leaf.Entries[documentId] = entries;
+        leaf.Set(documentId, entries);
         leaf.Count += entries.Count;
         Count += entries.Count;
     }
@@ -161,7 +193,7 @@ public sealed class ReduceTree(string key, Func<string, IReadOnlyList<string>, s
     {
         var pages = new Pages();
         pages.Leaves.Add(root);
-        foreach (var document in root.Entries.Keys) pages.LeafOf[document] = root;
+        foreach (var document in root.Documents) pages.LeafOf[document] = root;
         if (_rootDirty) pages.Dirty.Add(root);
         if (root.Count < pageSize) pages.WithRoom.Add(root);
         _rootDirty = false;
