@@ -12,6 +12,8 @@ const pages = {
   keys: () => import('./pages/keys.js'),
 };
 let current = null, cleanup = null, help = 'README';
+// The route being drawn: help waits for it, so it opens the docs of the page asked for, not of the one it replaces.
+let routing = Promise.resolve();
 
 async function route() {
   const [, name = 'overview', ...rest] = (location.hash || '#/overview').split('/');
@@ -29,6 +31,7 @@ async function route() {
 }
 
 async function showHelp() {
+  await routing.catch(() => {});
   const panel = document.getElementById('helpPanel');
   const r = await fetch(`/studio/docs/${help}.md`);
   document.getElementById('helpTitle').textContent = `${help}.md`;
@@ -39,6 +42,7 @@ async function showHelp() {
 document.getElementById('help').onclick = showHelp;
 document.getElementById('helpClose').onclick = () => { document.getElementById('helpPanel').hidden = true; };
 addEventListener('keydown', e => { if (e.key === 'F1') { e.preventDefault(); showHelp(); } });
-addEventListener('hashchange', route);
+addEventListener('hashchange', () => { routing = route(); });
 await who();
-await route();
+routing = route();
+await routing;

@@ -150,7 +150,8 @@ public sealed class StudioKeyTests
     }
 }
 
-/// <summary>An ETL task to a real RabbitMQ: its lag, shown in Studio, falls to 0 once its documents are published.</summary>
+/// <summary>An ETL task to a real RabbitMQ: its lag, shown in Studio, falls to 0 once its documents are published. A queue sink
+/// reading what a task published: Studio shows what it applied and dead-lettered, and disables and enables it.</summary>
 public sealed class StudioEtlTests(RabbitMqFixture rabbit) : IClassFixture<RabbitMqFixture>
 {
     [Fact]
@@ -180,6 +181,56 @@ public sealed class StudioEtlTests(RabbitMqFixture rabbit) : IClassFixture<Rabbi
                 await Assertions.Expect(row.Locator("td.lag")).ToHaveTextAsync("0", new() { Timeout = 60_000 });
                 await Assertions.Expect(row).ToContainTextAsync("300");
             });
+        }
+        finally
+        {
+            await browser.DisposeAsync();
+            playwright.Dispose();
+        }
+    }
+
+    [Fact]
+    public async Task A_sinks_applied_and_dead_lettered_messages_show_and_it_can_be_disabled_and_enabled()
+    {
+        await using var magpie = await MagpieProcess.StartAsync();
+        var body = System.Text.Json.JsonSerializer.Serialize(Enumerable.Range(1, 100).Select(i => new { method = "PUT", id = $"notes/{i}", document = new { Text = $"note {i}" } }));
+        Assert.True((await magpie.Http.PostAsync("bulk_docs", new StringContent(body, System.Text.Encoding.UTF8, "application/json"))).IsSuccessStatusCode);
+        var (playwright, browser) = await Chromium.LaunchAsync();
+        try
+        {
+            var page = await (await browser.NewContextAsync(new BrowserNewContextOptions { ViewportSize = new ViewportSize { Width = 1280, Height = 800 } })).NewPageAsync();
+            await page.GotoAsync(new Uri(magpie.BaseUrl, "studio/#/etl").ToString());
+            await StudioFixture.ShotOnFailureAsync(page, "sinks", async () =>
+            {
+                Assert.True((await magpie.Http.PutAsJsonAsync("etl/connections/rabbit", new { type = "rabbitmq", url = rabbit.Broker.Url })).IsSuccessStatusCode);
+                Assert.True((await magpie.Http.PutAsJsonAsync("sinks/copies", new
+                {
+                    connection = "rabbit", queues = new[] { "studio-copies" },
+                    script = "if (this.Text === 'note 13') throw new Error('unlucky note'); put('copies/', { Text: this.Text });",
+                })).IsSuccessStatusCode);
+                Assert.True((await magpie.Http.PutAsJsonAsync("etl/tasks/copy-out", new
+                {
+                    connection = "rabbit", queues = new[] { new { name = "studio-copies", exchange = "Copies" } },
+                    transforms = new[] { new { collections = new[] { "notes" }, script = "loadToCopies({ Text: this.Text });" } },
+                })).IsSuccessStatusCode);
+                var row = page.Locator("#sinks tr[data-sink=copies]");
+                await Assertions.Expect(row).ToBeVisibleAsync(new() { Timeout = 30_000 });
+                await Assertions.Expect(row).ToContainTextAsync("rabbit: studio-copies");
+                await Assertions.Expect(row.Locator("td.applied")).ToHaveTextAsync("99", new() { Timeout = 60_000 });
+                await Assertions.Expect(row.Locator("td.dead")).ToHaveTextAsync("1");
+                await Assertions.Expect(row.Locator("td.received")).ToHaveTextAsync("100");
+                await Assertions.Expect(row.Locator("td.lag")).ToHaveTextAsync("0");
+                await Assertions.Expect(row.Locator("td.error")).ToContainTextAsync("unlucky note");
+
+                await row.Locator("button.toggle").ClickAsync();
+                await Assertions.Expect(row.Locator(".badge")).ToHaveTextAsync("disabled", new() { Timeout = 30_000 });
+                Assert.True((await magpie.Http.GetFromJsonAsync<System.Text.Json.JsonElement>("sinks/copies")).GetProperty("disabled").GetBoolean());
+                await Assertions.Expect(row.Locator("button.toggle")).ToHaveTextAsync("Enable");
+                await row.Locator("button.toggle").ClickAsync();
+                await Assertions.Expect(row.Locator(".badge")).ToHaveTextAsync("running", new() { Timeout = 30_000 });
+            });
+            var copies = await magpie.Http.PostAsJsonAsync("queries", new { query = "from copies", pageSize = 1, waitForNonStaleResults = true });
+            Assert.Equal(99, (await copies.Content.ReadFromJsonAsync<System.Text.Json.JsonElement>()).GetProperty("totalResults").GetInt32());
         }
         finally
         {

@@ -1,5 +1,5 @@
-// ETL tasks with their state, position, lag and last error (enable, disable, reset), and subscriptions with their client and
-// position; refreshed every 2 seconds.
+// ETL tasks with their state, position, lag and last error (enable, disable, reset), queue sinks with what they received,
+// applied and dead-lettered (enable, disable), and subscriptions with their client and position; refreshed every 2 seconds.
 import { api, h, esc, fmt, session } from '../studio.js';
 
 export const help = 'ETL';
@@ -10,11 +10,19 @@ export async function tasksWithStats() {
   return Promise.all(tasks.map(async t => ({ ...t, stats: (await api('GET', `/etl/tasks/${encodeURIComponent(t.name)}/stats`).catch(() => ({ json: null }))).json })));
 }
 
+/** Every queue sink with its live stats (admin, as tasks: they name connections and hold scripts). */
+export async function sinksWithStats() {
+  const { json: sinks } = await api('GET', '/sinks');
+  return Promise.all(sinks.map(async s => ({ ...s, stats: (await api('GET', `/sinks/${encodeURIComponent(s.name)}/stats`).catch(() => ({ json: null }))).json })));
+}
+
 export async function render(main) {
   main.append(h(`<div>
-    <h1>ETL &amp; subscriptions</h1>
+    <h1>ETL, sinks &amp; subscriptions</h1>
     <div class="panel" data-role="admin"><h2>ETL tasks</h2>
       <table id="tasks"><thead><tr><th>task</th><th>connection</th><th>state</th><th class="num">last etag</th><th class="num">lag</th><th class="num">sent</th><th>last error</th><th></th></tr></thead><tbody></tbody></table></div>
+    <div class="panel" data-role="admin"><h2>Queue sinks</h2>
+      <table id="sinks"><thead><tr><th>sink</th><th>reads</th><th>state</th><th class="num">lag</th><th class="num">received</th><th class="num">applied</th><th class="num">dead-lettered</th><th>last error</th><th></th></tr></thead><tbody></tbody></table></div>
     <div class="panel"><h2>Subscriptions</h2>
       <table id="subscriptions"><thead><tr><th>subscription</th><th>query</th><th>client</th><th class="num">acknowledged</th><th class="num">lag</th></tr></thead><tbody></tbody></table></div>
   </div>`));
@@ -35,6 +43,25 @@ export async function render(main) {
         row.querySelector('.reset').onclick = async () => {
           if (!confirm(`Send every document of ${t.name} again from the start?`)) return;
           await api('POST', `/etl/tasks/${encodeURIComponent(t.name)}/reset`);
+          tick();
+        };
+        return row;
+      }));
+    }
+    if (session.role === 'admin') {
+      const sinks = await sinksWithStats().catch(() => []);
+      main.querySelector('#sinks tbody').replaceChildren(...sinks.map(k => {
+        const s = k.stats ?? {};
+        // The newest of its recent errors: a dead-lettered message's reason (with its id) or why the sink stopped.
+        const recent = (s.recentErrors ?? []).at(-1);
+        const error = recent ? recent.message + (recent.messageId ? ` (message ${recent.messageId})` : '') : s.lastError ?? '';
+        const row = h(`<tr data-sink="${esc(k.name)}"><td>${esc(k.name)}</td><td>${esc(k.connection)}: ${esc((k.sources ?? []).join(', '))}</td>
+          <td><span class="badge ${esc(s.state)}">${esc(s.state ?? k.state ?? '')}</span></td><td class="num lag">${fmt(s.lag)}</td>
+          <td class="num received">${fmt(s.messagesReceived)}</td><td class="num applied">${fmt(s.messagesApplied)}</td><td class="num dead">${fmt(s.deadLettered)}</td>
+          <td class="error">${esc(error)}</td><td><button class="ghost toggle">${s.state === 'disabled' ? 'Enable' : 'Disable'}</button></td></tr>`);
+        row.querySelector('.toggle').onclick = async () => {
+          const { json: definition } = await api('GET', `/sinks/${encodeURIComponent(k.name)}`);
+          await api('PUT', `/sinks/${encodeURIComponent(k.name)}`, { ...definition, disabled: s.state !== 'disabled' });
           tick();
         };
         return row;
