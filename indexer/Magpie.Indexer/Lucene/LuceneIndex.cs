@@ -117,13 +117,23 @@ internal sealed class LuceneIndex : IIndexPersistence
     /// <summary>The dimensions of each vector field: set by the first vector the index holds, then every vector of the field must have them.</summary>
     private readonly ConcurrentDictionary<string, int> _dimensions = new(StringComparer.Ordinal);
 
+    // Runs for every document written: indexed loops (foreach over the interfaces allocated an enumerator per entry), and the
+    // lookup's closure only for a vector.
     private string? VectorRefusal(IndexedDocument d)
     {
-        foreach (var entry in d.Entries)
-            foreach (var field in entry.Fields)
-                if (field is VectorField v && _dimensions.GetOrAdd(v.Name, name => HeldDimensions(name) ?? v.Values.Length) is var held && held != v.Values.Length)
-                    return $"the vector field '{v.Name}' has {v.Values.Length} dimensions here; the index's '{v.Name}' vectors have {held}";
+        for (var e = 0; e < d.Entries.Count; e++)
+        {
+            var fields = d.Entries[e].Fields;
+            for (var f = 0; f < fields.Count; f++)
+                if (fields[f] is VectorField v && DimensionsRefusal(v) is { } refusal) return refusal;
+        }
         return null;
+    }
+
+    private string? DimensionsRefusal(VectorField v)
+    {
+        var held = _dimensions.GetOrAdd(v.Name, name => HeldDimensions(name) ?? v.Values.Length);
+        return held == v.Values.Length ? null : $"the vector field '{v.Name}' has {v.Values.Length} dimensions here; the index's '{v.Name}' vectors have {held}";
     }
 
     /// <summary>The dimensions of a vector field's vectors already in the index, if it holds any.</summary>
