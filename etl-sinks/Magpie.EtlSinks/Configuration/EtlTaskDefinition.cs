@@ -1,5 +1,6 @@
 using System.Text.Json;
 using System.Text.Json.Serialization;
+using Magpie.EtlSinks.Tasks;
 
 namespace Magpie.EtlSinks.Configuration;
 
@@ -8,7 +9,7 @@ namespace Magpie.EtlSinks.Configuration;
 /// "format": "cloudevents" | "masstransit", "queues": [{ "name", "exchange", "routingKey" }],
 /// "skipAutomaticDeclaration", "exchangeType", "reconnect": { "initialDelayMs", "maxDelayMs" } }</c>.
 /// </summary>
-public sealed record EtlTaskDefinition
+public sealed record EtlTaskDefinition : IRunnableEntry
 {
     public const string CloudEventsFormat = "cloudevents";
     public const string MassTransitFormat = "masstransit";

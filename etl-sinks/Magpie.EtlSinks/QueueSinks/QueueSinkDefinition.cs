@@ -1,4 +1,5 @@
 using Magpie.EtlSinks.Configuration;
+using Magpie.EtlSinks.Tasks;
 
 namespace Magpie.EtlSinks.QueueSinks;
 
@@ -7,7 +8,7 @@ namespace Magpie.EtlSinks.QueueSinks;
 /// "disabled"? }</c>. It consumes RabbitMQ queues (declared durable when missing) or Kafka topics (consumer group
 /// <c>magpie-sink-{name}</c>, from the earliest offset the first time) and writes what its script makes of each message.
 /// </summary>
-public sealed record QueueSinkDefinition
+public sealed record QueueSinkDefinition : IRunnableEntry
 {
     public const int MaxBatchSize = 4_096;
 

@@ -49,14 +49,11 @@ public sealed class QueueSinkSupervisor : IHostedService
     private Task ReconcileAsync()
     {
         var current = _config.Current;
-        var wanted = current.Sinks
-            .Where(s => !s.Value.Disabled && current.Connections.ContainsKey(s.Value.Connection))
-            .Select(s => new RunnerSet<QueueSinkRunner>.Wanted(s.Key, RunnerSet<QueueSinkRunner>.Fingerprint(s.Value, current.Connections[s.Value.Connection]), () =>
-            {
-                var runner = new QueueSinkRunner(s.Key, s.Value, current.Connections[s.Value.Connection], _writer, _options, _log);
-                runner.Start();
-                return runner;
-            })).ToList();
-        return _runners.ReconcileAsync(wanted, current.Sinks.ContainsKey);
+        return _runners.ReconcileAsync(current.Sinks, current.Connections, (name, sink, connection) =>
+        {
+            var runner = new QueueSinkRunner(name, sink, connection, _writer, _options, _log);
+            runner.Start();
+            return runner;
+        });
     }
 }

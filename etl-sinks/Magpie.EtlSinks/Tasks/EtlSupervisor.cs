@@ -47,21 +47,20 @@ public sealed class EtlSupervisor : IHostedService
     /// <summary>Publishes everything again from the beginning of the change feed.</summary>
     public async Task ResetAsync(string name)
     {
-        await _runners.StopOneAsync(name, () => File.Delete(EtlTaskPosition.PathOf(_options.DataDir, name)));
+        await _runners.StopOneAsync(name, () => ForgetPosition(name));
         await ReconcileAsync();
     }
 
     private Task ReconcileAsync()
     {
         var current = _config.Current;
-        var wanted = current.Tasks
-            .Where(t => !t.Value.Disabled && current.Connections.ContainsKey(t.Value.Connection))
-            .Select(t => new RunnerSet<EtlTaskRunner>.Wanted(t.Key, RunnerSet<EtlTaskRunner>.Fingerprint(t.Value, current.Connections[t.Value.Connection]), () =>
-            {
-                var runner = new EtlTaskRunner(t.Key, t.Value, current.Connections[t.Value.Connection], _feed, _options, _log);
-                runner.Start();
-                return runner;
-            })).ToList();
-        return _runners.ReconcileAsync(wanted, current.Tasks.ContainsKey, removed: name => File.Delete(EtlTaskPosition.PathOf(_options.DataDir, name)));
+        return _runners.ReconcileAsync(current.Tasks, current.Connections, (name, task, connection) =>
+        {
+            var runner = new EtlTaskRunner(name, task, connection, _feed, _options, _log);
+            runner.Start();
+            return runner;
+        }, removed: ForgetPosition);
     }
+
+    private void ForgetPosition(string name) => File.Delete(EtlTaskPosition.PathOf(_options.DataDir, name));
 }

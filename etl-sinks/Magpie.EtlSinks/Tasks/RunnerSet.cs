@@ -4,6 +4,13 @@ using Microsoft.Extensions.Logging;
 
 namespace Magpie.EtlSinks.Tasks;
 
+/// <summary>An entry of the configuration a runner runs (an ETL task, a queue sink): on a named connection, unless disabled.</summary>
+public interface IRunnableEntry
+{
+    string Connection { get; }
+    bool Disabled { get; }
+}
+
 /// <summary>
 /// One running runner per enabled entry of the configuration (ETL tasks, queue sinks), kept in step with it: an entry whose
 /// definition or connection changed is stopped and started again, a removed or disabled one is stopped. Reconciles one at a
@@ -12,7 +19,7 @@ namespace Magpie.EtlSinks.Tasks;
 public sealed class RunnerSet<TRunner>(ILogger log) where TRunner : IAsyncDisposable
 {
     /// <summary>What should run: the entry's name, what it was started with (any change restarts it) and how to start it.</summary>
-    public sealed record Wanted(string Name, string Fingerprint, Func<TRunner> Start);
+    private sealed record Wanted(string Name, string Fingerprint, Func<TRunner> Start);
 
     private readonly SemaphoreSlim _gate = new(1, 1);
     private readonly Dictionary<string, (string Fingerprint, TRunner Runner)> _runners = [];
@@ -25,11 +32,28 @@ public sealed class RunnerSet<TRunner>(ILogger log) where TRunner : IAsyncDispos
     }
 
     /// <summary>The entry and its connection as JSON: what a runner was started with.</summary>
-    public static string Fingerprint(object definition, EtlConnection? connection) =>
+    private static string Fingerprint(object definition, EtlConnection? connection) =>
         JsonSerializer.Serialize(new { definition, connection }, EtlConfigStore.Json);
 
+    /// <summary>
+    /// Runs the enabled <paramref name="entries"/> whose connection exists, each started by <paramref name="start"/>; stops the rest
+    /// (calling <paramref name="removed"/> for names no longer configured).
+    /// </summary>
+    public Task ReconcileAsync<TEntry>(IReadOnlyDictionary<string, TEntry> entries, IReadOnlyDictionary<string, EtlConnection> connections,
+        Func<string, TEntry, EtlConnection, TRunner> start, Action<string>? removed = null) where TEntry : IRunnableEntry
+    {
+        var wanted = entries
+            .Where(e => !e.Value.Disabled && connections.ContainsKey(e.Value.Connection))
+            .Select(e =>
+            {
+                var connection = connections[e.Value.Connection];
+                return new Wanted(e.Key, Fingerprint(e.Value, connection), () => start(e.Key, e.Value, connection));
+            }).ToList();
+        return ReconcileAsync(wanted, entries.ContainsKey, removed);
+    }
+
     /// <summary>Stops what is no longer wanted as it runs (calling <paramref name="removed"/> for names no longer configured) and starts what is missing.</summary>
-    public async Task ReconcileAsync(IReadOnlyList<Wanted> wanted, Func<string, bool> configured, Action<string>? removed = null)
+    private async Task ReconcileAsync(IReadOnlyList<Wanted> wanted, Func<string, bool> configured, Action<string>? removed = null)
     {
         await _gate.WaitAsync();
         try
