@@ -16,6 +16,12 @@ export async function sinksWithStats() {
   return Promise.all(sinks.map(async s => ({ ...s, stats: (await api('GET', `/sinks/${encodeURIComponent(s.name)}/stats`).catch(() => ({ json: null }))).json })));
 }
 
+/** Disables or enables an ETL task or a sink: its definition put back as it is, but for "disabled". */
+async function setDisabled(path, disabled) {
+  const { json: definition } = await api('GET', path);
+  await api('PUT', path, { ...definition, disabled });
+}
+
 export async function render(main) {
   main.append(h(`<div>
     <h1>ETL, sinks &amp; subscriptions</h1>
@@ -36,8 +42,7 @@ export async function render(main) {
           <td class="error">${esc(s.lastError ?? '')}</td>
           <td><button class="ghost toggle">${s.state === 'disabled' ? 'Enable' : 'Disable'}</button> <button class="ghost reset">Reset</button></td></tr>`);
         row.querySelector('.toggle').onclick = async () => {
-          const { json: definition } = await api('GET', `/etl/tasks/${encodeURIComponent(t.name)}`);
-          await api('PUT', `/etl/tasks/${encodeURIComponent(t.name)}`, { ...definition, disabled: s.state !== 'disabled' });
+          await setDisabled(`/etl/tasks/${encodeURIComponent(t.name)}`, s.state !== 'disabled');
           tick();
         };
         row.querySelector('.reset').onclick = async () => {
@@ -60,8 +65,7 @@ export async function render(main) {
           <td class="num received">${fmt(s.messagesReceived)}</td><td class="num applied">${fmt(s.messagesApplied)}</td><td class="num dead">${fmt(s.deadLettered)}</td>
           <td class="error">${esc(error)}</td><td><button class="ghost toggle">${s.state === 'disabled' ? 'Enable' : 'Disable'}</button></td></tr>`);
         row.querySelector('.toggle').onclick = async () => {
-          const { json: definition } = await api('GET', `/sinks/${encodeURIComponent(k.name)}`);
-          await api('PUT', `/sinks/${encodeURIComponent(k.name)}`, { ...definition, disabled: s.state !== 'disabled' });
+          await setDisabled(`/sinks/${encodeURIComponent(k.name)}`, s.state !== 'disabled');
           tick();
         };
         return row;
