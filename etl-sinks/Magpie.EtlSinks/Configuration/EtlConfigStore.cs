@@ -128,7 +128,7 @@ public sealed partial class EtlConfigStore
         return copy;
     }
 
-    [GeneratedRegex("^[A-Za-z0-9._-]{1,100}$")]
+    [GeneratedRegex(@"^(?!\.{1,2}$)[A-Za-z0-9._-]{1,100}$")]
     private static partial Regex NamePattern();
 
     private sealed record StoredConfig(Dictionary<string, EtlConnection> Connections, Dictionary<string, EtlTaskDefinition> Tasks,

@@ -51,7 +51,7 @@ public sealed partial class IndexDefinitionStore(IIndexDefinitionLog log, Action
     public async Task PutAsync(string name, IndexDefinition definition, ScriptLimits limits, CancellationToken ct = default)
     {
         if (!NamePattern().IsMatch(name))
-            throw new IndexDefinitionException(400, $"'{name}' is not a valid index name: 1-100 letters, digits, '/', '.', '_' or '-', starting with a letter or digit, not ending in /stats, /reset, /swap, /errors/retry or /history");
+            throw new IndexDefinitionException(400, $"'{name}' is not a valid index name: 1-100 letters, digits, '/', '.', '_' or '-', starting with a letter or digit, no empty, '.' or '..' segment, not ending in /stats, /reset, /swap, /errors/retry or /history");
         foreach (var (field, options) in definition.Fields)
             if (options.Indexing is not (IndexFieldOptions.Search or IndexFieldOptions.Exact or IndexFieldOptions.No))
                 throw new IndexDefinitionException(400, $"fields.{field}.indexing must be \"search\", \"exact\" or \"no\", got '{options.Indexing}'");
@@ -144,6 +144,7 @@ public sealed partial class IndexDefinitionStore(IIndexDefinitionLog log, Action
         Changed?.Invoke();
     }
 
-    [GeneratedRegex("^(?!.*/(stats|reset|history|swap|errors/retry)$)[A-Za-z0-9][A-Za-z0-9/._-]{0,99}$")]
+    // No "." or ".." segment and no empty one: a browser or proxy would normalise such a name in a path into another route.
+    [GeneratedRegex(@"^(?!.*/(stats|reset|history|swap|errors/retry)$)(?!(.*/)?\.{1,2}(/|$))(?!.*//)(?!.*/$)[A-Za-z0-9][A-Za-z0-9/._-]{0,99}$")]
     private static partial Regex NamePattern();
 }

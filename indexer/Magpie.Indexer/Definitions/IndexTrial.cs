@@ -20,6 +20,12 @@ public static class IndexTrial
     public const int MaxSample = 1_000;
     public static readonly TimeSpan ReadTime = TimeSpan.FromSeconds(10);
 
+    /// <summary>The whole trial's mapping and reducing, however many documents: each run has the script limits, this bounds their sum.</summary>
+    public static readonly TimeSpan RunTime = TimeSpan.FromSeconds(10);
+
+    /// <summary>The most entry text a trial keeps and answers (the process holds it twice: as text and as the answer's tree).</summary>
+    public const long MaxEntryBytes = 16L * 1024 * 1024;
+
     public sealed record Request(IndexDefinition? Definition, int SampleSize = 10);
 
     public sealed record DocumentEntries(string Id, IReadOnlyList<JsonNode?> Entries);
@@ -37,6 +43,9 @@ public static class IndexTrial
         if (request.SampleSize is < 1 or > MaxSample) throw new IndexDefinitionException(400, $"sampleSize must be 1 to {MaxSample:N0}, not {request.SampleSize}");
         MapScript maps;
         ReduceScript? reduce = null;
+        // A run that loops is stopped when the trial's time is up, not only at its own timeout.
+        using var time = CancellationTokenSource.CreateLinkedTokenSource(ct);
+        limits = limits with { Stop = time.Token };
         try
         {
             DefinitionCompiler.Check(definition, limits);
@@ -49,20 +58,27 @@ public static class IndexTrial
         catch (ScriptSyntaxException e) { throw new IndexDefinitionException(400, e.Message, e.Line, e.Column, e); }
 
         var sample = await SampleAsync(shards, maps, request.SampleSize, ct);
+        time.CancelAfter(RunTime);
         var entries = new List<DocumentEntries>();
         var errors = new List<DocumentError>();
         var mapped = new List<string>();
-        foreach (var change in sample)
+        long kept = 0;
+        try
         {
-            try
+            foreach (var change in sample)
             {
-                foreach (var e in maps.Run(change)) EntryMapping.From(e, definition);   // what the engine would refuse, refused here too
-                var json = maps.RunJson(change);
-                mapped.AddRange(json);
-                entries.Add(new DocumentEntries(change.Id, json.Select(j => JsonNode.Parse(j)).ToList()));
+                try
+                {
+                    foreach (var e in maps.Run(change)) EntryMapping.From(e, definition);   // what the engine would refuse, refused here too
+                    var json = maps.RunJson(change);
+                    kept += Keep(json, entries.Count);
+                    mapped.AddRange(json);
+                    entries.Add(new DocumentEntries(change.Id, json.Select(j => JsonNode.Parse(j)).ToList()));
+                }
+                catch (Exception e) when (e is ScriptRunException or EntryRefusedException) { errors.Add(new DocumentError(change.Id, e.Message)); }
             }
-            catch (Exception e) when (e is ScriptRunException or EntryRefusedException) { errors.Add(new DocumentError(change.Id, e.Message)); }
         }
+        catch (OperationCanceledException) when (!ct.IsCancellationRequested) { throw OverTime(entries.Count + errors.Count, sample.Count); }
         List<JsonNode?>? reduced = null;
         if (reduce is not null)
         {
@@ -70,12 +86,29 @@ public static class IndexTrial
             try
             {
                 foreach (var group in mapped.GroupBy(reduce.KeyOf))
-                    reduced.Add(JsonNode.Parse(reduce.Aggregate(group.Key, group)));
+                {
+                    var output = reduce.Aggregate(group.Key, group);
+                    kept += Keep([output], entries.Count);
+                    reduced.Add(JsonNode.Parse(output));
+                }
             }
             catch (ScriptRunException e) { errors.Add(new DocumentError("(reduce)", e.Message)); }
+            catch (OperationCanceledException) when (!ct.IsCancellationRequested) { throw OverTime(sample.Count, sample.Count); }
         }
         return new Result(sample.Count, entries, reduced, errors);
+
+        long Keep(IReadOnlyList<string> json, int documents)
+        {
+            var bytes = json.Sum(j => (long)j.Length * sizeof(char));
+            if (kept + bytes > MaxEntryBytes)
+                throw new IndexDefinitionException(422,
+                    $"the trial's entries grew past {MaxEntryBytes / (1024 * 1024)} MiB after {documents:N0} of {sample.Count:N0} documents: try a smaller sampleSize, or maps that emit less");
+            return bytes;
+        }
     }
+
+    private static IndexDefinitionException OverTime(int done, int of) =>
+        new(422, $"the trial ran out of its {RunTime.TotalSeconds:N0} s after {done:N0} of {of:N0} documents: try a smaller sampleSize, or maps that finish sooner");
 
     /// <summary>The first <paramref name="size"/> documents of the maps' collections on the owned shards' feeds, each as last read.</summary>
     private static async Task<List<ChangeEvent>> SampleAsync(IIndexShards shards, MapScript maps, int size, CancellationToken ct)

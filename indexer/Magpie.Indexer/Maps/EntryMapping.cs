@@ -18,6 +18,12 @@ public static class EntryMapping
     /// <summary>Longest field name, in UTF-16 units (at most 3 UTF-8 bytes each: a name and its suffixes stay well inside a term).</summary>
     public const int MaxFieldNameLength = 1_024;
 
+    /// <summary>
+    /// Most index values one entry may hold (each array element is one): far past what a search needs, and what one document
+    /// may cost the indexer (an array of a million strings would take gigabytes and minutes, holding up every other document).
+    /// </summary>
+    public const int MaxValuesPerEntry = 100_000;
+
     public static IndexEntry From(MappedEntry entry, IndexDefinition definition)
     {
         var fields = new List<IndexField>();
@@ -59,6 +65,9 @@ public static class EntryMapping
 
     private static void Add(List<IndexField> fields, string name, object? value, IndexFieldOptions options)
     {
+        if (fields.Count >= MaxValuesPerEntry)
+            throw new EntryRefusedException(string.Create(CultureInfo.InvariantCulture,
+                $"the entry holds more than {MaxValuesPerEntry:N0} index values (at '{Shorten(name)}'): index fewer values per document, or set the field's indexing to \"no\""));
         // Lucene wants one kind of indexing per field name: a search field takes every non-number as text.
         var search = options.Indexing == IndexFieldOptions.Search;
         IndexField Term(string text) => search ? new TextField(name, text) : new KeywordField(name, Checked(name, text).ToLowerInvariant());

@@ -17,7 +17,14 @@ public static class DocumentEndpoints
     public static IEndpointRouteBuilder MapDocumentEndpoints(this IEndpointRouteBuilder app, int maxJsonDepth = DocumentJson.DefaultMaxDepth)
     {
         var docs = app.MapGroup("/docs");
-        docs.MapGet("/", Browse);
+        // RavenDB's form, /docs?id=…, takes any id, even one a path would normalise ('..', '.') or split: Studio uses it.
+        docs.MapGet("/", (HttpContext ctx, DocumentStore store, string? id, bool? revisions, string? collection, int? start, int? pageSize, string? cursor) =>
+            id is null ? Browse(ctx, store, collection, start, pageSize, cursor)
+            : revisions == true ? Revisions(id, ctx, store, pageSize) : Get(id, ctx, store, pageSize));
+        docs.MapMethods("/", [HttpMethods.Head], (string id, HttpContext ctx, DocumentStore store) => Head(id, ctx, store));
+        docs.MapPut("/", (string id, HttpContext ctx, DocumentStore store) => Put(id, ctx, store));
+        docs.MapPatch("/", (string id, HttpContext ctx, DocumentStore store) => Patch(id, ctx, store, maxJsonDepth));
+        docs.MapDelete("/", (string id, HttpContext ctx, DocumentStore store) => Delete(id, ctx, store));
         docs.MapGet("/{**id}", Get);
         docs.MapMethods("/{**id}", [HttpMethods.Head], Head);
         docs.MapPut("/{**id}", Put);

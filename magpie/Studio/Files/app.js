@@ -1,7 +1,7 @@
 // Magpie Studio: a hash router over one module per page; every call goes through api(), which sends the session's key and asks
 // for one when Magpie answers 401. What a key's role may not do is hidden (data-role="write" | "admin").
 import { markdown } from './markdown.js';
-import { applyRole, esc, h, who } from './studio.js';
+import { applyRole, h, html, who } from './studio.js';
 
 const pages = {
   overview: () => import('./pages/overview.js'),
@@ -26,7 +26,7 @@ async function route() {
   help = page.help ?? 'README';
   main.replaceChildren();
   try { cleanup = (await page.render(main, rest.map(decodeURIComponent))) ?? null; }
-  catch (e) { main.append(h(`<div class="panel error">${esc(e.message)}</div>`)); }
+  catch (e) { main.append(h`<div class="panel error">${e.message}</div>`); }
   applyRole(main);
 }
 
@@ -35,7 +35,7 @@ async function showHelp() {
   const panel = document.getElementById('helpPanel');
   const r = await fetch(`/studio/docs/${help}.md`);
   document.getElementById('helpTitle').textContent = `${help}.md`;
-  document.getElementById('helpBody').innerHTML = r.ok ? markdown(await r.text()) : `<p class="error">No page ${esc(help)}.md</p>`;
+  document.getElementById('helpBody').innerHTML = r.ok ? markdown(await r.text()) : html`<p class="error">No page ${help}.md</p>`;
   panel.hidden = false;
 }
 

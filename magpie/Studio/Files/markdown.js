@@ -4,7 +4,7 @@ const esc = (s) => s.replace(/[&<>"]/g, c => ({ '&': '&amp;', '<': '&lt;', '>': 
 const inline = (s) => esc(s)
   .replace(/`([^`]+)`/g, '<code>$1</code>')
   .replace(/\*\*([^*]+)\*\*/g, '<strong>$1</strong>')
-  .replace(/\[([^\]]+)\]\(([^)\s]+)\)/g, (_, text, href) => `<a href="${href.endsWith('.md') ? '#' : href}" target="_blank" rel="noopener">${text}</a>`);
+  .replace(/\[([^\]]+)\]\(([^)\s]+)\)/g, (_, text, href) => `<a href="${/^https?:\/\//.test(href) ? href : '#'}" target="_blank" rel="noopener">${text}</a>`);
 
 export function markdown(text) {
   const out = [];

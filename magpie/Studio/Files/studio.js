@@ -62,7 +62,36 @@ export function applyRole(root) {
   for (const el of root.querySelectorAll('[data-role]')) el.hidden = ranks[session.role] < ranks[el.dataset.role];
 }
 
-export const h = (html) => { const t = document.createElement('template'); t.innerHTML = html.trim(); return t.content.firstElementChild; };
-export const esc = (s) => String(s ?? '').replace(/[&<>"']/g, c => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
-export const fmt = (n) => n == null ? '–' : Number(n).toLocaleString('en');
+// User data reaches the page one way: the `h` and `html` tagged templates, which escape every interpolated value unless it is
+// itself an `html` fragment (arrays are joined, null/undefined/false draw nothing). Never build markup by string concatenation.
+class Html { constructor(text) { this.text = text; } toString() { return this.text; } }
+const escapeText = (s) => String(s).replace(/[&<>"'`]/g, c => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;', '`': '&#96;' })[c]);
+const piece = (v) => v instanceof Html ? v.text : Array.isArray(v) ? v.map(piece).join('') : v == null || v === false ? '' : escapeText(v);
 
+/** A fragment of markup: the template's literal text as written, every `${value}` escaped (or an html fragment kept). */
+export function html(strings, ...values) {
+  return new Html(strings.reduce((out, s, i) => out + s + (i < values.length ? piece(values[i]) : ''), ''));
+}
+
+/** The first element of an html template, e.g. h`<td>${name}</td>`. */
+export function h(strings, ...values) {
+  const t = document.createElement('template');
+  t.innerHTML = html(strings, ...values).text.trim();
+  return t.content.firstElementChild;
+}
+
+/**
+ * An API path whose `${values}` are each one percent-encoded segment (a '/' in a value is %2F, so an id or name can never
+ * climb to another route): path`/etl/tasks/${name}/stats`. Document ids travel as a query parameter instead (docPath).
+ */
+export function path(strings, ...values) {
+  return strings.reduce((out, s, i) => out + s + (i < values.length ? encodeURIComponent(String(values[i])) : ''), '');
+}
+
+/** A document's API path: `/docs?id=…` (RavenDB's form), since an id may hold '/', '..' or anything a path would normalise. */
+export const docPath = (id, rest = '') => `/docs?id=${encodeURIComponent(id)}${rest}`;
+
+/** An index's API path: its name's '/'-separated segments each encoded (names cannot hold '.'/'..' segments). */
+export const indexPath = (name, rest = '') => `/indexes/${String(name).split('/').map(encodeURIComponent).join('/')}${rest}`;
+
+export const fmt = (n) => n == null ? '–' : Number(n).toLocaleString('en');

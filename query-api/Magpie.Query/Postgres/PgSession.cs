@@ -24,6 +24,13 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
     private readonly PgWire _wire = new(stream);
     private readonly Dictionary<string, (string Sql, int[] ParameterTypes)> _prepared = [];
     private readonly Dictionary<string, Portal> _portals = [];
+    private long _preparedChars, _portalChars;
+
+    /// <summary>Named statements one session may keep (drivers that prepare automatically keep a few hundred at most).</summary>
+    public const int MaxPrepared = 1_000;
+
+    /// <summary>The text of the statements and portals one session keeps, in all (each is also held to the query length limit).</summary>
+    public const long MaxKeptChars = 16L * 1024 * 1024;
     private CancellationTokenSource? _running;
     private bool _cancelledByClient;
     private long _statementStarted;
@@ -57,7 +64,11 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
                 await _wire.FlushAsync(ct);
                 await LoopAsync(ct);
             }
-            finally { cancellations.Unregister(pid); }
+            finally
+            {
+                cancellations.Unregister(pid);
+                Forget();
+            }
         }
         catch (PgException e) when (e.Fatal)
         {
@@ -207,7 +218,7 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
                     case 'H': await _wire.FlushAsync(ct); break;
                     case 'S':
                         skipToSync = false;
-                        _portals.Remove("");
+                        ForgetPortal("");
                         _wire.ReadyForQuery();
                         await _wire.FlushAsync(ct);
                         break;
@@ -257,8 +268,34 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
         var sql = r.CString();
         var types = new int[r.Count()];
         for (var i = 0; i < types.Length; i++) types[i] = r.Int32();
+        if (sql.Length > Rql.QueryLimits.MaxQueryChars)
+            throw new PgException(PgException.ProgramLimitExceeded, $"the statement is {sql.Length:N0} characters; at most {Rql.QueryLimits.MaxQueryChars:N0} are taken");
+        var replaced = _prepared.TryGetValue(name, out var old) ? old.Sql.Length : 0;
+        if (replaced == 0 && name.Length > 0 && _prepared.Count >= MaxPrepared)
+            throw new PgException(PgException.ProgramLimitExceeded, $"this session keeps {MaxPrepared:N0} prepared statements, the most it may: close some (Close, DEALLOCATE) before preparing more");
+        if (_preparedChars - replaced + sql.Length + _portalChars > MaxKeptChars)
+            throw new PgException(PgException.ProgramLimitExceeded, $"this session's prepared statements and portals hold {MaxKeptChars / (1024 * 1024)} MiB of text, the most it may: close some (Close, DEALLOCATE)");
         _prepared[name] = (sql, types);
+        _preparedChars += sql.Length - replaced;
         _wire.Begin('1').End();
+    }
+
+    private void ForgetStatement(string name)
+    {
+        if (_prepared.Remove(name, out var gone)) _preparedChars -= gone.Sql.Length;
+    }
+
+    private void ForgetPortal(string name)
+    {
+        if (_portals.Remove(name, out var gone)) _portalChars -= gone.Sql.Length;
+    }
+
+    /// <summary>What the session kept goes with it: nothing a closed connection prepared outlives it.</summary>
+    private void Forget()
+    {
+        _prepared.Clear();
+        _portals.Clear();
+        _preparedChars = _portalChars = 0;
     }
 
     private void Bind(byte[] body)
@@ -278,7 +315,14 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
         }
         var results = new short[r.Count()];
         for (var i = 0; i < results.Length; i++) results[i] = r.Int16();
-        _portals[portal] = new Portal(SqlText.Substitute(prepared.Sql, values), results);
+        var sql = SqlText.Substitute(prepared.Sql, values);
+        ForgetPortal(portal);
+        if (portal.Length > 0 && _portals.Count >= MaxPrepared)
+            throw new PgException(PgException.ProgramLimitExceeded, $"this session keeps {MaxPrepared:N0} open portals, the most it may: close some before binding more");
+        if (_preparedChars + _portalChars + sql.Length > MaxKeptChars)
+            throw new PgException(PgException.ProgramLimitExceeded, $"this session's prepared statements and portals hold {MaxKeptChars / (1024 * 1024)} MiB of text, the most it may: close some (Close, DEALLOCATE)");
+        _portals[portal] = new Portal(sql, results);
+        _portalChars += sql.Length;
         _wire.Begin('2').End();
     }
 
@@ -324,8 +368,8 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
         var r = new PgReader(body);
         var kind = (char)r.Byte();
         var name = r.CString();
-        if (kind == 'S') _prepared.Remove(name);
-        else _portals.Remove(name);
+        if (kind == 'S') ForgetStatement(name);
+        else ForgetPortal(name);
         _wire.Begin('3').End();
     }
 

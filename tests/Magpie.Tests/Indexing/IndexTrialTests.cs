@@ -74,4 +74,24 @@ public sealed class IndexTrialTests(RqlConformanceFixture fx) : IClassFixture<Rq
     [InlineData("""{ "sampleSize": 5 }""", "body needs \"definition\"")]
     public async Task A_definition_or_sample_that_cannot_be_tried_is_a_400(string body, string expected) =>
         await HttpJson.AssertProblem(await Http.PostAsync("indexes/test", HttpJson.Json(body)), HttpStatusCode.BadRequest, expected);
+
+    [Fact]
+    public async Task A_trial_whose_entries_grow_without_end_is_refused_before_it_holds_them()
+    {
+        // ~2,000 fields of 1 KB per document over 1,000 documents would be gigabytes of answer.
+        var map = "map('Posts', p => { const e = {}; for (let i = 0; i < 2000; i++) e['F' + i] = 'x'.repeat(1000) + i; return e; })";
+        await HttpJson.AssertProblem(await Http.PostAsJsonAsync("indexes/test", new { definition = new { maps = new[] { map } }, sampleSize = 1000 }),
+            HttpStatusCode.UnprocessableEntity, "the trial's entries grew past 16 MiB");
+        Assert.True((await Http.GetAsync("stats")).IsSuccessStatusCode);
+    }
+
+    [Fact]
+    public async Task A_trial_whose_maps_never_finish_stops_at_its_time_budget()
+    {
+        var started = System.Diagnostics.Stopwatch.StartNew();
+        await HttpJson.AssertProblem(await Http.PostAsJsonAsync("indexes/test", new { definition = new { maps = new[] { "map('Posts', p => { while (true) {} })" } }, sampleSize = 1000 }),
+            HttpStatusCode.UnprocessableEntity, "the trial ran out of its 10 s");
+        // Not a timing test: the budget is 10 s, a run over every document at its own 2 s timeout would take half an hour.
+        Assert.True(started.Elapsed < TimeSpan.FromMinutes(2), started.Elapsed.ToString());
+    }
 }

@@ -183,4 +183,42 @@ public sealed class PgConnectionControlTests
 
         try { Directory.Delete(Path.GetDirectoryName(certificate.CertificatePath)!, recursive: true); } catch (IOException) { }
     }
+
+    [Fact]
+    public async Task Prepared_statements_are_bounded_per_session_and_a_too_long_one_is_refused_when_it_is_parsed()
+    {
+        await using var magpie = await MagpieProcess.StartAsync();
+        var connection = $"Host=127.0.0.1;Port={magpie.PgPort};Username=magpie;Database=magpie;Pooling=false;Server Compatibility Mode=NoTypeLoading;Timeout=5";
+        await using var db = new NpgsqlConnection(connection);
+        await db.OpenAsync();
+        // A statement past the query length limit is refused at Parse, before the session keeps it.
+        var huge = "SELECT '" + new string('x', 300 * 1024) + "'";
+        await using (var tooLong = new NpgsqlCommand(huge, db))
+        {
+            var e = await Assert.ThrowsAsync<PostgresException>(() => tooLong.PrepareAsync());
+            Assert.Equal("54000", e.SqlState);
+        }
+        // 1,000 named statements are kept; the next is refused, and the session goes on.
+        var prepared = new List<NpgsqlCommand>();
+        for (var i = 0; i < 1_000; i++)
+        {
+            var cmd = new NpgsqlCommand($"SELECT {i}", db);
+            await cmd.PrepareAsync();
+            prepared.Add(cmd);
+        }
+        await using (var oneMore = new NpgsqlCommand("SELECT 1000", db))
+        {
+            var e = await Assert.ThrowsAsync<PostgresException>(() => oneMore.PrepareAsync());
+            Assert.Equal("54000", e.SqlState);
+            Assert.Contains("1,000 prepared statements", e.MessageText);
+        }
+        Assert.Equal(999, Convert.ToInt32(await prepared[999].ExecuteScalarAsync()));
+        // Closing one makes room.
+        await prepared[0].UnprepareAsync();
+        await using (var room = new NpgsqlCommand("SELECT 1001", db))
+        {
+            await room.PrepareAsync();
+            Assert.Equal(1001, Convert.ToInt32(await room.ExecuteScalarAsync()));
+        }
+    }
 }

@@ -1,12 +1,12 @@
 // Documents: collections with their counts, a page of documents (cursor paging), one opened as JSON to edit and save with the
 // etag it was read at (a change made meanwhile is a conflict shown here, never overwritten), deleted, or a new one created.
-import { api, h, esc, fmt, ApiError } from '../studio.js';
+import { api, h, fmt, docPath, ApiError } from '../studio.js';
 
 export const help = 'HTTP-API';
 
 export async function render(main, [collection, ...id]) {
   const { json: stats } = await api('GET', '/stats');
-  main.append(h(`<div>
+  main.append(h`<div>
     <h1>Documents</h1>
     <div class="row">
       <div class="panel" style="width:220px"><h2>Collections</h2><table id="collections"><tbody></tbody></table>
@@ -23,13 +23,13 @@ export async function render(main, [collection, ...id]) {
           <button id="save" data-role="write">Save</button><button class="danger" id="delete" data-role="write">Delete</button></div>
         <table id="versions" hidden><thead><tr><th class="num">etag</th><th>last modified</th><th>document</th></tr></thead><tbody></tbody></table>
       </div>
-    </div></div>`));
+    </div></div>`);
   main.querySelector('#collections tbody').replaceChildren(...Object.entries(stats.collections ?? {}).map(([name, count]) =>
-    h(`<tr class="pick"><td><a href="#/documents/${encodeURIComponent(name)}">${esc(name)}</a></td><td class="num">${fmt(count)}</td></tr>`)));
+    h`<tr class="pick"><td><a href="#/documents/${encodeURIComponent(name)}">${name}</a></td><td class="num">${fmt(count)}</td></tr>`));
   let etag = null;
   const editor = main.querySelector('#editor'), message = main.querySelector('#docMessage');
   const open = async (docId) => {
-    const r = await api('GET', `/docs/${docId}`);
+    const r = await api('GET', docPath(docId));
     etag = r.headers.get('ETag');
     const body = { ...r.json };
     delete body['@metadata'];
@@ -54,7 +54,7 @@ export async function render(main, [collection, ...id]) {
     try { body = JSON.parse(main.querySelector('#docJson').value); }
     catch (e) { Object.assign(message, { className: 'error', textContent: `Not JSON: ${e.message}` }); return; }
     try {
-      const r = await api('PUT', `/docs/${docId}`, body, etag ? { 'If-Match': etag } : {});
+      const r = await api('PUT', docPath(docId), body, etag ? { 'If-Match': etag } : {});
       etag = r.headers.get('ETag') ?? etag;
       Object.assign(message, { className: 'ok', textContent: `Saved (etag ${etag}).` });
       main.querySelector('#docEtag').textContent = `etag ${etag}`;
@@ -68,11 +68,11 @@ export async function render(main, [collection, ...id]) {
   // The versions the change log still holds, newest first (GET /docs/{id}/revisions); one clicked shows in the editor to compare.
   main.querySelector('#revisions').onclick = async () => {
     const docId = main.querySelector('#docId').value.trim();
-    const { json } = await api('GET', `/docs/${docId}/revisions?pageSize=25`);
+    const { json } = await api('GET', docPath(docId, '&revisions=true&pageSize=25'));
     const table = main.querySelector('#versions');
     table.querySelector('tbody').replaceChildren(...(json.results ?? json).map(v => {
       const m = v['@metadata'];
-      const row = h(`<tr class="pick"><td class="num">${m['@etag']}</td><td>${esc(m['@last-modified'])}</td><td class="json">${esc(JSON.stringify(v).slice(0, 160))}</td></tr>`);
+      const row = h`<tr class="pick"><td class="num">${m['@etag']}</td><td>${m['@last-modified']}</td><td class="json">${JSON.stringify(v).slice(0, 160)}</td></tr>`;
       row.onclick = () => {
         const body = { ...v };
         delete body['@metadata'];
@@ -87,7 +87,7 @@ export async function render(main, [collection, ...id]) {
     const docId = main.querySelector('#docId').value.trim();
     if (!confirm(`Delete ${docId}?`)) return;
     try {
-      await api('DELETE', `/docs/${docId}`, undefined, etag ? { 'If-Match': etag } : {});
+      await api('DELETE', docPath(docId), undefined, etag ? { 'If-Match': etag } : {});
       editor.hidden = true;
       location.hash = `#/documents/${encodeURIComponent(collection ?? '')}`;
     } catch (e) { Object.assign(message, { className: 'error', textContent: e.message }); }
@@ -96,11 +96,11 @@ export async function render(main, [collection, ...id]) {
   main.querySelector('#listTitle').textContent = collection;
   let cursor = null;
   const page = async () => {
-    const { json } = await api('GET', `/docs?collection=${encodeURIComponent(collection)}&pageSize=25${cursor ? `&cursor=${cursor}` : ''}`);
+    const { json } = await api('GET', `/docs?collection=${encodeURIComponent(collection)}&pageSize=25${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
     for (const d of json.results) {
       const m = d['@metadata'];
-      const row = h(`<tr class="pick"><td>${esc(m['@id'])}</td><td class="num">${m['@etag']}</td><td>${esc(m['@last-modified'])}</td><td class="json">${esc(JSON.stringify(d).slice(0, 200))}</td></tr>`);
-      row.onclick = () => { location.hash = `#/documents/${encodeURIComponent(collection)}/${m['@id']}`; };
+      const row = h`<tr class="pick"><td>${m['@id']}</td><td class="num">${m['@etag']}</td><td>${m['@last-modified']}</td><td class="json">${JSON.stringify(d).slice(0, 200)}</td></tr>`;
+      row.onclick = () => { location.hash = `#/documents/${encodeURIComponent(collection)}/${encodeURIComponent(m['@id'])}`; };
       main.querySelector('#docs tbody').append(row);
     }
     cursor = json.nextCursor;

@@ -1,19 +1,19 @@
 // ETL tasks with their state, position, lag and last error (enable, disable, reset), queue sinks with what they received,
 // applied and dead-lettered (enable, disable), and subscriptions with their client and position; refreshed every 2 seconds.
-import { api, h, esc, fmt, session } from '../studio.js';
+import { api, h, fmt, path, session } from '../studio.js';
 
 export const help = 'ETL';
 
 /** Every task with its live stats (admin: connections hold passwords, so tasks are an admin's to see). */
 export async function tasksWithStats() {
   const { json: tasks } = await api('GET', '/etl/tasks');
-  return Promise.all(tasks.map(async t => ({ ...t, stats: (await api('GET', `/etl/tasks/${encodeURIComponent(t.name)}/stats`).catch(() => ({ json: null }))).json })));
+  return Promise.all(tasks.map(async t => ({ ...t, stats: (await api('GET', path`/etl/tasks/${t.name}/stats`).catch(() => ({ json: null }))).json })));
 }
 
 /** Every queue sink with its live stats (admin, as tasks: they name connections and hold scripts). */
 export async function sinksWithStats() {
   const { json: sinks } = await api('GET', '/sinks');
-  return Promise.all(sinks.map(async s => ({ ...s, stats: (await api('GET', `/sinks/${encodeURIComponent(s.name)}/stats`).catch(() => ({ json: null }))).json })));
+  return Promise.all(sinks.map(async s => ({ ...s, stats: (await api('GET', path`/sinks/${s.name}/stats`).catch(() => ({ json: null }))).json })));
 }
 
 /** Disables or enables an ETL task or a sink: its definition put back as it is, but for "disabled". */
@@ -23,7 +23,7 @@ async function setDisabled(path, disabled) {
 }
 
 export async function render(main) {
-  main.append(h(`<div>
+  main.append(h`<div>
     <h1>ETL, sinks &amp; subscriptions</h1>
     <div class="panel" data-role="admin"><h2>ETL tasks</h2>
       <table id="tasks"><thead><tr><th>task</th><th>connection</th><th>state</th><th class="num">last etag</th><th class="num">lag</th><th class="num">sent</th><th>last error</th><th></th></tr></thead><tbody></tbody></table></div>
@@ -31,23 +31,23 @@ export async function render(main) {
       <table id="sinks"><thead><tr><th>sink</th><th>reads</th><th>state</th><th class="num">lag</th><th class="num">received</th><th class="num">applied</th><th class="num">dead-lettered</th><th>last error</th><th></th></tr></thead><tbody></tbody></table></div>
     <div class="panel"><h2>Subscriptions</h2>
       <table id="subscriptions"><thead><tr><th>subscription</th><th>query</th><th>client</th><th class="num">acknowledged</th><th class="num">lag</th></tr></thead><tbody></tbody></table></div>
-  </div>`));
+  </div>`);
   const tick = async () => {
     if (session.role === 'admin') {
       const tasks = await tasksWithStats().catch(() => []);
       main.querySelector('#tasks tbody').replaceChildren(...tasks.map(t => {
         const s = t.stats ?? {};
-        const row = h(`<tr data-task="${esc(t.name)}"><td>${esc(t.name)}</td><td>${esc(t.connection)}</td><td><span class="badge ${esc(s.state)}">${esc(s.state ?? t.state ?? '')}</span></td>
+        const row = h`<tr data-task="${t.name}"><td>${t.name}</td><td>${t.connection}</td><td><span class="badge ${s.state}">${s.state ?? t.state ?? ''}</span></td>
           <td class="num">${fmt(s.lastProcessedEtag)}</td><td class="num lag">${fmt(s.lag)}</td><td class="num">${fmt(s.messagesSent)}</td>
-          <td class="error">${esc(s.lastError ?? '')}</td>
-          <td><button class="ghost toggle">${s.state === 'disabled' ? 'Enable' : 'Disable'}</button> <button class="ghost reset">Reset</button></td></tr>`);
+          <td class="error">${s.lastError ?? ''}</td>
+          <td><button class="ghost toggle">${s.state === 'disabled' ? 'Enable' : 'Disable'}</button> <button class="ghost reset">Reset</button></td></tr>`;
         row.querySelector('.toggle').onclick = async () => {
-          await setDisabled(`/etl/tasks/${encodeURIComponent(t.name)}`, s.state !== 'disabled');
+          await setDisabled(path`/etl/tasks/${t.name}`, s.state !== 'disabled');
           tick();
         };
         row.querySelector('.reset').onclick = async () => {
           if (!confirm(`Send every document of ${t.name} again from the start?`)) return;
-          await api('POST', `/etl/tasks/${encodeURIComponent(t.name)}/reset`);
+          await api('POST', path`/etl/tasks/${t.name}/reset`);
           tick();
         };
         return row;
@@ -60,20 +60,20 @@ export async function render(main) {
         // The newest of its recent errors: a dead-lettered message's reason (with its id) or why the sink stopped.
         const recent = (s.recentErrors ?? []).at(-1);
         const error = recent ? recent.message + (recent.messageId ? ` (message ${recent.messageId})` : '') : s.lastError ?? '';
-        const row = h(`<tr data-sink="${esc(k.name)}"><td>${esc(k.name)}</td><td>${esc(k.connection)}: ${esc((k.sources ?? []).join(', '))}</td>
-          <td><span class="badge ${esc(s.state)}">${esc(s.state ?? k.state ?? '')}</span></td><td class="num lag">${fmt(s.lag)}</td>
+        const row = h`<tr data-sink="${k.name}"><td>${k.name}</td><td>${k.connection}: ${(k.sources ?? []).join(', ')}</td>
+          <td><span class="badge ${s.state}">${s.state ?? k.state ?? ''}</span></td><td class="num lag">${fmt(s.lag)}</td>
           <td class="num received">${fmt(s.messagesReceived)}</td><td class="num applied">${fmt(s.messagesApplied)}</td><td class="num dead">${fmt(s.deadLettered)}</td>
-          <td class="error">${esc(error)}</td><td><button class="ghost toggle">${s.state === 'disabled' ? 'Enable' : 'Disable'}</button></td></tr>`);
+          <td class="error">${error}</td><td><button class="ghost toggle">${s.state === 'disabled' ? 'Enable' : 'Disable'}</button></td></tr>`;
         row.querySelector('.toggle').onclick = async () => {
-          await setDisabled(`/sinks/${encodeURIComponent(k.name)}`, s.state !== 'disabled');
+          await setDisabled(path`/sinks/${k.name}`, s.state !== 'disabled');
           tick();
         };
         return row;
       }));
     }
     const { json: subscriptions } = await api('GET', '/subscriptions').catch(() => ({ json: [] }));
-    main.querySelector('#subscriptions tbody').replaceChildren(...subscriptions.map(s => h(`<tr><td>${esc(s.definition?.name)}</td>
-      <td class="json">${esc(s.definition?.query)}</td><td>${esc(s.worker ?? '')}</td><td class="num">${fmt(s.acknowledgedDocuments)}</td><td class="num">${fmt(s.lag)}</td></tr>`)));
+    main.querySelector('#subscriptions tbody').replaceChildren(...subscriptions.map(s => h`<tr><td>${s.definition?.name}</td>
+      <td class="json">${s.definition?.query}</td><td>${s.worker ?? ''}</td><td class="num">${fmt(s.acknowledgedDocuments)}</td><td class="num">${fmt(s.lag)}</td></tr>`));
   };
   await tick();
   const timer = setInterval(tick, 2000);

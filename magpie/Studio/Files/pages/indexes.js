@@ -1,14 +1,14 @@
 // Indexes: every index with its state, staleness, entries and errors (and retry), side-by-side progress; an editor for the
 // maps, reduce and fields that shows a script error at its line and column, "Test" (POST /indexes/test on a sample), save,
 // reset and delete (each asked to confirm).
-import { api, h, esc, fmt, ApiError } from '../studio.js';
+import { api, h, html, fmt, indexPath } from '../studio.js';
 
 export const help = 'INDEXES';
 
 export async function render(main, nameParts) {
   const name = nameParts.join('/');
   const { json: indexes } = await api('GET', '/indexes');
-  main.append(h(`<div>
+  main.append(h`<div>
     <h1>Indexes</h1>
     <div class="row">
       <div class="panel" style="width:340px">
@@ -29,14 +29,14 @@ export async function render(main, nameParts) {
         <div id="status"></div>
         <pre class="json" id="trial" hidden></pre>
       </div>
-    </div></div>`));
-  main.querySelector('#list tbody').replaceChildren(...indexes.map(i => h(`<tr class="pick${i.name === name ? ' selected' : ''}">
-    <td><a href="#/indexes/${encodeURIComponent(i.name)}">${esc(i.name)}</a></td>
-    <td><span class="badge ${i.isStale ? 'stale' : esc(i.state === 'running' ? 'current' : i.state)}">${esc(i.isStale ? 'stale' : i.state)}</span></td>
-    <td class="num">${fmt(i.entries)}</td><td class="num">${fmt(i.errorCount)}</td></tr>`)));
+    </div></div>`);
+  main.querySelector('#list tbody').replaceChildren(...indexes.map(i => h`<tr class="pick${i.name === name ? ' selected' : ''}">
+    <td><a href="#/indexes/${encodeURIComponent(i.name)}">${i.name}</a></td>
+    <td><span class="badge ${i.isStale ? 'stale' : i.state === 'running' ? 'current' : i.state}">${i.isStale ? 'stale' : i.state}</span></td>
+    <td class="num">${fmt(i.entries)}</td><td class="num">${fmt(i.errorCount)}</td></tr>`));
   const detail = main.querySelector('#detail'), message = main.querySelector('#message');
   const mapBox = (text) => {
-    const box = h(`<div><h2>Map ${main.querySelectorAll('#maps textarea').length + 1}</h2><textarea class="code map" spellcheck="false" style="min-height:120px"></textarea><p class="where" hidden></p></div>`);
+    const box = h`<div><h2>Map ${main.querySelectorAll('#maps textarea').length + 1}</h2><textarea class="code map" spellcheck="false" style="min-height:120px"></textarea><p class="where" hidden></p></div>`;
     box.querySelector('textarea').value = text;
     main.querySelector('#maps').append(box);
   };
@@ -79,7 +79,7 @@ export async function render(main, nameParts) {
   main.querySelector('#save').onclick = async () => {
     const target = main.querySelector('#name').value.trim();
     try {
-      await api('PUT', `/indexes/${target}`, definition());
+      await api('PUT', indexPath(target), definition());
       const saved = `Saved ${target}. A changed definition builds side by side and switches when caught up.`;
       Object.assign(message, { className: 'ok', textContent: saved });
       for (const w of main.querySelectorAll('#maps .where')) w.hidden = true;
@@ -96,36 +96,36 @@ export async function render(main, nameParts) {
   };
   main.querySelector('#reset').onclick = async () => {
     if (!confirm(`Rebuild ${name} from the beginning?`)) return;
-    try { await api('POST', `/indexes/${name}/reset`); Object.assign(message, { className: 'ok', textContent: 'Reset: rebuilding.' }); }
+    try { await api('POST', indexPath(name, '/reset')); Object.assign(message, { className: 'ok', textContent: 'Reset: rebuilding.' }); }
     catch (e) { showError(e); }
   };
   main.querySelector('#delete').onclick = async () => {
     if (!confirm(`Delete the index ${name}? Its entries go; documents stay.`)) return;
-    try { await api('DELETE', `/indexes/${name}`); location.hash = '#/indexes'; }
+    try { await api('DELETE', indexPath(name)); location.hash = '#/indexes'; }
     catch (e) { showError(e); }
   };
   if (!name) return;
   const saved = sessionStorage.getItem('magpie.saved');
   sessionStorage.removeItem('magpie.saved');
   if (saved) Object.assign(message, { className: 'ok', textContent: saved });
-  const { json: index } = await api('GET', `/indexes/${name}`);
+  const { json: index } = await api('GET', indexPath(name));
   main.querySelector('#name').value = name;
   main.querySelector('#name').readOnly = true;
   show(index.definition ?? {});
   const status = index.status ?? index;
   const errors = status.errors ?? [];
-  main.querySelector('#status').replaceChildren(h(`<div>
+  main.querySelector('#status').replaceChildren(h`<div>
     <h2>Status</h2>
-    <div class="kv"><div>state</div><div>${esc(status.state)}${status.failure ? ` <span class="error">${esc(status.failure)}</span>` : ''}</div>
+    <div class="kv"><div>state</div><div>${status.state}${status.failure ? html` <span class="error">${status.failure}</span>` : ''}</div>
       <div>stale</div><div>${status.isStale ? 'yes' : 'no'}</div><div>entries</div><div>${fmt(status.entries)}</div>
       <div>errors</div><div>${fmt(status.errorCount)}</div>
-      ${index.replacement ? `<div>side by side</div><div>a new version builds: ${esc(JSON.stringify(index.replacement.status?.isStale === false ? 'caught up' : 'catching up'))}</div>` : ''}</div>
-    ${errors.length ? `<h2>Failing documents</h2><table><thead><tr><th>document</th><th>error</th></tr></thead><tbody>${errors.map(e =>
-      `<tr><td>${esc(e.documentId ?? e.id)}</td><td class="error">${esc(e.message ?? e.error)}</td></tr>`).join('')}</tbody></table>
+      ${index.replacement ? html`<div>side by side</div><div>a new version builds: ${index.replacement.status?.isStale === false ? 'caught up' : 'catching up'}</div>` : ''}</div>
+    ${errors.length ? html`<h2>Failing documents</h2><table><thead><tr><th>document</th><th>error</th></tr></thead><tbody>${errors.map(e =>
+      html`<tr><td>${e.documentId ?? e.id}</td><td class="error">${e.message ?? e.error}</td></tr>`)}</tbody></table>
       <div class="toolbar"><button id="retry" data-role="admin">Retry the failed documents</button></div>` : ''}
-  </div>`));
+  </div>`);
   main.querySelector('#retry')?.addEventListener('click', async () => {
-    await api('POST', `/indexes/${name}/errors/retry`);
+    await api('POST', indexPath(name, '/errors/retry'));
     Object.assign(message, { className: 'ok', textContent: 'Retrying the failed documents.' });
   });
 }

@@ -1,12 +1,12 @@
 // Overview: the pipeline as it runs, from what /stats, /indexes and /etl/tasks already say, refreshed every 2 seconds
 // (writes per second charted over the last minutes). Each refresh replaces values in place: no layout jumps.
-import { api, h, esc, fmt, session } from '../studio.js';
+import { api, h, fmt, session } from '../studio.js';
 import { tasksWithStats } from './etl.js';
 
 export const help = 'OPERATIONS';
 
 export async function render(main) {
-  main.append(h(`<div>
+  main.append(h`<div>
     <h1>Overview</h1>
     <div class="tiles">
       <div class="tile"><div class="n" id="docs">–</div><div class="l">documents</div></div>
@@ -19,7 +19,7 @@ export async function render(main) {
     <div class="panel"><h2>Writes per second, last 5 minutes</h2><canvas class="chart" id="chart" width="1200" height="120"></canvas></div>
     <div class="panel"><h2>Indexes</h2><table id="indexes"><thead><tr><th>index</th><th>state</th><th class="num">entries</th><th class="num">behind (etags)</th><th class="num">errors</th><th>replacement</th></tr></thead><tbody></tbody></table></div>
     <div class="panel" id="etlPanel" data-role="admin"><h2>ETL tasks</h2><table id="etl"><thead><tr><th>task</th><th>state</th><th class="num">lag</th><th>last error</th></tr></thead><tbody></tbody></table></div>
-  </div>`));
+  </div>`);
   const points = [];
   let last = null;
   const tick = async () => {
@@ -43,15 +43,15 @@ export async function render(main) {
     main.querySelector('#indexCount').textContent = fmt(indexes.length);
     main.querySelector('#stale').textContent = fmt(indexes.filter(i => i.isStale).length);
     main.querySelector('#errors').textContent = fmt(indexes.reduce((n, i) => n + (i.errorCount ?? 0), 0));
-    main.querySelector('#indexes tbody').replaceChildren(...indexes.map(i => h(`<tr class="pick" data-name="${esc(i.name)}">
-      <td><a href="#/indexes/${encodeURIComponent(i.name)}">${esc(i.name)}</a></td>
-      <td><span class="badge ${i.isStale ? 'stale' : esc(i.state === 'running' ? 'current' : i.state)}">${esc(i.isStale ? 'stale' : i.state)}</span></td>
+    main.querySelector('#indexes tbody').replaceChildren(...indexes.map(i => h`<tr class="pick" data-name="${i.name}">
+      <td><a href="#/indexes/${encodeURIComponent(i.name)}">${i.name}</a></td>
+      <td><span class="badge ${i.isStale ? 'stale' : i.state === 'running' ? 'current' : i.state}">${i.isStale ? 'stale' : i.state}</span></td>
       <td class="num">${fmt(i.entries)}</td><td class="num">${fmt(i.lastDocumentEtag != null ? Math.max(0, i.lastDocumentEtag - i.indexedEtag) : null)}</td>
-      <td class="num">${fmt(i.errorCount)}</td><td>${i.replacement ? 'building side by side' : ''}</td></tr>`)));
+      <td class="num">${fmt(i.errorCount)}</td><td>${i.replacement ? 'building side by side' : ''}</td></tr>`));
     const tasks = Array.isArray(etl) ? etl : [];
     main.querySelector('#etlLag').textContent = tasks.length ? fmt(tasks.reduce((n, t) => n + (t.stats?.lag ?? 0), 0)) : '–';
-    main.querySelector('#etl tbody').replaceChildren(...tasks.map(t => h(`<tr><td>${esc(t.name)}</td><td>${esc(t.stats?.state ?? t.state ?? '')}</td>
-      <td class="num">${fmt(t.stats?.lag)}</td><td class="error">${esc(t.stats?.lastError ?? '')}</td></tr>`)));
+    main.querySelector('#etl tbody').replaceChildren(...tasks.map(t => h`<tr><td>${t.name}</td><td>${t.stats?.state ?? t.state ?? ''}</td>
+      <td class="num">${fmt(t.stats?.lag)}</td><td class="error">${t.stats?.lastError ?? ''}</td></tr>`));
   };
   await tick();
   const timer = setInterval(tick, 2000);

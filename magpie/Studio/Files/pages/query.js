@@ -1,14 +1,14 @@
 // Query: an RQL editor (Ctrl+Enter runs it; $parameters as JSON beside it; an error shows where it is), results as a table
 // or JSON, facets, highlights, suggestions, totalResults, staleness and timings; the next page by cursor; the whole result
 // exported as NDJSON or CSV through the stream.
-import { api, h, esc, fmt } from '../studio.js';
+import { api, h, html, fmt } from '../studio.js';
 
 export const help = 'QUERIES';
 
 const example = "from Posts where Score > 10 order by Score desc";
 
 export async function render(main) {
-  main.append(h(`<div>
+  main.append(h`<div>
     <h1>Query</h1>
     <div class="panel">
       <div class="row">
@@ -25,7 +25,7 @@ export async function render(main) {
     </div>
     <div class="panel" id="output" style="min-height:200px; overflow-x:auto"></div>
     <div class="toolbar"><button class="ghost" id="next" hidden>Next page</button></div>
-  </div>`));
+  </div>`);
   const rql = main.querySelector('#rql');
   rql.value = sessionStorage.getItem('magpie.rql') ?? example;
   // Highlighting: the text drawn coloured behind a textarea whose own text is transparent (its caret and selection stay).
@@ -67,9 +67,9 @@ export async function render(main) {
     const out = main.querySelector('#output');
     if (!last) return;
     const parts = [];
-    if (view === 'json') parts.push(h(`<pre class="json">${esc(JSON.stringify(rows, null, 2))}</pre>`));
+    if (view === 'json') parts.push(h`<pre class="json">${JSON.stringify(rows, null, 2)}</pre>`);
     else parts.push(table(rows, last.highlightings));
-    if (last.facets) parts.push(h(`<div><h2>Facets</h2><pre class="json">${esc(JSON.stringify(last.facets, null, 2))}</pre></div>`));
+    if (last.facets) parts.push(h`<div><h2>Facets</h2><pre class="json">${JSON.stringify(last.facets, null, 2)}</pre></div>`);
     out.replaceChildren(...parts);
   };
   main.querySelector('#run').onclick = () => run();
@@ -86,14 +86,26 @@ export async function render(main) {
 function table(results, highlightings) {
   const columns = [...new Set(results.flatMap(r => Object.keys(r).filter(k => k !== '@metadata')))].slice(0, 8);
   const marked = highlightings ? Object.keys(highlightings) : [];
-  const cell = (v) => v === undefined ? '' : esc(typeof v === 'string' ? v : JSON.stringify(v));
-  return h(`<table class="results"><thead><tr><th>id</th>${columns.map(c => `<th>${esc(c)}</th>`).join('')}${marked.map(m => `<th>${esc(m)} (highlights)</th>`).join('')}</tr></thead><tbody>
+  const cell = (v) => v === undefined ? '' : typeof v === 'string' ? v : JSON.stringify(v);
+  return h`<table class="results"><thead><tr><th>id</th>${columns.map(c => html`<th>${c}</th>`)}${marked.map(m => html`<th>${m} (highlights)</th>`)}</tr></thead><tbody>
     ${results.map(r => {
       const id = r['@metadata']?.['@id'] ?? '';
-      return `<tr><td>${id ? `<a href="#/documents/${encodeURIComponent(r['@metadata']['@collection'])}/${id}">${esc(id)}</a>` : ''}</td>`
-        + columns.map(c => `<td class="json">${cell(r[c])}</td>`).join('')
-        + marked.map(m => `<td>${(highlightings[m][id] ?? []).join(' … ')}</td>`).join('') + '</tr>';
-    }).join('')}</tbody></table>`);
+      const link = id ? html`<a href="#/documents/${encodeURIComponent(r['@metadata']['@collection'] ?? '')}/${encodeURIComponent(id)}">${id}</a>` : '';
+      return html`<tr><td>${link}</td>${columns.map(c => html`<td class="json">${cell(r[c])}</td>`)}${marked.map(m => html`<td>${fragments(highlightings[m][id] ?? [])}</td>`)}</tr>`;
+    })}</tbody></table>`;
+}
+
+/**
+ * Highlight fragments as text with their matches marked: the server escapes the document's text and wraps matches in the
+ * query's tags; here each fragment is parsed inert (a template runs nothing) and only its text survives, matches in <mark>.
+ */
+function fragments(list) {
+  return list.map((f, i) => {
+    const t = document.createElement('template');
+    t.innerHTML = String(f);
+    const parts = [...t.content.childNodes].map(n => n.nodeType === Node.TEXT_NODE ? n.textContent : html`<mark>${n.textContent}</mark>`);
+    return i ? [' … ', ...parts] : parts;
+  });
 }
 
 /** The query's whole result through the stream, saved as NDJSON or CSV (top-level fields as columns). */
@@ -115,17 +127,22 @@ async function exportAll(request, as) {
 
 const keywords = /^(from|index|where|and|or|not|order|by|asc|desc|select|limit|offset|include|load|as|group|between|in|all|declare|function|update|delete|distinct|true|false|null)$/i;
 
-/** RQL tokens coloured: keywords, 'strings', numbers, $parameters, functions, { … } scripts left plain. Escaped first. */
+/** RQL tokens coloured: keywords, 'strings', numbers, $parameters, functions; every token escaped by html``. */
 function highlight(text) {
-  return text.replace(/('(?:[^'\\]|\\.)*'?|"(?:[^"\\]|\\.)*"?)|(\$\w+)|(\b\d+(?:\.\d+)?\b)|([A-Za-z_@][\w.@]*)(\s*\()?|([&<>])/g,
-    (m, str, param, num, word, call, special) => {
-      if (str) return `<span class="s">${esc(str)}</span>`;
-      if (param) return `<span class="p">${esc(param)}</span>`;
-      if (num) return `<span class="n">${num}</span>`;
-      if (word && call) return `<span class="f">${esc(word)}</span>${call}`;
-      if (word) return keywords.test(word) ? `<span class="k">${esc(word)}</span>` : esc(word);
-      return esc(special);
-    });
+  const out = [];
+  let at = 0;
+  for (const m of text.matchAll(/('(?:[^'\\]|\\.)*'?|"(?:[^"\\]|\\.)*"?)|(\$\w+)|(\b\d+(?:\.\d+)?\b)|([A-Za-z_@][\w.@]*)(\s*\()?/g)) {
+    out.push(text.slice(at, m.index));
+    at = m.index + m[0].length;
+    const [, str, param, num, word, call] = m;
+    if (str) out.push(html`<span class="s">${str}</span>`);
+    else if (param) out.push(html`<span class="p">${param}</span>`);
+    else if (num) out.push(html`<span class="n">${num}</span>`);
+    else if (call) out.push(html`<span class="f">${word}</span>${call}`);
+    else out.push(keywords.test(word) ? html`<span class="k">${word}</span>` : word);
+  }
+  out.push(text.slice(at));
+  return html`${out}`;
 }
 
 function markAt(text, line, column) {
