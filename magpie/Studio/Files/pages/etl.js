@@ -16,6 +16,14 @@ export async function sinksWithStats() {
   return Promise.all(sinks.map(async s => ({ ...s, stats: (await api('GET', path`/sinks/${s.name}/stats`).catch(() => ({ json: null }))).json })));
 }
 
+/** The newest of a task's or sink's recent errors (a document's script error, a dead-lettered message's reason, with its id), else why it stopped. */
+function newestError(stats) {
+  const recent = (stats.recentErrors ?? []).at(-1);
+  if (!recent) return stats.lastError ?? '';
+  const about = recent.messageId ? ` (message ${recent.messageId})` : recent.documentId ? ` (document ${recent.documentId})` : '';
+  return recent.message + about;
+}
+
 /** Disables or enables an ETL task or a sink: its definition put back as it is, but for "disabled". */
 async function setDisabled(path, disabled) {
   const { json: definition } = await api('GET', path);
@@ -39,7 +47,7 @@ export async function render(main) {
         const s = t.stats ?? {};
         const row = h`<tr data-task="${t.name}"><td>${t.name}</td><td>${t.connection}</td><td><span class="badge ${s.state}">${s.state ?? t.state ?? ''}</span></td>
           <td class="num">${fmt(s.lastProcessedEtag)}</td><td class="num lag">${fmt(s.lag)}</td><td class="num">${fmt(s.messagesSent)}</td>
-          <td class="error">${s.lastError ?? ''}</td>
+          <td class="error">${newestError(s)}</td>
           <td><button class="ghost toggle">${s.state === 'disabled' ? 'Enable' : 'Disable'}</button> <button class="ghost reset">Reset</button></td></tr>`;
         row.querySelector('.toggle').onclick = async () => {
           await setDisabled(path`/etl/tasks/${t.name}`, s.state !== 'disabled');
@@ -57,9 +65,7 @@ export async function render(main) {
       const sinks = await sinksWithStats().catch(() => []);
       main.querySelector('#sinks tbody').replaceChildren(...sinks.map(k => {
         const s = k.stats ?? {};
-        // The newest of its recent errors: a dead-lettered message's reason (with its id) or why the sink stopped.
-        const recent = (s.recentErrors ?? []).at(-1);
-        const error = recent ? recent.message + (recent.messageId ? ` (message ${recent.messageId})` : '') : s.lastError ?? '';
+        const error = newestError(s);
         const row = h`<tr data-sink="${k.name}"><td>${k.name}</td><td>${k.connection}: ${(k.sources ?? []).join(', ')}</td>
           <td><span class="badge ${s.state}">${s.state ?? k.state ?? ''}</span></td><td class="num lag">${fmt(s.lag)}</td>
           <td class="num received">${fmt(s.messagesReceived)}</td><td class="num applied">${fmt(s.messagesApplied)}</td><td class="num dead">${fmt(s.deadLettered)}</td>
