@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # Fuzzes one of Magpie's parsers with AFL++ and SharpFuzz for N minutes, then prints a table row and a JSON line.
-#   bash bench/fuzz.sh <rql|sql|pgwire|bulk|patch> <minutes> [output-dir]
+#   bash bench/fuzz.sh <rql|sql|pgwire|pgextended|bulk|patch|studio> <minutes> [output-dir]
+# studio: Studio's rendering fuzzed in Chromium (magpie/Studio/Files/fuzz.js) for that long; no AFL++ needed.
 # Needs Debian's afl++ (apt-get install afl++) and the sharpfuzz tool (dotnet tool install --global SharpFuzz.CommandLine);
 # installs both when missing. Seeds: tests/Magpie.Fuzz/corpus/<target>. A crash is saved under <output-dir>/default/crashes:
 # reproduce it with `dotnet <bin>/Magpie.Fuzz.dll <target> <file>`, then copy it to tests/Magpie.Fuzz/crashes/<target>/ so
 # FuzzRegressionTests replays it forever.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-target=${1:?target: rql, sql, pgwire, bulk or patch}
+target=${1:?target: rql, sql, pgwire, pgextended, bulk, patch or studio}
 minutes=${2:?minutes}
+if [ "$target" = studio ]; then
+  MAGPIE_FUZZ_MINUTES=$minutes exec dotnet test tests/Magpie.Tests -c Release --logger "console;verbosity=normal" \
+    --filter "FullyQualifiedName~StudioRenderingFuzzTests.Random_strings_render_as_the_same_text_in_every_context"
+fi
 out=${3:-$(mktemp -d "/tmp/magpie-fuzz-$target-XXXX")}
 command -v afl-fuzz >/dev/null || { apt-get update -qq && apt-get install -y -qq afl++ >/dev/null; }
 export PATH="$PATH:$HOME/.dotnet/tools"

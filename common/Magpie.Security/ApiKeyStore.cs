@@ -78,8 +78,8 @@ public sealed class ApiKeyStore
     }
 
     public static string? ProblemWithName(string name) =>
-        name.Length is 0 or > MaxNameLength || !name.All(c => char.IsAsciiLetterOrDigit(c) || c is '-' or '_' or '.')
-            ? $"a key name is 1 to {MaxNameLength} letters, digits, '-', '_' or '.' (it is also the PostgreSQL user name), not '{(name.Length > MaxNameLength ? name[..MaxNameLength] + "…" : name)}'"
+        name.Length is 0 or > MaxNameLength || name is "." or ".." || !name.All(c => char.IsAsciiLetterOrDigit(c) || c is '-' or '_' or '.')
+            ? $"a key name is 1 to {MaxNameLength} letters, digits, '-', '_' or '.', not '.' or '..' (it is also the PostgreSQL user name), not '{(name.Length > MaxNameLength ? name[..MaxNameLength] + "…" : name)}'"
             : null;
 
     private Loaded Current

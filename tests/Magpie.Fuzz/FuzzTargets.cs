@@ -18,6 +18,7 @@ public static class FuzzTargets
         ["rql"] = Rql,
         ["sql"] = Sql,
         ["pgwire"] = PgWire,
+        ["pgextended"] = PgExtended,
         ["bulk"] = Bulk,
         ["patch"] = Patch,
     };
@@ -50,6 +51,43 @@ public static class FuzzTargets
         using var admission = new PgAdmission(options).Enter("fuzz", () => true);
         var session = new PgSession(new ClientBytes(input), options, null, new ParseOnly(), new PgCancellations(), admission);
         if (!session.RunAsync(CancellationToken.None).Wait(TimeSpan.FromSeconds(10))) throw new TimeoutException("the session did not end at the end of its input");
+    }
+
+    /// <summary>
+    /// The extended protocol, framed right so the fuzzer spends its time on the session's states, not on lengths: the bytes
+    /// choose messages (Parse, Bind, Describe, Execute, Close, Sync, Flush, Query, and bursts of Parses under new names) and
+    /// their names, SQL and parameters. What the session keeps must stay inside its caps while it runs and be gone after.
+    /// </summary>
+    public static void PgExtended(byte[] input)
+    {
+        var options = new PgOptions { StartupTimeout = TimeSpan.FromSeconds(5) };
+        using var admission = new PgAdmission(options).Enter("fuzz", () => true);
+        var statements = new KeptChecked();
+        var session = new PgSession(new ClientBytes(ExtendedSession.Frame(input)), options, null, statements, new PgCancellations(), admission);
+        statements.Session = session;
+        if (!session.RunAsync(CancellationToken.None).Wait(TimeSpan.FromSeconds(20))) throw new TimeoutException("the session did not end at the end of its input");
+        statements.Check();
+        if (session.Kept.Count != 0) throw new InvalidOperationException($"the session ended keeping {session.Kept.Count} statements and portals");
+    }
+
+    /// <summary>Answers as <see cref="ParseOnly"/> does, checking the session's caps at every statement it runs.</summary>
+    private sealed class KeptChecked : IPgStatements
+    {
+        public PgSession? Session { get; set; }
+
+        public Task<PgOutcome> RunAsync(string statement, CancellationToken ct)
+        {
+            Check();
+            return new ParseOnly().RunAsync(statement, ct);
+        }
+
+        public void Check()
+        {
+            var (count, chars) = Session!.Kept;
+            // Statements and portals are capped apart (each at MaxPrepared, plus the unnamed ones).
+            if (count > 2 * PgSession.MaxPrepared + 2 || chars > PgSession.MaxKeptChars)
+                throw new InvalidOperationException($"the session keeps {count} statements and portals, {chars:N0} characters");
+        }
     }
 
     public static void Bulk(byte[] input) => BulkCommandParser.Parse(input, DocumentJson.DefaultMaxDepth, out _);

@@ -85,8 +85,15 @@ export function h(strings, ...values) {
  * climb to another route): path`/etl/tasks/${name}/stats`. Document ids travel as a query parameter instead (docPath).
  */
 export function path(strings, ...values) {
-  return strings.reduce((out, s, i) => out + s + (i < values.length ? encodeURIComponent(String(values[i])) : ''), '');
+  return strings.reduce((out, s, i) => out + s + (i < values.length ? segment(values[i]) : ''), '');
 }
+
+// '.' and '..' are dot segments however they are encoded: no name Magpie takes is one (it refuses them), so none is sent.
+const segment = (value) => {
+  const s = String(value);
+  if (s === '.' || s === '..') throw new Error(`'${s}' cannot be sent as a name in a path`);
+  return encodeURIComponent(s);
+};
 
 /** A document's API path: `/docs?id=…` (RavenDB's form), since an id may hold '/', '..' or anything a path would normalise. */
 export const docPath = (id, rest = '') => `/docs?id=${encodeURIComponent(id)}${rest}`;

@@ -26,6 +26,9 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
     private readonly Dictionary<string, Portal> _portals = [];
     private long _preparedChars, _portalChars;
 
+    /// <summary>Statements and portals the session keeps now, and their text in characters (what the limits below bound).</summary>
+    public (int Count, long Chars) Kept => (_prepared.Count + _portals.Count, _preparedChars + _portalChars);
+
     /// <summary>Named statements one session may keep (drivers that prepare automatically keep a few hundred at most).</summary>
     public const int MaxPrepared = 1_000;
 
