@@ -102,8 +102,10 @@ internal static class LuceneDocuments
                 if (l.Stored) doc.Add(new global::Lucene.Net.Documents.StoredField(l.Name, l.Value));
                 break;
             case Engine.DoubleField d:
-                doc.Add(pool.Double(d.Name, d.Value));
-                doc.Add(pool.SortedSet(d.Name, NumericUtils.DoubleToSortableInt64(d.Value)));
+                // -0 is 0 (as JSON, JavaScript and SQL compare them): Lucene's sortable form would keep them apart.
+                var number = d.Value == 0 ? 0d : d.Value;
+                doc.Add(pool.Double(d.Name, number));
+                doc.Add(pool.SortedSet(d.Name, NumericUtils.DoubleToSortableInt64(number)));
                 if (d.Stored) doc.Add(new global::Lucene.Net.Documents.StoredField(d.Name, d.Value));
                 break;
             case Engine.StoredField s:

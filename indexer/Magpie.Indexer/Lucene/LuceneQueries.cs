@@ -22,7 +22,8 @@ internal static class LuceneQueries
     {
         Contracts.Search.TermQuery t => new global::Lucene.Net.Search.TermQuery(new Term(t.Field, t.Value)),
         LongRangeQuery r => NumericRangeQuery.NewInt64Range(r.Field, LuceneDocuments.PrecisionStep, r.Lower, r.Upper, true, true),
-        DoubleRangeQuery r => NumericRangeQuery.NewDoubleRange(r.Field, LuceneDocuments.PrecisionStep, r.Lower, r.Upper, true, true),
+        // Bounds of -0 are 0, as the index holds every zero (LuceneDocuments).
+        DoubleRangeQuery r => NumericRangeQuery.NewDoubleRange(r.Field, LuceneDocuments.PrecisionStep, r.Lower == 0 ? 0d : r.Lower, r.Upper == 0 ? 0d : r.Upper, true, true),
         Contracts.Search.TermRangeQuery r => global::Lucene.Net.Search.TermRangeQuery.NewStringRange(r.Field, r.Lower, r.Upper, r.IncludeLower, r.IncludeUpper),
         Contracts.Search.PrefixQuery p => new global::Lucene.Net.Search.PrefixQuery(new Term(p.Field, p.Prefix)),
         FullTextQuery f => SearchSyntax.Build(f, analyzer, scored),

@@ -1,3 +1,4 @@
+using System.Text;
 using Magpie.Contracts.Documents;
 using System.Buffers;
 using System.Text.Json;
@@ -23,7 +24,7 @@ public static class DocumentJson
         {
             if (!reader.Read()) return "the document is empty";
             if (reader.TokenType != JsonTokenType.StartObject) return $"a document must be a JSON object, not {Describe(reader.TokenType)}";
-            return InvalidTextFrom(ref reader, Utf8.IsValid(json));
+            return InvalidTextFrom(ref reader, json);
         }
         catch (JsonException e)
         {
@@ -38,7 +39,34 @@ public static class DocumentJson
     /// the bulk write path's CPU in a profile. A document either scan doubts gets the full check, which says where.
     /// </summary>
     public static string? ValidateParsedObject(ReadOnlySpan<byte> json, int maxDepth = DefaultMaxDepth) =>
-        Utf8.IsValid(json) && !HasLoneSurrogateEscape(json) ? null : ValidateObject(json, maxDepth);
+        Utf8.IsValid(json) && !HasLoneSurrogateEscape(json) && !MayHoldNumberBeyondDouble(json) ? null : ValidateObject(json, maxDepth);
+
+    /// <summary>
+    /// Whether the text could hold a number past a double's range (±1.8e308), which a document may not: such a number could not
+    /// be indexed, compared, projected or kept by a script's update. Such a number has an exponent of three digits or more, or
+    /// 309 digits in a row; text that merely looks so ("Ice100") gets the full check, which reads numbers as numbers.
+    /// </summary>
+    internal static bool MayHoldNumberBeyondDouble(ReadOnlySpan<byte> json)
+    {
+        var at = 0;
+        while (at < json.Length)
+        {
+            var start = json[at..].IndexOfAnyInRange((byte)'0', (byte)'9');
+            if (start < 0) return false;
+            start += at;
+            var length = json[start..].IndexOfAnyExceptInRange((byte)'0', (byte)'9');
+            if (length < 0) length = json.Length - start;
+            if (length >= 309) return true;
+            if (length >= 3)
+            {
+                var before = start - 1;
+                if (before >= 0 && json[before] == (byte)'+') before--;
+                if (before >= 0 && (json[before] | 0x20) == (byte)'e') return true;
+            }
+            at = start + length;
+        }
+        return false;
+    }
 
     /// <summary>
     /// A <c>\u</c> escape of well-formed JSON that is half a surrogate pair without its other half (JSON escapes a character outside
@@ -82,20 +110,55 @@ public static class DocumentJson
     public static string? InvalidText(ReadOnlySpan<byte> json)
     {
         var reader = new Utf8JsonReader(json, new JsonReaderOptions { MaxDepth = 1024 });
-        try { return InvalidTextFrom(ref reader, Utf8.IsValid(json)); }
+        try { return InvalidTextFrom(ref reader, json); }
         catch (JsonException) { return null; }
     }
 
-    /// <param name="utf8Valid">The whole text is valid UTF-8 (one vectorised pass; outside strings JSON is ASCII anyway): then only
+    /// <summary>Strings and names that are not text, and numbers past a double's range.</summary>
+    /// <param name="json">Its text; when valid UTF-8 (one vectorised pass; outside strings JSON is ASCII anyway): then only
     /// strings with <c>\u</c> escapes need a look, for lone surrogates; otherwise every string is checked, to say where.</param>
-    private static string? InvalidTextFrom(ref Utf8JsonReader reader, bool utf8Valid)
+    private static string? InvalidTextFrom(ref Utf8JsonReader reader, ReadOnlySpan<byte> json)
     {
+        var utf8Valid = Utf8.IsValid(json);
         while (reader.Read())
+        {
             if (reader.TokenType is JsonTokenType.String or JsonTokenType.PropertyName && (!utf8Valid || reader.ValueIsEscaped)
                 && InvalidToken(ref reader, utf8Valid) is { } textError)
                 return textError;
+            if (reader.TokenType == JsonTokenType.Number && !(reader.TryGetDouble(out var d) && double.IsFinite(d)))
+                return $"the number {Shorten(reader.ValueSpan)} at {PointerAt(json, reader.TokenStartIndex)} is beyond the range of a double (±1.8e308), which Magpie cannot index or compare exactly";
+        }
         return null;
     }
+
+    /// <summary>The JSON Pointer of the value starting at <paramref name="tokenStart"/> (<c>/Lines/2/Price</c>), read again on the way to an error.</summary>
+    internal static string PointerAt(ReadOnlySpan<byte> json, long tokenStart)
+    {
+        var reader = new Utf8JsonReader(json, new JsonReaderOptions { MaxDepth = 1024 });
+        var path = new List<(string? Name, int Index)>();
+        try
+        {
+            while (reader.Read())
+            {
+                var isValue = reader.TokenType is not (JsonTokenType.PropertyName or JsonTokenType.EndObject or JsonTokenType.EndArray);
+                if (isValue && path.Count > 0 && path[^1].Name is null) path[^1] = (null, path[^1].Index + 1);
+                if (reader.TokenStartIndex == tokenStart)
+                    return "/" + string.Join('/', path.Select(p => p.Name is { } n ? n.Replace("~", "~0").Replace("/", "~1") : p.Index.ToString()));
+                switch (reader.TokenType)
+                {
+                    case JsonTokenType.PropertyName: path[^1] = (reader.GetString(), 0); break;
+                    case JsonTokenType.StartObject: path.Add(("", 0)); break;
+                    case JsonTokenType.StartArray: path.Add((null, -1)); break;
+                    case JsonTokenType.EndObject or JsonTokenType.EndArray: path.RemoveAt(path.Count - 1); break;
+                }
+            }
+        }
+        catch (Exception e) when (e is JsonException or InvalidOperationException) { }
+        return $"byte {tokenStart}";
+    }
+
+    private static string Shorten(ReadOnlySpan<byte> number) =>
+        number.Length <= 40 ? Encoding.UTF8.GetString(number) : Encoding.UTF8.GetString(number[..40]) + "…";
 
     private static string? InvalidToken(ref Utf8JsonReader reader, bool utf8Valid)
     {

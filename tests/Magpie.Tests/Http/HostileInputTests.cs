@@ -224,6 +224,42 @@ public sealed class HostileInputTests(MagpieFixture fixture) : IClassFixture<Mag
         Assert.True(Rss(magpie.Pid) - rssBefore < 1_500L << 20, $"RSS grew from {rssBefore >> 20} MB to {Rss(magpie.Pid) >> 20} MB");
     }
 
+    [Fact]
+    public async Task A_number_beyond_a_double_is_refused_on_every_write_path_naming_where_it_is()
+    {
+        var id = NewId("numbers");
+        await HttpJson.AssertProblem(await Http.PutAsync(id, """{"A":[{"V":1},{"V":1e400}]}"""), HttpStatusCode.BadRequest, "the number 1e400 at /A/1/V is beyond the range of a double");
+        await HttpJson.AssertProblem(await Http.BulkAsync($$$"""[{"method":"PUT","id":"{{{id}}}","document":{"W":-2E+999}}]"""), HttpStatusCode.BadRequest, "the number -2E+999 at /W");
+        await HttpJson.AssertProblem(await Http.PutAsync(id, "{\"Big\":" + new string('9', 400) + "}"), HttpStatusCode.BadRequest, "at /Big is beyond the range");
+        // The largest doubles, the smallest, and text that only looks like an exponent, are documents like any other.
+        Assert.Equal(HttpStatusCode.Created, (await Http.PutAsync(id, """{"Max":1.7976931348623157e308,"Tiny":4.9e-324,"Under":1e-400,"Text":"Ice100 e+999"}""")).StatusCode);
+        Assert.Equal(HttpStatusCode.OK, (await Http.BulkAsync($$$"""[{"method":"PUT","id":"{{{id}}}","document":{"Max":-1.7976931348623157E+308,"Text":"e999"}}]""")).StatusCode);
+        await HttpJson.AssertProblem(await Http.PatchAsync(id, """[{"op":"add","path":"/X","value":1e309}]"""), HttpStatusCode.BadRequest, "beyond the range of a double");
+        Assert.Equal(-1.7976931348623157E+308, (await Http.GetFromJsonAsync<JsonElement>($"docs/{id}")).GetProperty("Max").GetDouble());
+    }
+
+    [Fact]
+    public async Task Minus_zero_is_zero_in_every_comparison_over_http_and_postgresql()
+    {
+        var bulk = await Http.BulkPutAsync([("zeros/plus", """{"V":0,"K":"z"}"""), ("zeros/minus", """{"V":-0,"K":"z"}"""), ("zeros/minus-float", """{"V":-0.0,"K":"z"}"""), ("zeros/one", """{"V":1,"K":"z"}""")]);
+        Assert.Equal(HttpStatusCode.OK, bulk.StatusCode);
+        async Task<List<string>> Ids(string rql) => (await Http.QueryNonStaleAsync(rql)).GetProperty("results").EnumerateArray()
+            .Select(r => r.GetProperty("@metadata").GetProperty("@id").GetString()!).Order(StringComparer.Ordinal).ToList();
+        List<string> zeros = ["zeros/minus", "zeros/minus-float", "zeros/plus"];
+        Assert.Equal(zeros, await Ids("from zeros where V = 0"));
+        Assert.Equal(zeros, await Ids("from zeros where V = -0"));
+        Assert.Equal(zeros, await Ids("from zeros where V in (0)"));
+        Assert.Equal(["zeros/minus", "zeros/minus-float", "zeros/one", "zeros/plus"], await Ids("from zeros where V >= 0"));
+        Assert.Equal(zeros, await Ids("from zeros where V <= 0"));
+        Assert.Empty(await Ids("from zeros where V < 0"));
+        Assert.Equal(["zeros/one"], await Ids("from zeros where V > 0"));
+        await Http.PutIndexAsync("Zeros/ByV", """{ "maps": ["map('zeros', z => ({ V: z.V }))"] }""");
+        await Http.QueryNonStaleAsync("from index 'Zeros/ByV'");
+        var psql = await Postgres.PostgresEndpointTests.PsqlAsync(fixture.Magpie.PgPort, "select count(*) from \"Zeros/ByV\" where \"V\" = 0");
+        Assert.True(psql.Exit == 0, psql.Error);
+        Assert.Equal("3", psql.Output.Trim());
+    }
+
     private static long Rss(int pid) =>
         long.Parse(File.ReadAllLines($"/proc/{pid}/status").First(l => l.StartsWith("VmRSS:")).Split(' ', StringSplitOptions.RemoveEmptyEntries)[1]) * 1024;
 
