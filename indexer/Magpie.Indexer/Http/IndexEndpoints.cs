@@ -79,7 +79,7 @@ public static class IndexEndpoints
             if (action == "errors/retry")
             {
                 // Every indexer of the index retries its own shards' failed documents; the answer counts this process's.
-                var failing = registry.Workers(name).Concat(registry.MapSide(name)).Sum(w => w.Status.Failures().Failures.Count);
+                var failing = registry.Workers(name).Concat(registry.MapSide(name)).Sum(w => w.Status.Failures().Ids.Count(id => !id.StartsWith(IndexWorker.ReduceKeyPrefix, StringComparison.Ordinal)));
                 try { await store.RetryAsync(name, ct); }
                 catch (Confluent.Kafka.KafkaException e) { return Problem(503, $"the retry could not be sent through magpie.indexes: {e.Error.Reason}"); }
                 return Results.Json(new { retrying = failing }, IndexDefinitionStore.Json, statusCode: StatusCodes.Status202Accepted);

@@ -86,16 +86,23 @@ public sealed class IndexStatus(string index) : Stages.IIndexErrors
 
     /// <summary>Ids (documents, reduce keys) failing now, each with its latest error: <c>errorCount</c> counts them, not their failed changes.</summary>
     private readonly Dictionary<string, IndexError> _failures = new(StringComparer.Ordinal);
+
+    /// <summary>Further ids failing now, past <see cref="KeptFailures"/>: kept without their messages so each is counted once and uncounted when it passes.</summary>
+    private readonly HashSet<string> _unkept = new(StringComparer.Ordinal);
     private long _failuresVersion;
+
+    /// <summary>Most failing ids tracked at all (each costs its id): an index with more is errored long before (<see cref="ErrorRatioLimit"/>).</summary>
+    public const int MaxTrackedFailures = 1_000_000;
 
     public void Error(string documentId, string message)
     {
         IndexingMetrics.Error(index);
         lock (_lock)
         {
-            var known = _failures.ContainsKey(documentId);
-            if (known || _failures.Count < KeptFailures) _failures[documentId] = new IndexError(DateTimeOffset.UtcNow, documentId, message);
-            if (!known) _errorCount++;   // past KeptFailures an id is counted each time it fails
+            if (_failures.ContainsKey(documentId) || _failures.Count < KeptFailures && !_unkept.Contains(documentId))
+                _failures[documentId] = new IndexError(DateTimeOffset.UtcNow, documentId, message);
+            else if (_unkept.Count < MaxTrackedFailures) _unkept.Add(documentId);
+            _errorCount = _failures.Count + _unkept.Count;
             _failuresVersion++;
         }
     }
@@ -104,26 +111,36 @@ public sealed class IndexStatus(string index) : Stages.IIndexErrors
     {
         lock (_lock)
         {
-            if (_failures.Count == 0 || !_failures.Remove(documentId)) return;
-            _errorCount--;
+            if (!_failures.Remove(documentId) && !_unkept.Remove(documentId)) return;
+            _errorCount = _failures.Count + _unkept.Count;
             _failuresVersion++;
         }
     }
 
-    /// <summary>The ids failing now (documents and reduce keys), with their errors, and a version that moves with every change.</summary>
-    public (IReadOnlyList<IndexError> Failures, long Count, long Version) Failures()
+    /// <summary>The ids failing now (documents and reduce keys), those kept with their errors and the rest by id, the documents tried, and a version that moves with every change.</summary>
+    public FailureSet Failures()
     {
-        lock (_lock) return ([.. _failures.Values], _errorCount, _failuresVersion);
+        lock (_lock) return new([.. _failures.Values], [.. _unkept], _attempts, _failuresVersion);
     }
 
-    /// <summary>Failures kept with the index (read back when it resumes from its commit after a restart).</summary>
-    public void Restore(IReadOnlyList<IndexError> failures, long count)
+    public sealed record FailureSet(IReadOnlyList<IndexError> Failures, IReadOnlyList<string> Unkept, long Attempts, long Version)
+    {
+        public long Count => Failures.Count + Unkept.Count;
+        public IEnumerable<string> Ids => Failures.Select(f => f.DocumentId).Concat(Unkept);
+    }
+
+    /// <summary>Failures kept with the index (read back when it resumes from its commit after a restart), and how many documents it had tried.</summary>
+    public void Restore(IReadOnlyList<IndexError> failures, IReadOnlyList<string> unkept, long attempts)
     {
         lock (_lock)
         {
             _failures.Clear();
-            foreach (var f in failures.Take(KeptFailures)) _failures[f.DocumentId] = f;
-            _errorCount = Math.Max(count, _failures.Count);
+            _unkept.Clear();
+            foreach (var f in failures) if (_failures.Count < KeptFailures) _failures[f.DocumentId] = f; else _unkept.Add(f.DocumentId);
+            foreach (var id in unkept) if (_unkept.Count < MaxTrackedFailures && !_failures.ContainsKey(id)) _unkept.Add(id);
+            _errorCount = _failures.Count + _unkept.Count;
+            // The share that failed is of what the index tried, before the restart too.
+            _attempts = Math.Max(attempts, _errorCount);
             _failuresVersion++;
         }
     }

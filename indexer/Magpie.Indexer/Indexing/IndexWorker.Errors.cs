@@ -22,7 +22,7 @@ public sealed partial class IndexWorker
     /// </summary>
     public int Retry()
     {
-        var ids = Status.Failures().Failures.Select(f => f.DocumentId).Where(id => !id.StartsWith(ReduceKeyPrefix, StringComparison.Ordinal)).ToHashSet(StringComparer.Ordinal);
+        var ids = Status.Failures().Ids.Where(id => !id.StartsWith(ReduceKeyPrefix, StringComparison.Ordinal)).ToHashSet(StringComparer.Ordinal);
         if (ids.Count == 0) return 0;
         Volatile.Write(ref _retry, ids);
         try { _attempt?.Cancel(); } catch (ObjectDisposedException) { }
@@ -59,17 +59,18 @@ public sealed partial class IndexWorker
 
     private void SaveFailures()
     {
-        var (failures, count, version) = Status.Failures();
-        if (version == _savedFailures) return;
+        var set = Status.Failures();
+        if (set.Version == _savedFailures) return;
         try
         {
-            Contracts.Storage.DurableFile.Write(FailuresFile, JsonSerializer.SerializeToUtf8Bytes(new KeptFailures(failures, count), WireJson.Web));
-            _savedFailures = version;
+            Contracts.Storage.DurableFile.Write(FailuresFile, JsonSerializer.SerializeToUtf8Bytes(new KeptFailures(set.Failures, set.Unkept, set.Attempts), WireJson.Web));
+            _savedFailures = set.Version;
         }
         catch (IOException e) { log.LogWarning("index {Index}: its errors could not be kept beside it: {Error}", name, e.Message); }
     }
 
-    private sealed record KeptFailures(IReadOnlyList<IndexError> Failures, long Count);
+    /// <summary>What errors.json holds. Files written before unkept ids were kept hold only a count, which is not trusted: it counted repeats.</summary>
+    private sealed record KeptFailures(IReadOnlyList<IndexError> Failures, IReadOnlyList<string>? Unkept, long Attempts);
 
     private void RestoreFailures(bool rebuilt)
     {
@@ -77,7 +78,7 @@ public sealed partial class IndexWorker
         if (!rebuilt && File.Exists(FailuresFile))
             try { kept = JsonSerializer.Deserialize<KeptFailures>(File.ReadAllBytes(FailuresFile), WireJson.Web); }
             catch (JsonException e) { log.LogWarning("index {Index}: its kept errors are unreadable ({Error}); starting without them", name, e.Message); }
-        Status.Restore(kept?.Failures ?? [], kept?.Count ?? 0);
+        Status.Restore(kept?.Failures ?? [], kept?.Unkept ?? [], kept?.Attempts ?? 0);
         _savedFailures = -1;
     }
 }
