@@ -214,7 +214,7 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
             if (!_cleaned)
             {
                 _cleaned = true;
-                RemoveStrayVersions(wanted.Keys);
+                RemoveStrayVersions(wanted.Keys, current);
             }
             foreach (var ((name, version), serving) in wanted)
             {
@@ -249,7 +249,7 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
     /// Once, at the first reconcile: folders of versions no longer wanted (a crash during a retirement, a replacement cancelled
     /// while this process was down, the layout before versions had folders) go; indexes no longer defined keep theirs until deleted.
     /// </summary>
-    private void RemoveStrayVersions(IEnumerable<(string Name, string Version)> wanted)
+    private void RemoveStrayVersions(IEnumerable<(string Name, string Version)> wanted, IReadOnlyDictionary<string, IndexDefinition> serving)
     {
         foreach (var (name, versions) in wanted.GroupBy(w => w.Name, w => w.Version).Select(g => (g.Key, g.ToHashSet())))
         {
@@ -258,9 +258,37 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
             foreach (var entry in Directory.EnumerateFileSystemEntries(folder))
             {
                 if (versions.Contains(Path.GetFileName(entry))) continue;
+                if (serving.GetValueOrDefault(name) is { OutputReduceToCollection: not null } definition && Directory.Exists(entry))
+                    HandOverStray(name, entry, DirectoryOf(name, definition.Fingerprint(), IIndexShards.All));
                 _log.LogInformation("index {Index}: removing {Entry}, which no version of the index uses", name, entry);
                 if (Directory.Exists(entry)) Directory.Delete(entry, recursive: true); else File.Delete(entry);
             }
+        }
+    }
+
+    /// <summary>
+    /// A version killed between its replacement's promotion and its retirement never handed its output collection over: its keys
+    /// are read from its folder now, before the folder goes, and added to the serving version's handover (per partition folder in
+    /// Kafka mode), so the documents only it wrote are deleted when the serving version loads. Keys it never wrote delete nothing.
+    /// </summary>
+    private void HandOverStray(string name, string stray, string servingFolder)
+    {
+        var partitions = Directory.EnumerateDirectories(stray, "partition-*").Where(d => !d.EndsWith("-map", StringComparison.Ordinal)).ToList();
+        foreach (var (from, to) in partitions.Count > 0
+                     ? partitions.Select(p => (p, Path.Combine(servingFolder, Path.GetFileName(p))))
+                     : [(stray, servingFolder)])
+        {
+            try
+            {
+                var index = engine.Open(from);
+                List<string> keys;
+                try { keys = [.. index.ScanState().Select(e => e.Key).Distinct()]; }
+                finally { index.Close(); }
+                if (keys.Count == 0) continue;
+                OutputHandover.Prepare(to, (OutputHandover.Read(to) ?? []).Concat(keys));
+                _log.LogInformation("index {Index}: {Count} keys of the replaced version in {Folder} handed over to the serving one", name, keys.Count, from);
+            }
+            catch (Exception e) { _log.LogError(e, "index {Index}: the keys of the replaced version in {Folder} could not be read for its output collection's handover", name, from); }
         }
     }
 
