@@ -109,9 +109,23 @@ public sealed class RabbitMqTarget(EtlConnection connection, EtlTaskDefinition t
             return (properties, MassTransitEnvelope.Serialize(m, _hostAddress, source));
         }
         properties.ContentType = CloudEvents.JsonContentType;
-        properties.MessageId = m.CloudEventId;
+        // The AMQP property is a short string: a longer id (a long document id) goes by its hash there, whole in the cloudEvents:id header.
+        properties.MessageId = ShortString(m.CloudEventId) ? m.CloudEventId : Convert.ToHexString(System.Security.Cryptography.SHA256.HashData(System.Text.Encoding.UTF8.GetBytes(m.CloudEventId))).ToLowerInvariant();
         return (properties, System.Text.Encoding.UTF8.GetBytes(m.Loaded.BodyJson));
     }
+
+    /// <summary>
+    /// Why RabbitMQ could not carry this message, or null: its exchange, routing key and type travel as AMQP short strings
+    /// (255 bytes at most). Checked per message as it is made, so a document whose data makes one too long fails alone.
+    /// </summary>
+    public static string? Refuses(OutgoingMessage m) =>
+        !ShortString(m.Destination) ? $"the exchange name is {Bytes(m.Destination):N0} bytes; RabbitMQ takes at most 255"
+        : m.Loaded.RoutingKey is { } key && !ShortString(key) ? $"the routing key is {Bytes(key):N0} bytes; RabbitMQ takes at most 255"
+        : !ShortString(m.CloudEventType) ? $"the message type is {Bytes(m.CloudEventType):N0} bytes; RabbitMQ takes at most 255"
+        : null;
+
+    private static int Bytes(string s) => System.Text.Encoding.UTF8.GetByteCount(s);
+    private static bool ShortString(string s) => s.Length <= 85 || Bytes(s) <= 255;
 
     private async Task DeclareExchangeAsync(string exchange, CancellationToken ct)
     {

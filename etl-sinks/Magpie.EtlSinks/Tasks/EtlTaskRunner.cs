@@ -183,7 +183,11 @@ public sealed class EtlTaskRunner(string name, EtlTaskDefinition task, EtlConnec
                 covered = true;
                 try
                 {
-                    foreach (var loaded in script.Run(change)) messages.Add(new OutgoingMessage(change, sequence++, loaded));
+                    var made = script.Run(change).Select(loaded => new OutgoingMessage(change, sequence++, loaded)).ToList();
+                    // What the broker could not carry fails this document (all its messages), not the task.
+                    if (!connection.IsKafka && made.Select(RabbitMqTarget.Refuses).FirstOrDefault(r => r is not null) is { } refused)
+                        throw new ScriptRunException(refused);
+                    messages.AddRange(made);
                 }
                 catch (ScriptRunException e) { Stats.ScriptError(change.Id, e.Message); }
             }

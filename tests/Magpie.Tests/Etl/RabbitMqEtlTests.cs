@@ -25,6 +25,35 @@ public sealed class RabbitMqEtlTests(RabbitMqFixture rabbit, MagpieFixture magpi
     private readonly string _n = Guid.NewGuid().ToString("N")[..8];
 
     [Fact]
+    public async Task A_document_whose_routing_key_rabbitmq_cannot_carry_fails_alone_and_the_task_goes_on()
+    {
+        // The probe's: a routing key over 255 bytes from document data put the whole task in "failed" ("bad RabbitMQ connection string").
+        await Http.PutConnectionAsync($"rabbit{_n}", new { type = "rabbitmq", url = rabbit.Broker.Url });
+        await using var keys = await QueueReader.StartAsync(rabbit.Broker.Url, $"keys-q{_n}");
+        await Http.PutTaskAsync($"keys{_n}", new
+        {
+            connection = $"rabbit{_n}",
+            exchangeType = "topic",
+            queues = new[] { new { name = $"keys-q{_n}", exchange = $"Keys{_n}", routingKey = "#" } },
+            transforms = new[] { new { collections = new[] { $"Keys{_n}" }, script = $"loadToKeys{_n}({{ N: this.N }}, this.Key);" } },
+        });
+        var longId = $"keys{_n}/" + new string('i', 400);   // its message id is past AMQP's 255 bytes too: sent by its hash
+        Assert.True((await Http.PutAsync($"keys{_n}/1", """{"N": 1, "Key": "short"}""")).IsSuccessStatusCode);
+        Assert.True((await Http.PutAsync($"keys{_n}/2", $$"""{"N": 2, "Key": "{{new string('k', 300)}}"}""")).IsSuccessStatusCode);
+        Assert.True((await Http.PutAsync(longId, """{"N": 3, "Key": "long.id"}""")).IsSuccessStatusCode);
+        Assert.True((await Http.PutAsync($"keys{_n}/4", """{"N": 4, "Key": "after"}""")).IsSuccessStatusCode);
+
+        var got = await keys.WaitForAsync(r => r.Count >= 3, TimeSpan.FromSeconds(30));
+        Assert.Equal(["{\"N\":1}", "{\"N\":3}", "{\"N\":4}"], got.Select(m => m.Body).Order().ToList());
+        Assert.Equal($"{longId}@", got.Single(m => m.Body == "{\"N\":3}").Header("cloudEvents:id")![..(longId.Length + 1)]);
+        var stats = await Http.TaskStatsAsync($"keys{_n}");
+        Assert.Equal("running", stats.GetProperty("state").GetString());
+        var error = Assert.Single(stats.GetProperty("recentErrors").EnumerateArray());
+        Assert.Equal($"keys{_n}/2", error.GetProperty("documentId").GetString());
+        Assert.Contains("the routing key is 300 bytes; RabbitMQ takes at most 255", error.GetProperty("message").GetString());
+    }
+
+    [Fact]
     public async Task Puts_updates_and_deletes_of_two_collections_arrive_as_the_exact_CloudEvents_the_transforms_make()
     {
         await Http.PutConnectionAsync($"rabbit{_n}", new { type = "rabbitmq", url = rabbit.Broker.Url });
