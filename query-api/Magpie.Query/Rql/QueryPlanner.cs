@@ -62,8 +62,8 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
             foreach (var option in Options(given, "hybrid").EnumerateObject())
                 switch (option.Name.ToLowerInvariant())
                 {
-                    case "rankconstant" when option.Value.TryGetInt32(out var c) && c is >= 1 and <= 10_000: rankConstant = c; break;
-                    case "window" when option.Value.TryGetInt32(out var w) && w is >= 1 and <= VectorSearchQuery.MaxK: window = w; break;
+                    case "rankconstant" when Whole(option.Value, out var c) && c is >= 1 and <= 10_000: rankConstant = c; break;
+                    case "window" when Whole(option.Value, out var w) && w is >= 1 and <= VectorSearchQuery.MaxK: window = w; break;
                     case "rankconstant": throw Bad(given, "hybrid's RankConstant must be a whole number from 1 to 10,000");
                     case "window": throw Bad(given, $"hybrid's Window must be a whole number from 1 to {VectorSearchQuery.MaxK:N0}");
                     default: throw Bad(given, $"hybrid's options are RankConstant and Window, not '{option.Name}'");
@@ -183,9 +183,9 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
                 var value = option.Value;
                 switch (option.Name.ToLowerInvariant())
                 {
-                    case "pagesize" when value.TryGetInt32(out var n) && n is >= 1 and <= MaxSuggestions: pageSize = n; break;
-                    case "accuracy" when value.TryGetDouble(out var a) && a is >= 0 and <= 1: accuracy = a; break;
-                    case "maxedits" when value.TryGetInt32(out var e) && e is 1 or 2: maxEdits = e; break;
+                    case "pagesize" when Whole(value, out var n) && n is >= 1 and <= MaxSuggestions: pageSize = n; break;
+                    case "accuracy" when Number(value, out var a) && a is >= 0 and <= 1: accuracy = a; break;
+                    case "maxedits" when Whole(value, out var e) && e is 1 or 2: maxEdits = e; break;
                     case "distance" when value.ValueKind == JsonValueKind.String && value.GetString() is "Default" or "Levenshtein" or "JaroWinkler":
                         distance = value.GetString() == "JaroWinkler" ? SuggestDistance.JaroWinkler : SuggestDistance.Levenshtein; break;
                     case "sortmode" when value.ValueKind == JsonValueKind.String && value.GetString() is "Popularity" or "None":
@@ -205,6 +205,19 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
         return new SuggestPlan(new SuggestSpec(field, word, maxEdits, (float)accuracy, distance), pageSize, popularity, s.Name);
     }
 
+    /// <summary>An option's value as a whole number, false for any other kind of JSON (a string "10" is not one).</summary>
+    private static bool Whole(JsonElement value, out int n)
+    {
+        n = 0;
+        return value.ValueKind == JsonValueKind.Number && value.TryGetInt32(out n);
+    }
+
+    private static bool Number(JsonElement value, out double d)
+    {
+        d = 0;
+        return value.ValueKind == JsonValueKind.Number && value.TryGetDouble(out d) && double.IsFinite(d);
+    }
+
     /// <summary>Most suggestions one <c>suggest()</c> returns.</summary>
     public const int MaxSuggestions = 1_024;
 
@@ -219,7 +232,7 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
         if (m.Options is { } given)
             foreach (var option in Options(given, "moreLikeThis").EnumerateObject())
             {
-                int Whole(int min, int max) => option.Value.TryGetInt32(out var n) && n >= min && n <= max ? n
+                int Whole(int min, int max) => QueryPlanner.Whole(option.Value, out var n) && n >= min && n <= max ? n
                     : throw Bad(given, $"moreLikeThis's {option.Name} must be a whole number from {min} to {max:N0}");
                 options = option.Name.ToLowerInvariant() switch
                 {
@@ -232,7 +245,7 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
                     "maximumwordlength" => options with { MaximumWordLength = Whole(0, 255) },
                     "maximumnumberoftokensparsed" => options with { MaximumNumberOfTokensParsed = Whole(1, 100_000) },
                     "boost" => options with { Boost = option.Value.ValueKind is JsonValueKind.True or JsonValueKind.False ? option.Value.GetBoolean() : throw Bad(given, "moreLikeThis's Boost is true or false") },
-                    "boostfactor" => options with { BoostFactor = option.Value.TryGetDouble(out var f) && f is > 0 and <= MaxBoost ? (float)f : throw Bad(given, $"moreLikeThis's BoostFactor must be a number above 0, at most {MaxBoost:N0}") },
+                    "boostfactor" => options with { BoostFactor = Number(option.Value, out var f) && f is > 0 and <= MaxBoost ? (float)f : throw Bad(given, $"moreLikeThis's BoostFactor must be a number above 0, at most {MaxBoost:N0}") },
                     _ => throw Bad(given, $"moreLikeThis's options are Fields, MinimumTermFrequency, MinimumDocumentFrequency, MaximumDocumentFrequency, MaximumQueryTerms, MinimumWordLength, MaximumWordLength, MaximumNumberOfTokensParsed, Boost and BoostFactor, not '{option.Name}'"),
                 };
             }

@@ -161,6 +161,10 @@ public static partial class SearchCases
         await Refused($"{S} select suggest(Body, 'x', {{ \"PageSize\": 0 }})", "PageSize must be a whole number from 1 to 1024");
         await Refused($"{S} select suggest(Body, 'x', {{ \"Distance\": \"NGram\" }})", "NGram is not supported");
         await Refused($"{S} select suggest(Body, 'x', {{ \"Accuracy\": 2 }})", "Accuracy must be a number from 0 to 1");
+        // A string where a number goes is refused like any wrong value, never a 500.
+        await Refused($"{S} select suggest(Body, 'x', {{ \"PageSize\": \"10\" }})", "PageSize must be a whole number from 1 to 1024");
+        await Refused($"{S} select suggest(Body, 'x', {{ \"Accuracy\": \"0.5\" }})", "Accuracy must be a number from 0 to 1");
+        await Refused($"{S} select suggest(Body, 'x', {{ \"MaxEdits\": \"1\" }})", "MaxEdits must be 1 or 2");
         await Refused($"{S} select suggest(Nope, 'x')", "the index has no field 'Nope'");
         var stream = await http.PostAsJsonAsync("streams/queries", new { query = $"{S} select suggest(Body, 'x')" });
         await HttpJson.AssertProblem(stream, HttpStatusCode.BadRequest, "not streamed");
@@ -242,6 +246,8 @@ public static partial class SearchCases
         await Refused($"{S} where moreLikeThis(id() = 'posts/1', '{{ \"Fields\": [\"Tags\"] }}')", "'Tags' is not one");
         await Refused($"{S} where moreLikeThis(id() = 'posts/1', '{{ \"MaximumQueryTerms\": 5000 }}')", "MaximumQueryTerms must be a whole number from 1 to 1,024");
         await Refused($"{S} where moreLikeThis(id() = 'posts/1', '{{ \"Colour\": 1 }}')", "not 'Colour'");
+        await Refused($"{S} where moreLikeThis(id() = 'posts/1', '{{ \"MaximumQueryTerms\": \"5\" }}')", "MaximumQueryTerms must be a whole number");
+        await Refused($"{S} where moreLikeThis(id() = 'posts/1', '{{ \"BoostFactor\": \"2\" }}')", "BoostFactor must be a number above 0");
         await Refused($"{S} where moreLikeThis('not json')", "not JSON");
         await Refused("from Posts where moreLikeThis(id() = 'posts/1')", "name them in its options' Fields");
     }

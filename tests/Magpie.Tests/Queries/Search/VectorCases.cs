@@ -189,5 +189,7 @@ public static class VectorCases
         await HttpJson.AssertProblem(r, HttpStatusCode.BadRequest, "hybrid's second ranking is a vector.search");
         r = await query.PostAsJsonAsync("queries", new { query = $"from index '{Index}' where hybrid(search(Title, 'x'), vector.search(Vector, $q), {{ \"Window\": 0 }})", parameters = new { q } });
         await HttpJson.AssertProblem(r, HttpStatusCode.BadRequest, "Window must be a whole number from 1 to 1,024");
+        r = await query.PostAsJsonAsync("queries", new { query = $"from index '{Index}' where hybrid(search(Title, 'x'), vector.search(Vector, $q), $o)", parameters = new { q, o = new { RankConstant = "60" } } });
+        await HttpJson.AssertProblem(r, HttpStatusCode.BadRequest, "RankConstant must be a whole number from 1 to 10,000");
     }
 }
