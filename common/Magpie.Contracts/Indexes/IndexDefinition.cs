@@ -56,4 +56,24 @@ public sealed record VectorFieldOptions
 
     public int? Dimensions { get; init; }
     public string Quantization { get; init; } = None;
+
+    /// <summary>
+    /// Why a vector cannot be searched exactly, or null. Similarities are computed in float32: a vector whose squared length
+    /// overflows it (elements past ~1.8e19) or underflows it to nothing (only elements under ~1e-19) would score as infinity or 0,
+    /// so cosine similarity would no longer ignore scale. Such a vector is refused; scaling it does not change its cosine.
+    /// </summary>
+    public static string? Unsearchable(ReadOnlySpan<float> vector)
+    {
+        double squares = 0;
+        var anyNonZero = false;
+        foreach (var x in vector)
+        {
+            if (!float.IsFinite(x)) return "holds a value that is not a finite float32";
+            squares += (double)x * x;
+            anyNonZero |= x != 0;
+        }
+        if (squares > float.MaxValue) return "is too long for float32 arithmetic (its squared length passes 3.4e38): scale it down";
+        if (anyNonZero && squares < 1e-36) return "is too short for float32 arithmetic (its squared length is under 1e-36): scale it up";
+        return null;
+    }
 }

@@ -116,8 +116,8 @@ public sealed class MapScript
             if (n is 0 or > Contracts.Indexes.VectorFieldOptions.MaxDimensions) throw new ScriptRunException($"createVector takes 1 to {Contracts.Indexes.VectorFieldOptions.MaxDimensions:N0} numbers, not {n:N0}");
             vector = new float[n];
             for (uint i = 0; i < n; i++)
-                vector[i] = array.Get(i) is JsNumber x && double.IsFinite(x.AsNumber()) ? (float)x.AsNumber()
-                    : throw new ScriptRunException($"createVector takes numbers: element {i} is {array.Get(i)}");
+                vector[i] = array.Get(i) is JsNumber x && float.IsFinite((float)x.AsNumber()) ? (float)x.AsNumber()
+                    : throw new ScriptRunException($"createVector takes numbers within float32's range: element {i} is {array.Get(i)}");
         }
         else if (value.IsString())
         {
@@ -131,6 +131,7 @@ public sealed class MapScript
             foreach (var x in vector) if (!float.IsFinite(x)) throw new ScriptRunException("createVector's base64 holds a value that is not a finite number");
         }
         else throw new ScriptRunException($"createVector takes an array of numbers or a base64 string, not {value.Type}");
+        if (Contracts.Indexes.VectorFieldOptions.Unsearchable(vector) is { } problem) throw new ScriptRunException($"createVector's vector {problem}");
         var made = new JsObject(_sandbox.Engine);
         _vectors[made] = vector;
         return made;

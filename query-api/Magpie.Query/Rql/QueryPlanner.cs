@@ -131,7 +131,7 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
             vector = new float[json.GetArrayLength()];
             var i = 0;
             foreach (var x in json.EnumerateArray())
-                vector[i++] = x.ValueKind == JsonValueKind.Number && float.IsFinite(x.GetSingle()) ? x.GetSingle() : throw Bad(v, $"the query's vector holds something not a number at {i}");
+                vector[i++] = x.ValueKind == JsonValueKind.Number && x.TryGetDouble(out var d) && float.IsFinite((float)d) ? (float)d : throw Bad(v, $"the query's vector holds something not a float32 number at {i}");
         }
         else if (json.ValueKind == JsonValueKind.String)
         {
@@ -143,8 +143,9 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
             if (vector.Any(x => !float.IsFinite(x))) throw Bad(v, "the query's base64 vector holds a value that is not a finite number");
         }
         else throw Bad(v, "the query's vector is a JSON array of numbers or a base64 string (of little-endian float32s)");
-        return vector.Length is > 0 and <= VectorFieldOptions.MaxDimensions ? vector
-            : throw Bad(v, $"the query's vector has {vector.Length:N0} dimensions: 1 to {VectorFieldOptions.MaxDimensions:N0}");
+        if (vector.Length is 0 or > VectorFieldOptions.MaxDimensions)
+            throw Bad(v, $"the query's vector has {vector.Length:N0} dimensions: 1 to {VectorFieldOptions.MaxDimensions:N0}");
+        return VectorFieldOptions.Unsearchable(vector) is { } problem ? throw Bad(v, $"the query's vector {problem}") : vector;
     }
 
     /// <summary>

@@ -164,6 +164,9 @@ public sealed class LocalShardOwner(IIndexDefinitions definitions, ILocalShards 
         try
         {
             var query = RqlParser.Parse(rql, parameters);
+            // Distinct reads every hit in index order; a ranking's answer is its top k by score, which that read does not keep.
+            if (query.Distinct && RqlConditionFields.Ranks(query.Where))
+                throw new QueryProblem(400, "select distinct does not combine with vector.search, hybrid or moreLikeThis (their answer is a ranked top k): select the fields and keep distinct values client-side");
             return facets is null ? query : query with { Facets = [.. query.Facets, .. FacetJson.Read(facets)], FacetsOnly = query.FacetsOnly || facetsOnly };
         }
         catch (RqlException e) { throw new QueryProblem(400, e.Message, e.Line, e.Column); }

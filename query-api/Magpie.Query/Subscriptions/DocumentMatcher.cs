@@ -41,6 +41,10 @@ public sealed class DocumentMatcher
         if (query.Timings || query.Explanations) throw new RqlException("timings() and explanations() are for POST /queries", 1, 1);
         if (query.GroupBy.Count > 0) throw new RqlException("a subscription delivers documents: group by is for POST /queries", 1, 1);
         if (query.Where is { } w && HasParameter(w)) throw new RqlException("a subscription query can't use $parameters", 1, 1);
+        // Accepted and ignored would be silently wrong: each of these is refused by name.
+        if (query.IsOperation) throw new RqlException("a subscription delivers documents: update { } and delete are set-based operations (POST /operations/queries)", 1, 1);
+        if (query.Distinct) throw new RqlException("a subscription delivers each changed document: select distinct is for POST /queries", 1, 1);
+        if (query.Highlights.Count > 0 || query.Suggestions.Count > 0) throw new RqlException("a subscription delivers documents: highlight() and suggest() are for POST /queries", 1, 1);
         try
         {
             var results = new HitResults(query, documents, ScriptLimits.Default);

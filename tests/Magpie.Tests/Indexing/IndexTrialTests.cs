@@ -94,4 +94,20 @@ public sealed class IndexTrialTests(RqlConformanceFixture fx) : IClassFixture<Rq
         // Not a timing test: the budget is 10 s, a run over every document at its own 2 s timeout would take half an hour.
         Assert.True(started.Elapsed < TimeSpan.FromMinutes(2), started.Elapsed.ToString());
     }
+
+    [Fact]
+    public async Task Vectors_float32_cannot_compare_fail_their_document()
+    {
+        var result = await TryAsync(new
+        {
+            definition = new { maps = new[] { "map('Posts', p => ({ V: createVector(p.Score > 10 ? [1e39, 1] : p.Score > 5 ? [1e-30, 0] : [p.Score, 1]) }))" } },
+            sampleSize = 200,
+        });
+        var errors = result.GetProperty("errors").EnumerateArray().Select(e => e.GetProperty("error").GetString()!).ToList();
+        var posts = fx.Posts.ToDictionary(p => p.Id);
+        var sampled = result.GetProperty("errors").EnumerateArray().Select(e => posts[e.GetProperty("id").GetString()!])
+            .Concat(result.GetProperty("entries").EnumerateArray().Select(e => posts[e.GetProperty("id").GetString()!])).ToList();
+        Assert.Equal(sampled.Count(p => p.Score > 10), errors.Count(e => e.Contains("createVector takes numbers within float32's range")));
+        Assert.Equal(sampled.Count(p => p.Score is > 5 and <= 10), errors.Count(e => e.Contains("too short for float32 arithmetic")));
+    }
 }

@@ -132,6 +132,9 @@ public sealed class SubscriptionTests : IAsyncLifetime
             (new { name = "q1", query = "from index 'X'" }, "from Collection"),
             (new { name = "q2", query = "from Users where" }, "query:"),
             (new { name = "q3", query = "from Users", startFrom = "yesterday" }, "startFrom"),
+            // Accepted and ignored would be silently wrong.
+            (new { name = "q4", query = "from Users update { this.Seen = true; }" }, "update { } and delete are set-based operations"),
+            (new { name = "q5", query = "from Users select distinct Name" }, "select distinct is for POST /queries"),
         })
         {
             var r = await Http.PostAsJsonAsync("subscriptions", body);

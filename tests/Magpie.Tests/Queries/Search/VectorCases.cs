@@ -191,5 +191,11 @@ public static class VectorCases
         await HttpJson.AssertProblem(r, HttpStatusCode.BadRequest, "Window must be a whole number from 1 to 1,024");
         r = await query.PostAsJsonAsync("queries", new { query = $"from index '{Index}' where hybrid(search(Title, 'x'), vector.search(Vector, $q), $o)", parameters = new { q, o = new { RankConstant = "60" } } });
         await HttpJson.AssertProblem(r, HttpStatusCode.BadRequest, "RankConstant must be a whole number from 1 to 10,000");
+        r = await query.PostAsJsonAsync("queries", new { query = $"from index '{Index}' where vector.search(Vector, $q) select distinct Title", parameters = new { q } });
+        await HttpJson.AssertProblem(r, HttpStatusCode.BadRequest, "select distinct does not combine with vector.search");
+        // Past float32's range a similarity is infinity or 0: refused, not answered with nothing.
+        var huge = Enumerable.Repeat(3e38f, q.Length).ToArray();
+        r = await query.PostAsJsonAsync("queries", new { query = $"from index '{Index}' where vector.search(Vector, $q)", parameters = new { q = huge } });
+        await HttpJson.AssertProblem(r, HttpStatusCode.BadRequest, "is too long for float32 arithmetic");
     }
 }
