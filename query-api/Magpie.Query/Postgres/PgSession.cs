@@ -318,6 +318,8 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
         }
         var results = new short[r.Count()];
         for (var i = 0; i < results.Length; i++) results[i] = r.Int16();
+        // RQL (from …) quotes as RQL does: a backslash escapes, '' does not (SQL's quoting would break O'Brien or a C:\ path).
+        if (SqlText.IsRql(prepared.Sql)) values = [.. values.Select(PgValues.AsRqlLiteral)];
         var sql = SqlText.Substitute(prepared.Sql, values);
         ForgetPortal(portal);
         if (portal.Length > 0 && _portals.Count >= MaxPrepared)

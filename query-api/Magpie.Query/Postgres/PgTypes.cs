@@ -113,6 +113,12 @@ public static class PgValues
         return "'" + text.Replace("'", "''") + "'";
     }
 
+    /// <summary>A literal of <see cref="Literal"/> as RQL writes it: a string re-quoted with backslash escapes, the rest as it is.</summary>
+    public static string AsRqlLiteral(string sqlLiteral) =>
+        sqlLiteral.Length >= 2 && sqlLiteral[0] == '\'' && sqlLiteral[^1] == '\''
+            ? "'" + sqlLiteral[1..^1].Replace("''", "'").Replace("\\", "\\\\").Replace("'", "\\'") + "'"
+            : sqlLiteral == "NULL" ? "null" : sqlLiteral;
+
     private static string Double(double d) =>
         double.IsPositiveInfinity(d) ? "Infinity" : double.IsNegativeInfinity(d) ? "-Infinity" : double.IsNaN(d) ? "NaN" : d.ToString("R", CultureInfo.InvariantCulture);
 

@@ -55,6 +55,11 @@ public static class SqlText
     }
 
     /// <summary>$1, $2, … replaced by the bound values (already SQL literals), outside quotes.</summary>
+    /// <summary>Whether a statement is RQL (<c>from …</c>), which the endpoint runs as written, rather than SQL.</summary>
+    public static bool IsRql(string statement) =>
+        statement.AsSpan().TrimStart().StartsWith("from", StringComparison.OrdinalIgnoreCase)
+        && (statement.TrimStart().Length == 4 || !char.IsLetterOrDigit(statement.TrimStart()[4]));
+
     public static string Substitute(string sql, IReadOnlyList<string> values)
     {
         if (values.Count == 0) return sql;

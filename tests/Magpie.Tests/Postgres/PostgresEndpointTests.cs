@@ -246,6 +246,23 @@ public sealed class PostgresEndpointTests(PgSampleFixture fx) : IClassFixture<Pg
         Assert.Equal(titled - found, (long)negated[0][0]!);
     }
 
+    [Fact]
+    public async Task Rql_parameters_over_the_extended_protocol_are_quoted_as_rql_quotes_them()
+    {
+        // The probe's: O'Brien answered 42601 and a backslash path silently matched nothing (they were quoted SQL-style).
+        var bulk = await fx.Magpie.Http.BulkPutAsync([("pgnames/1", """{"Name":"O'Brien"}"""), ("pgnames/2", """{"Name":"C:\\data\\x"}"""), ("pgnames/3", """{"Name":"plain"}""")]);
+        Assert.True(bulk.IsSuccessStatusCode);
+        await fx.Magpie.Http.QueryNonStaleAsync("from pgnames where Name = 'plain'");
+        await using var db = new NpgsqlConnection(fx.ConnectionString());
+        await db.OpenAsync();
+        foreach (var (name, id) in new[] { ("O'Brien", "pgnames/1"), ("C:\\data\\x", "pgnames/2"), ("plain", "pgnames/3") })
+        {
+            var rows = await RowsAsync(db, "from pgnames where Name = $1", [name], ("id", "text"), ("document", "json"));
+            Assert.Equal(id, (string)Assert.Single(rows)[0]!);
+        }
+        Assert.Empty(await RowsAsync(db, "from pgnames where Name = $1", ["O'Brien' or Name = 'plain"], ("id", "text"), ("document", "json")));
+    }
+
     internal static async Task<List<object?[]>> RowsAsync(NpgsqlConnection db, string sql, params (string Name, string Type)[] columns) =>
         await RowsAsync(db, sql, [], columns);
 
