@@ -1,3 +1,5 @@
+using System.Text.Json;
+
 namespace Magpie.Query.Rql;
 
 /// <summary>
@@ -206,6 +208,13 @@ public sealed class RqlParser
             else if (Accept(",")) { offset = limit; limit = Count("limit"); }   // limit m, n (offset, count)
         }
         if (Current.Kind != RqlTokenKind.End) throw Expected("where, order by, load, select, include, limit, update, delete or the end of the query");
+        // Fields of loaded documents (load o.Company as c select c.Name) are read by the JavaScript projection they stand for.
+        if (loads.Count > 0 && script is null && select.Count > 0)
+        {
+            alias ??= LoadsDocument;
+            script = LoadProjection(select, loads, alias);
+            select = [];
+        }
         // Documents like another come most alike first, as RavenDB answers them, unless the query orders them itself.
         if (orderBy.Count == 0 && _moreLikeThis + _vectorSearches > 0) orderBy.Add(new RqlOrder(null, Descending: true, null));
         return new RqlQuery(source, where, orderBy, select, limit, offset)
@@ -610,7 +619,8 @@ public sealed class RqlParser
             _at += 3;
             return RqlFields.Id;
         }
-        if (t.Kind == RqlTokenKind.Identifier && !IsKeyword(t)) { _at++; return t.Text; }
+        // Where a field name is expected, a word that only joins clauses (By, In, Asc, Index, Between) is a field a document may well have.
+        if (t.Kind == RqlTokenKind.Identifier && !Structural.Contains(t.Text)) { _at++; return t.Text; }
         if (t.Kind == RqlTokenKind.String) { _at++; return (string)t.Value!; }
         throw Expected("a field name");
     }
@@ -659,4 +669,40 @@ public sealed class RqlParser
         { "from", "index", "where", "and", "or", "not", "order", "by", "select", "limit", "offset", "between", "in", "as", "asc", "desc" };
 
     private static bool IsKeyword(RqlToken t) => Keywords.Contains(t.Text);
+
+    /// <summary>Words that start or join a clause wherever they stand: never a field name without quotes.</summary>
+    private static readonly HashSet<string> Structural = new(StringComparer.OrdinalIgnoreCase)
+        { "from", "where", "and", "or", "not", "order", "select", "limit", "offset", "as" };
+
+    /// <summary>The name the document goes by in a projection made for loads when the query gave it none.</summary>
+    private const string LoadsDocument = "__document";
+
+    /// <summary>
+    /// <c>select c.Name, o.Freight as F, id()</c> over loads as a JavaScript object: <c>{ "Name": c?.Name ?? null, "F": … }</c>. A loaded
+    /// field is named without its alias (as the document's own fields are); a missing one is null, as a path projection gives it.
+    /// </summary>
+    private string LoadProjection(List<RqlProjection> select, List<RqlLoad> loads, string alias)
+    {
+        var parts = new List<string>();
+        foreach (var p in select)
+        {
+            string expression, name = p.Alias;
+            if (p.Field == RqlFields.Id) expression = $"id({alias})";
+            else
+            {
+                var segments = p.Field.Split('.');
+                var load = loads.FirstOrDefault(l => l.Alias == segments[0]);
+                if (segments.Any(s => !IsIdentifier(s)))
+                    throw RqlLexer.Error(_text, 0, $"'{p.Field}' beside load: a field path of names only, or select {{ … }} (JavaScript) for more");
+                var root = load is null ? alias : load.Alias;
+                var path = load is null ? segments : segments[1..];
+                expression = path.Length == 0 ? root : $"({root}?.{string.Join("?.", path)} ?? null)";
+                if (load is not null && name == p.Field && path.Length > 0) name = string.Join('.', path);
+            }
+            parts.Add($"{JsonSerializer.Serialize(name)}: {expression}");
+        }
+        return "{ " + string.Join(", ", parts) + " }";
+    }
+
+    private static bool IsIdentifier(string s) => s.Length > 0 && (char.IsLetter(s[0]) || s[0] is '_' or '$') && s.All(c => char.IsLetterOrDigit(c) || c is '_' or '$');
 }

@@ -92,6 +92,32 @@ public sealed class ProjectionTests(RqlConformanceFixture fx) : IClassFixture<Rq
     }
 
     [Fact]
+    public async Task Fields_of_loaded_documents_selected_by_path_are_read_from_them()
+    {
+        // The probe's: `load r.Post as p select p.Title` answered {"p.Title": null}.
+        var answer = await QueryAsync("from orders as o where startsWith(id(), 'orders/') order by id() load o.Company as c select c.Name, c.Nope, o.Company as Ref, id()");
+        Assert.Equal(
+            [("Acme", "companies/1", "orders/1"), ("Globex", "companies/2", "orders/2"), (null, "companies/404", "orders/3")],
+            Results(answer).Select(r => (r.GetProperty("Name").GetString(), r.GetProperty("Ref").GetString(), r.GetProperty("id()").GetString())));
+        Assert.All(Results(answer), r => Assert.Equal(JsonValueKind.Null, r.GetProperty("Nope").ValueKind));
+        // Without a from alias, and with one named.
+        answer = await QueryAsync("from orders where startsWith(id(), 'orders/') order by id() load Company as c select c.Name as CompanyName");
+        Assert.Equal(["Acme", "Globex", null], Results(answer).Select(r => r.GetProperty("CompanyName").GetString()));
+    }
+
+    [Fact]
+    public async Task Fields_named_like_rql_words_are_fields_where_a_field_goes()
+    {
+        Assert.Equal(HttpStatusCode.Created, (await Http.PutAsync("docs/ballots/1", HttpJson.Json("""{"By":"companies/1","In":2,"Desc":"a"}"""))).StatusCode);
+        Assert.Equal(HttpStatusCode.Created, (await Http.PutAsync("docs/ballots/2", HttpJson.Json("""{"By":"companies/1","In":3,"Desc":"b"}"""))).StatusCode);
+        var grouped = Results(await QueryAsync("from ballots group by By select By, count() as Votes, sum(In) as Total"));
+        Assert.Equal(("companies/1", 2, 5.0), (grouped.Single().GetProperty("By").GetString(), grouped.Single().GetProperty("Votes").GetInt32(), grouped.Single().GetProperty("Total").GetDouble()));
+        var included = await QueryAsync("from ballots order by Desc desc include By");
+        Assert.Equal(["ballots/2", "ballots/1"], Results(included).Select(r => r.GetProperty("@metadata").GetProperty("@id").GetString()));
+        Assert.Equal(["companies/1"], included.GetProperty("includes").EnumerateObject().Select(p => p.Name));
+    }
+
+    [Fact]
     public async Task A_subscription_batch_carries_its_projection_and_includes()
     {
         var created = await Http.PostAsJsonAsync("subscriptions", new { name = "orders-with-companies", query = "from orders as o load o.Company as c select { Company: c ? c.City : null, Lines: o.Lines.length } include Company" });
