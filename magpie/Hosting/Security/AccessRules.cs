@@ -28,6 +28,11 @@ public static class AccessRules
         // Which key this is (Studio shows what its role may do): any key may ask.
         if (looks && path.Equals("/keys/me", StringComparison.OrdinalIgnoreCase)) return Role.Read;
         if (AdminGroups.Any(g => path.StartsWithSegments(g, StringComparison.OrdinalIgnoreCase))) return Role.Admin;
+        // A subscription holds back the change log's compaction until it is read: making or dropping one is a write; a client
+        // with a read key fetches and acknowledges batches of one that exists.
+        if (HttpMethods.IsDelete(method) && path.StartsWithSegments("/subscriptions", StringComparison.OrdinalIgnoreCase)
+            || HttpMethods.IsPost(method) && path.Value!.TrimEnd('/').Equals("/subscriptions", StringComparison.OrdinalIgnoreCase))
+            return Role.Write;
         if (ReadGroups.Any(g => path.StartsWithSegments(g, StringComparison.OrdinalIgnoreCase))) return Role.Read;
         // Update and delete by query (/operations) are writes to documents, and their progress is theirs to read; so are a sinks
         // process's writes through ingest (/message_writes).

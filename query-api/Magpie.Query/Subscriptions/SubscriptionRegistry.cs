@@ -70,12 +70,17 @@ public sealed partial class SubscriptionRegistry
         if (_tracked.Remove(name, out var tracked)) tracked.Dispose();
     }
 
-    /// <summary>Creates a subscription (400 for a bad name or query, 409 when the name is taken).</summary>
+    public const int MaxSubscriptions = 1_000;
+
+    /// <summary>Creates a subscription (400 for a bad name or query, 409 when the name is taken or there are too many).</summary>
     public async Task<Subscription> CreateAsync(SubscriptionDefinition definition, CancellationToken ct)
     {
         if (!NamePattern().IsMatch(definition.Name ?? ""))
             throw new SubscriptionException(400, $"'{definition.Name}' is not a valid subscription name: 1-100 letters, digits, '.', '_' or '-'");
         if (definition.LeaseSeconds is < 1 or > 3600) throw new SubscriptionException(400, "leaseSeconds must be between 1 and 3600");
+        // Each one holds back the change log's compaction until it reads on: a bounded number, so forgotten ones are noticed.
+        if (_states.Names.Count() >= MaxSubscriptions)
+            throw new SubscriptionException(409, $"there are {MaxSubscriptions:N0} subscriptions, the most Magpie keeps: delete ones no client reads");
         Matcher(definition.Query);
         var state = definition.StartFrom switch
         {

@@ -34,6 +34,10 @@ public sealed class ApiKeyTests
         new(HttpMethod.Patch, "docs/users/1", """[{"op":"add","path":"/x","value":1}]""", "write"),
         new(HttpMethod.Post, "bulk_docs", """[{"method":"PUT","id":"users/3","document":{}}]""", "write"),
         new(HttpMethod.Delete, "docs/users/3", null, "write"),
+        // A subscription holds back compaction: making and dropping one is a write; reading one is a read.
+        new(HttpMethod.Post, "subscriptions", """{"name":"s1","query":"from users"}""", "write"),
+        new(HttpMethod.Get, "subscriptions/s1/next?worker=w&waitMs=1", null, "read"),
+        new(HttpMethod.Delete, "subscriptions/s1", null, "write"),
         new(HttpMethod.Put, "indexes/Users/ByName", """{"maps":["map(\"users\", u => ({ Name: u.Name }))"]}""", "admin"),
         new(HttpMethod.Post, "indexes/Users/ByName/reset", null, "admin"),
         new(HttpMethod.Get, "etl/connections", null, "admin"),

@@ -164,6 +164,19 @@ public sealed class SubscriptionTests : IAsyncLifetime
 
     private sealed record Batch(long BatchId, List<Item> Items);
 
+    [Fact]
+    public async Task Subscriptions_are_bounded_in_number_and_deleting_one_makes_room()
+    {
+        var made = await Task.WhenAll(Enumerable.Range(0, SubscriptionRegistryLimit).Select(async i =>
+            (await Http.PostAsJsonAsync("subscriptions", new { name = $"many-{i}", query = "from Users" })).StatusCode));
+        Assert.All(made, status => Assert.Equal(HttpStatusCode.Created, status));
+        await HttpJson.AssertProblem(await Http.PostAsJsonAsync("subscriptions", new { name = "one-too-many", query = "from Users" }), HttpStatusCode.Conflict, "the most Magpie keeps");
+        Assert.Equal(HttpStatusCode.NoContent, (await Http.DeleteAsync("subscriptions/many-0")).StatusCode);
+        Assert.Equal(HttpStatusCode.Created, (await Http.PostAsJsonAsync("subscriptions", new { name = "one-too-many", query = "from Users" })).StatusCode);
+    }
+
+    private const int SubscriptionRegistryLimit = Magpie.Query.Subscriptions.SubscriptionRegistry.MaxSubscriptions;
+
     private async Task CreateAsync(object definition)
     {
         var r = await Http.PostAsJsonAsync("subscriptions", definition);
