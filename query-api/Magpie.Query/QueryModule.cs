@@ -49,7 +49,8 @@ public static class QueryModule
         var ingest = options.Kafka is not null && options.IngestUrl is { } url ? new Magpie.Http.IngestClient(url, options.PeerClient(TimeSpan.FromMinutes(2))) : null;
         services.AddSingleton(sp => new Operations.OperationRegistry(options.DataDir, sp.GetRequiredService<QueryCoordinator>(),
             ingest ?? sp.GetService<IDocumentWriter>(), ingest ?? sp.GetService<IDocumentLookup>(),
-            sp.GetRequiredService<Microsoft.Extensions.Logging.ILoggerFactory>().CreateLogger("Magpie.Operations")));
+            sp.GetRequiredService<Microsoft.Extensions.Logging.ILoggerFactory>().CreateLogger("Magpie.Operations"),
+            sp.GetService<IDocumentFilters>(), sp.GetService<IIndexDefinitions>()));
         services.AddHostedService(sp => sp.GetRequiredService<Operations.OperationRegistry>());
         return services.AddSingleton<AutoIndexes>().AddSingleton<QueryCoordinator>();
     }

@@ -3,6 +3,8 @@ using System.Runtime.CompilerServices;
 using System.Text.Json;
 using Magpie.Contracts;
 using Magpie.Contracts.Documents;
+using Magpie.Contracts.Indexes;
+using Magpie.Contracts.Search;
 using Magpie.Contracts.Storage;
 using Magpie.Query.Rql;
 using Magpie.Query.Shards;
@@ -22,7 +24,8 @@ public sealed record OperationStatus(string Id, string Query, string State, Date
 /// under the same id, and the marks it left on the documents it updated let it skip them (<see cref="QueryOperation"/>). At most
 /// <see cref="MaxRunning"/> run at once; ended ones are kept for <see cref="KeptFor"/>.
 /// </summary>
-public sealed class OperationRegistry(string dataDir, QueryCoordinator coordinator, IDocumentWriter? writer, IDocumentLookup? documents, ILogger log)
+public sealed class OperationRegistry(string dataDir, QueryCoordinator coordinator, IDocumentWriter? writer, IDocumentLookup? documents, ILogger log,
+    IDocumentFilters? filters = null, IIndexDefinitions? definitions = null)
     : IHostedService
 {
     public const int MaxRunning = 4;
@@ -127,7 +130,7 @@ public sealed class OperationRegistry(string dataDir, QueryCoordinator coordinat
         using var stop = CancellationTokenSource.CreateLinkedTokenSource(r.Stop.Token, hostStop);
         try
         {
-            r.Operation = new QueryOperation(id, r.Query, writer!, documents!, ScriptLimits.Default);
+            r.Operation = new QueryOperation(id, r.Query, writer!, documents!, ScriptLimits.Default, OperationCondition.For(r.Query, r.Request.Parameters, filters, definitions));
             await r.Operation.RunAsync(MatchesAsync(r, stop.Token), stop.Token);
             End(id, r, "completed", null);
         }

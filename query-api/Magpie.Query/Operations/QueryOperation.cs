@@ -23,7 +23,10 @@ public sealed record OperationProgress(long Matched, long Written, long Skipped,
 /// operation's id (<c>@metadata.@operation</c>), so the operation run again — after a crash, or asked again with the same id —
 /// skips what it already did and ends where an uninterrupted run ends, even for an update that is not idempotent.
 /// </summary>
-public sealed class QueryOperation(string id, RqlQuery query, IDocumentWriter writer, IDocumentLookup documents, ScriptLimits limits)
+/// <param name="stillMatches">Whether a document read again (it changed meanwhile) still matches the query's condition: one that no longer
+/// does is left alone, as RavenDB re-checks; null: the condition cannot be checked on one document (no where, or a ranking).</param>
+public sealed class QueryOperation(string id, RqlQuery query, IDocumentWriter writer, IDocumentLookup documents, ScriptLimits limits,
+    Func<JsonElement, bool>? stillMatches = null)
 {
     /// <summary>Documents written per batch (one durable group commit each).</summary>
     public const int BatchSize = 256;
@@ -102,11 +105,11 @@ public sealed class QueryOperation(string id, RqlQuery query, IDocumentWriter wr
                     case GuardedWriteResult.Changed when attempt < MaxAttempts: changed.Add(o.Id); break;
                     case GuardedWriteResult.Changed: Fail(o.Id, $"changed under the operation {MaxAttempts} times in a row"); break;
                 }
-            // Changed since it was read (or deleted): read again; a document gone now is left alone.
+            // Changed since it was read (or deleted): read again; a document gone now, or that no longer matches, is left alone.
             pending = [];
             foreach (var docId in changed)
             {
-                if (await documents.GetAsync(docId, ct) is { } now) pending.Add(now);
+                if (await documents.GetAsync(docId, ct) is { } now && (stillMatches is null || stillMatches(now))) pending.Add(now);
                 else Interlocked.Increment(ref _skipped);
             }
         }

@@ -28,7 +28,8 @@ public sealed class QueryOperationTests
             BeforeWrite = null;
             var w = writes.Single();
             if (w.IfMatch != Etag) return Task.FromResult<IReadOnlyList<GuardedOutcome>>([new GuardedOutcome(w.Id, GuardedWriteResult.Changed)]);
-            Written.Add(w.Json!);
+            Written.Add(w.Json ?? "(deleted)");
+            if (w.Json is null) return Task.FromResult<IReadOnlyList<GuardedOutcome>>([new GuardedOutcome(w.Id, GuardedWriteResult.Written, Etag)]);
             var next = System.Text.Json.Nodes.JsonNode.Parse(w.Json!)!.AsObject();
             var etag = Etag + 1;
             next["@metadata"]!["@id"] = w.Id;
@@ -56,6 +57,31 @@ public sealed class QueryOperationTests
         var written = JsonDocument.Parse(store.Written.Single()).RootElement;
         Assert.Equal(11, written.GetProperty("Score").GetInt32());   // 10 + 1: never 1 + 1 over the other write
         Assert.Equal((1L, 0L, 0L), (operation.Progress.Written, operation.Progress.Skipped, operation.Progress.Failed));
+    }
+
+    [Theory]
+    [InlineData("from Posts where Score > 5 delete")]
+    [InlineData("from Posts where Score > 5 update { this.Seen = true; }")]
+    public async Task A_document_changed_out_of_the_match_after_it_was_read_is_left_alone(string rql)
+    {
+        // The probe's: acknowledged patches that took documents out of the match were deleted anyway (31 of 31).
+        var read = Doc("posts/1", 5, """{ "Score": 10 }""");
+        var store = new OneDocument(read);
+        store.BeforeWrite = () => store.Current = Doc("posts/1", 6, """{ "Score": 1 }""");
+        var query = RqlParser.Parse(rql, null);
+        var condition = OperationCondition.For(query, null, new Magpie.Indexer.Lucene.LuceneDocumentFilters(ScriptLimits.Default), null);
+        Assert.NotNull(condition);
+        var operation = new QueryOperation("op2", query, store, store, ScriptLimits.Default, condition);
+        await operation.WriteAsync([read], CancellationToken.None);
+        Assert.Empty(store.Written);
+        Assert.Equal((0L, 1L, 0L), (operation.Progress.Written, operation.Progress.Skipped, operation.Progress.Failed));
+
+        // Changed but still matching: written as it is now.
+        store.Current = read;
+        store.BeforeWrite = () => store.Current = Doc("posts/1", 6, """{ "Score": 7 }""");
+        operation = new QueryOperation("op3", query, store, store, ScriptLimits.Default, condition);
+        await operation.WriteAsync([read], CancellationToken.None);
+        Assert.Equal(1L, operation.Progress.Written);
     }
 
     [Fact]
