@@ -12,14 +12,14 @@ namespace Magpie.Http;
 /// HTTP (<c>IngestUrl</c>), with this deployment's service key. Writes go to <c>POST /bulk_docs</c>, whose batches are all or nothing: a command refused there (its
 /// <c>index</c> in the problem) gets its outcome and the rest of the batch is sent again.
 /// </summary>
-public sealed class IngestClient(string baseUrl, HttpClient http) : IDocumentWriter, IDocumentLookup, IMessageWriter
+public sealed class IngestClient(string baseUrl, HttpClient http) : IDocumentWriter, IDocumentLookup, IMessageWriter, Contracts.Changes.IRelayedChanges
 {
     private readonly Uri _base = new(baseUrl.EndsWith('/') ? baseUrl : baseUrl + "/");
 
     public async ValueTask<JsonElement?> GetAsync(string id, CancellationToken ct = default)
     {
         HttpResponseMessage response;
-        try { response = await http.GetAsync(new Uri(_base, "docs/" + Uri.EscapeDataString(id).Replace("%2F", "/")), ct); }
+        try { response = await http.GetAsync(new Uri(_base, "docs?id=" + Uri.EscapeDataString(id)), ct); }
         catch (Exception e) when (e is HttpRequestException || e is TaskCanceledException && !ct.IsCancellationRequested)
         {
             throw new IngestUnavailableException($"ingest at {baseUrl} did not answer: {e.Message}");
@@ -28,6 +28,19 @@ public sealed class IngestClient(string baseUrl, HttpClient http) : IDocumentWri
         if (response.StatusCode == HttpStatusCode.NotFound) return null;
         await EnsureAsync(response, ct);
         return await response.Content.ReadFromJsonAsync<JsonElement>(WireJson.Web, ct);
+    }
+
+    /// <summary>Ingest's <c>GET /changes/relayed</c>: null when the relay did not publish in time or ingest did not answer.</summary>
+    public async Task<IReadOnlyDictionary<string, long>?> EndsAsync(TimeSpan timeout, CancellationToken ct)
+    {
+        try
+        {
+            using var response = await http.GetAsync(new Uri(_base, $"changes/relayed?timeoutMs={(int)timeout.TotalMilliseconds}"), ct);
+            if (!response.IsSuccessStatusCode) return null;
+            var body = await response.Content.ReadFromJsonAsync<JsonElement>(WireJson.Web, ct);
+            return body.GetProperty("offsets").EnumerateObject().ToDictionary(p => p.Name, p => p.Value.GetInt64());
+        }
+        catch (Exception e) when (e is HttpRequestException || e is TaskCanceledException && !ct.IsCancellationRequested) { return null; }
     }
 
     public async Task<IReadOnlyList<GuardedOutcome>> WriteAsync(IReadOnlyList<GuardedWrite> writes, CancellationToken ct = default)

@@ -48,7 +48,8 @@ public static class IngestModule
             KafkaNative.EnsureLoaded();
             services.AddSingleton<InputProgress>().AddHostedService(sp => sp.GetRequiredService<InputProgress>());
             services.AddSingleton<DocumentTopicConsumer>().AddHostedService(sp => sp.GetRequiredService<DocumentTopicConsumer>());
-            services.AddSingleton<ChangeRelay>().AddHostedService(sp => sp.GetRequiredService<ChangeRelay>());
+            services.AddSingleton<ChangeRelay>().AddHostedService(sp => sp.GetRequiredService<ChangeRelay>())
+                .AddSingleton<IRelayedChanges>(sp => sp.GetRequiredService<ChangeRelay>());
             if (options.IndexerGroup is { } group)
                 services.AddSingleton<Magpie.Contracts.Indexes.IIndexWaiter>(sp => new KafkaIndexWaiter(sp.GetRequiredService<ChangeRelay>(),
                     new IndexerGroup(options.KafkaBootstrapServers, group), options.PeerClient(TimeSpan.FromMinutes(6))));
@@ -70,6 +71,14 @@ public static class IngestModule
             relay = services.GetService<ChangeRelay>()?.Status(),
             changeLog = services.GetService<ChangeLogCompactor>()?.Status(),
         }));
+        // Query processes ask before answering non-stale: which magpie.changes offsets hold everything stored now (IRelayedChanges).
+        app.MapGet("/changes/relayed", async (int? timeoutMs, IServiceProvider services, CancellationToken ct) =>
+        {
+            if (services.GetService<IRelayedChanges>() is not { } relayed) return Problems.NotFound("this ingest publishes no change topic (embedded)");
+            var timeout = TimeSpan.FromMilliseconds(Math.Clamp(timeoutMs ?? 10_000, 0, 300_000));
+            return await relayed.EndsAsync(timeout, ct) is { } ends ? Results.Ok(new { offsets = ends })
+                : Problems.Of(503, "the relay has not published every stored change to magpie.changes in time (is Kafka reachable?)");
+        });
         return app;
     }
 

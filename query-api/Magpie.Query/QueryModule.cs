@@ -8,6 +8,7 @@ using Magpie.Query.Postgres;
 using Magpie.Query.Postgres.Sql;
 using Magpie.Query.Shards;
 using Magpie.Query.Subscriptions;
+using Microsoft.Extensions.DependencyInjection.Extensions;
 using Microsoft.AspNetCore.Routing;
 using Microsoft.Extensions.DependencyInjection;
 
@@ -47,6 +48,8 @@ public static class QueryModule
             options.Kafka is null ? sp.GetService<IDocumentLookup>() : null));
         // Update and delete by query write through the store's write path: the store here (embedded), or ingest over HTTP.
         var ingest = options.Kafka is not null && options.IngestUrl is { } url ? new Magpie.Http.IngestClient(url, options.PeerClient(TimeSpan.FromMinutes(2))) : null;
+        // Kafka mode: a query waiting for non-stale results asks ingest what it stored but has yet to publish (in process when combined).
+        if (ingest is not null) services.TryAddSingleton<IRelayedChanges>(ingest);
         services.AddSingleton(sp => new Operations.OperationRegistry(options.DataDir, sp.GetRequiredService<QueryCoordinator>(),
             ingest ?? sp.GetService<IDocumentWriter>(), ingest ?? sp.GetService<IDocumentLookup>(),
             sp.GetRequiredService<Microsoft.Extensions.Logging.ILoggerFactory>().CreateLogger("Magpie.Operations"),

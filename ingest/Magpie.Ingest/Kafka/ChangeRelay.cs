@@ -19,7 +19,7 @@ namespace Magpie.Ingest.Kafka;
 /// report for <see cref="IngestOptions.RelayStallTimeout"/> while Kafka answers is given up and replaced (see
 /// <see cref="AwaitDeliveredAsync"/>).
 /// </summary>
-public sealed class ChangeRelay(ChangeLogTail tail, ChangeLogReaders readers, IngestOptions options, ILogger<ChangeRelay> logger) : BackgroundService
+public sealed class ChangeRelay(ChangeLogTail tail, ChangeLogReaders readers, IngestOptions options, ILogger<ChangeRelay> logger) : BackgroundService, IRelayedChanges
 {
     private readonly RelayPosition _position = new(Path.Combine(options.DataDir, "relay"));
     private long _published;
@@ -43,6 +43,18 @@ public sealed class ChangeRelay(ChangeLogTail tail, ChangeLogReaders readers, In
             await Task.Delay(5, ct);
         }
         return new Dictionary<int, long>(_confirmedEnds);
+    }
+
+    /// <summary>
+    /// The offsets holding everything stored now: the ends confirmed once the relay has published the log's last etag. Nothing
+    /// published since this process started means everything was published before it (the topic's end, read earlier, covers it).
+    /// </summary>
+    public async Task<IReadOnlyDictionary<string, long>?> EndsAsync(TimeSpan timeout, CancellationToken ct)
+    {
+        var last = tail.LastEtag;
+        if (ConfirmedEtag() >= last && _confirmedEnds.IsEmpty) return new Dictionary<string, long>();
+        var ends = ConfirmedEtag() >= last ? new Dictionary<int, long>(_confirmedEnds) : await PublishedAsync(last, timeout, ct);
+        return ends?.ToDictionary(e => e.Key.ToString(System.Globalization.CultureInfo.InvariantCulture), e => e.Value);
     }
 
     /// <summary>What the relay has done, for <c>GET /stats/pipeline</c>.</summary>

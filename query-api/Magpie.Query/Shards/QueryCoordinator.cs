@@ -13,7 +13,8 @@ namespace Magpie.Query.Shards;
 /// up; a page is stale if any shard was, or if some partition had no owner. Owners that typed a sort field
 /// differently (numbers in one shard, none in another) are asked again with the field numeric everywhere.
 /// </summary>
-public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinitions definitions, AutoIndexes autoIndexes, InputOffsets? inputOffsets = null)
+public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinitions definitions, AutoIndexes autoIndexes, InputOffsets? inputOffsets = null,
+    Contracts.Changes.IRelayedChanges? relayed = null)
 {
     /// <summary>One page, from the shards as they are now.</summary>
     public async Task<ShardPage> PageAsync(CoordinatorRequest request, RqlQuery query, int take, int skip, string? after, bool wait, CancellationToken ct)
@@ -176,6 +177,14 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
             layout = await directory.LayoutAsync(ct);
         }
         if (layout.Owners.Count == 0) throw new QueryProblem(503, $"no indexer holds shards of '{index}' yet");
+        // Non-stale means every change the store holds now, also those the relay has yet to publish: the topic's end alone missed them.
+        if (wait && layout.Target is not null && relayed is not null)
+        {
+            if (await relayed.EndsAsync(deadline - DateTime.UtcNow, ct) is not { } ends) return (index, layout with { Complete = false }, wait);
+            var target = new Dictionary<string, long>(layout.Target);
+            foreach (var (partition, next) in ends) target[partition] = Math.Max(next, target.GetValueOrDefault(partition));
+            layout = layout with { Target = target };
+        }
         if (request.InputOffsets is { Count: > 0 } offsets)
         {
             if (inputOffsets is null)
