@@ -323,6 +323,7 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
         RqlMoreLikeThis m => MoreLikeThis(m),
         RqlVectorSearch v => throw new RqlException("vector.search is a condition every result meets: join it to the others with and, not under or or not", 1, v.Position + 1),
         RqlHybrid h => throw new RqlException("hybrid(…) is a condition every result meets: join it to the others with and, not under or or not", 1, h.Position + 1),
+        RqlTrue => SearchQuery.All,
         _ => throw new ArgumentOutOfRangeException(nameof(e)),
     };
 

@@ -65,7 +65,7 @@ public static class QueryRunner
         var numeric = order.As switch
         {
             "long" or "double" => true,
-            "string" or "alphanumeric" => false,
+            "string" => false,
             _ when numericSorts is not null => numericSorts.Contains(order.Field!),
             _ => (await Task.WhenAll(shards.Select(s => s.SearchAsync(
                 new SearchRequest(new ExistsQuery(order.Field + EntryFields.Number), [], 1, StoredFields: []), ct)))).Any(p => p.TotalHits > 0),

@@ -26,6 +26,19 @@ internal static class RqlLexer
         {
             var c = text[i];
             if (char.IsWhiteSpace(c)) { i++; continue; }
+            // Comments, as RavenDB's RQL has them: to the end of the line, or between /* and */.
+            if (c == '/' && i + 1 < text.Length && text[i + 1] == '/')
+            {
+                while (i < text.Length && text[i] != '\n') i++;
+                continue;
+            }
+            if (c == '/' && i + 1 < text.Length && text[i + 1] == '*')
+            {
+                var close = text.IndexOf("*/", i + 2, StringComparison.Ordinal);
+                if (close < 0) throw Error(text, i, "a comment '/*' that never closes");
+                i = close + 2;
+                continue;
+            }
             var start = i;
             if (c is '\'' or '"')
             {
@@ -73,9 +86,10 @@ internal static class RqlLexer
             else
             {
                 var two = i + 1 < text.Length ? text.Substring(i, 2) : "";
-                var symbol = two is "!=" or "<=" or ">=" or "<>" ? two : c is '=' or '<' or '>' or '(' or ')' or ',' ? c.ToString() : null;
+                var symbol = two is "!=" or "<=" or ">=" or "<>" or "==" ? two : c is '=' or '<' or '>' or '(' or ')' or ',' ? c.ToString() : null;
                 if (symbol is null) throw Error(text, start, $"unexpected character '{c}'");
-                tokens.Add(new RqlToken(RqlTokenKind.Symbol, symbol == "<>" ? "!=" : symbol, null, start));
+                // RQL writes equality either way: == is =; <> is !=.
+                tokens.Add(new RqlToken(RqlTokenKind.Symbol, symbol switch { "<>" => "!=", "==" => "=", _ => symbol }, null, start));
                 i += symbol.Length;
             }
         }

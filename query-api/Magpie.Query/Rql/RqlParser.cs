@@ -60,10 +60,12 @@ public sealed class RqlParser
             source = new RqlSource(name, IsIndex: true);
         }
         else if (Current.Kind == RqlTokenKind.Identifier && !IsKeyword(Current)) { source = new RqlSource(Current.Text, IsIndex: false); _at++; }
+        // from "Orders" / from 'Orders': a quoted collection name, as RavenDB clients write it.
+        else if (Current.Kind == RqlTokenKind.String) { source = new RqlSource((string)Current.Value!, IsIndex: false); _at++; }
         else throw Expected("index 'Name' or a collection name");
         _fromIndex = source.IsIndex;
         string? alias = null;
-        if (Current.Is("as")) { _at++; alias = Name("an alias after 'as' (from Posts as p)"); }
+        if (Current.Is("as")) { _at++; alias = _alias = Name("an alias after 'as' (from Posts as p)"); }
         var groupBy = new List<RqlGroupKey>();
         if (Current.Is("group") && Next.Is("by"))
         {
@@ -83,7 +85,12 @@ public sealed class RqlParser
         }
 
         RqlExpression? where = null;
-        if (Current.Is("where")) { _at++; where = Or(); }
+        if (Current.Is("where"))
+        {
+            _at++;
+            where = Or();
+            if (where is RqlTrue) where = null;
+        }
         var orderBy = new List<RqlOrder>();
         if (Current.Is("order"))
         {
@@ -307,7 +314,10 @@ public sealed class RqlParser
         if (Current.Is("as"))
         {
             _at++;
-            type = Current.Kind == RqlTokenKind.Identifier && Current.Text.ToLowerInvariant() is "long" or "double" or "string" or "alphanumeric"
+            // Sorted as text, alphanumeric would put SKU10 before SKU2: refused until it sorts as RavenDB does.
+            if (Current.Is("alphanumeric"))
+                throw RqlLexer.Error(_text, Current.Position, "order by … as alphanumeric is not supported (it would sort SKU10 before SKU2): order by the field as text, or by a number");
+            type = Current.Kind == RqlTokenKind.Identifier && Current.Text.ToLowerInvariant() is "long" or "double" or "string"
                 ? Current.Text.ToLowerInvariant() : throw Expected("long, double or string after 'as'");
             _at++;
         }
@@ -369,28 +379,41 @@ public sealed class RqlParser
         _parameters is not null && _parameters.TryGetValue(name, out var value) ? value
             : throw RqlLexer.Error(_text, position, $"parameter ${name} is not in \"parameters\"");
 
+    // `true` is a condition every document meets: RavenDB's clients write `where true and not …` for a query that starts with
+    // a negation. It folds away here (true and X = X, true or X = true), so nothing past the parser ever sees it.
     private RqlExpression Or()
     {
         var left = And();
-        while (Current.Is("or")) { _at++; left = new RqlOr(left, And()); }
+        while (Current.Is("or"))
+        {
+            _at++;
+            var right = And();
+            left = left is RqlTrue || right is RqlTrue ? RqlTrue.Instance : new RqlOr(left, right);
+        }
         return left;
     }
 
     private RqlExpression And()
     {
         var left = Not();
-        while (Current.Is("and")) { _at++; left = new RqlAnd(left, Not()); }
+        while (Current.Is("and"))
+        {
+            _at++;
+            var right = Not();
+            left = left is RqlTrue ? right : right is RqlTrue ? left : new RqlAnd(left, right);
+        }
         return left;
     }
 
     private RqlExpression Not()
     {
         if (!Current.Is("not")) return Primary();
+        var at = Current.Position;
         _at++;
         Enter();
         var inner = Not();
         _depth--;
-        return new RqlNot(inner);
+        return inner is RqlTrue ? throw RqlLexer.Error(_text, at, "not true matches no document: leave the condition out") : new RqlNot(inner);
     }
 
     /// <summary>One level deeper (parentheses, not): refused past <see cref="QueryLimits.MaxNesting"/> before the recursion goes on.</summary>
@@ -410,6 +433,12 @@ public sealed class RqlParser
             return inner;
         }
         if (++_clauses > QueryLimits.MaxClauses) throw RqlLexer.Error(_text, Current.Position, QueryLimits.TooManyClauses);
+        if (Current.Is("true") && (Next.Kind == RqlTokenKind.End || Next.Is("and") || Next.Is("or") || Next.IsSymbol(")") || Next.Is("order")
+            || Next.Is("select") || Next.Is("load") || Next.Is("include") || Next.Is("limit") || Next.Is("update") || Next.Is("delete")))
+        {
+            _at++;
+            return RqlTrue.Instance;
+        }
         if (Current.Kind == RqlTokenKind.Identifier && Next.IsSymbol("(") && !IsIdField())
         {
             var function = Current.Text.ToLowerInvariant();
@@ -506,6 +535,9 @@ public sealed class RqlParser
     }
 
     private bool _fromIndex;
+
+    /// <summary>The collection's alias (<c>from Orders as o</c>), stripped from every field path written from it.</summary>
+    private string? _alias;
 
     /// <summary>An options value as JSON when it is known while parsing (a literal or a parameter); null otherwise.</summary>
     private System.Text.Json.JsonElement? OptionsJson(RqlValue v, int at)
@@ -620,7 +652,8 @@ public sealed class RqlParser
             return RqlFields.Id;
         }
         // Where a field name is expected, a word that only joins clauses (By, In, Asc, Index, Between) is a field a document may well have.
-        if (t.Kind == RqlTokenKind.Identifier && !Structural.Contains(t.Text)) { _at++; return t.Text; }
+        // A path written from the collection's alias (from Orders as o where o.Freight > 950) is the document's own path.
+        if (t.Kind == RqlTokenKind.Identifier && !Structural.Contains(t.Text)) { _at++; return WithoutAlias(t.Text, _alias); }
         if (t.Kind == RqlTokenKind.String) { _at++; return (string)t.Value!; }
         throw Expected("a field name");
     }

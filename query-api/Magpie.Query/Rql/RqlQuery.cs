@@ -181,6 +181,12 @@ public sealed record RqlAnd(RqlExpression Left, RqlExpression Right) : RqlExpres
 public sealed record RqlOr(RqlExpression Left, RqlExpression Right) : RqlExpression;
 public sealed record RqlNot(RqlExpression Inner) : RqlExpression;
 
+/// <summary><c>where true</c>: every document. Only the parser sees it (it folds it away: true and X is X).</summary>
+public sealed record RqlTrue : RqlExpression
+{
+    public static readonly RqlTrue Instance = new();
+}
+
 /// <summary><c>f = v</c>, <c>f != v</c>, <c>f &lt; v</c>, …; <see cref="Exact"/> inside <c>exact(…)</c>.</summary>
 public sealed record RqlCompare(string Field, string Operator, RqlValue Value, bool Exact = false) : RqlExpression;
 public sealed record RqlBetween(string Field, RqlValue Low, RqlValue High, bool Exact = false) : RqlExpression;

@@ -83,6 +83,14 @@ public static class RqlConformance
         ["equals"] = ("from Posts where PostTypeId = 1", p => p.Type == 1),
         ["not equals"] = ("from Posts where PostTypeId != 1", p => p.Type != 1),
         ["greater"] = ("from Posts where Score > 10", p => p.Score > 10),
+        // Written as RavenDB's docs write them: the collection's alias on every path, == for =, comments, a quoted collection,
+        // the `true and not …` a client sends for a leading negation.
+        ["alias in where (RavenDB docs: filtering)"] = ("from Posts as p where p.Score > 10 and p.PostTypeId = 1", p => p.Score > 10 && p.Type == 1),
+        ["alias in where through a function"] = ("from Posts as p where startsWith(p.Title, 'Why') and p.Score >= 0", p => p.Title?.StartsWith("why", StringComparison.OrdinalIgnoreCase) == true && p.Score >= 0),
+        ["== is ="] = ("from Posts where PostTypeId == 2 and Score == 3", p => p.Type == 2 && p.Score == 3),
+        ["comments"] = ("from Posts // questions only\nwhere PostTypeId = 1 /* and scored */ and Score > 5", p => p.Type == 1 && p.Score > 5),
+        ["quoted collection"] = ("from \"Posts\" where Score > 20", p => p.Score > 20),
+        ["true and not (a client's leading negation)"] = ("from Posts where true and not exists(Title) and Score > 2", p => p.Title is null && p.Score > 2),
         ["at most"] = ("from Posts where Score <= -2", p => p.Score <= -2),
         ["between"] = ("from Posts where Score between 3 and 5", p => p.Score is >= 3 and <= 5),
         ["in numbers"] = ("from Posts where Score in (1, 2, 3)", p => p.Score is 1 or 2 or 3),
@@ -166,6 +174,17 @@ public sealed class RqlConformanceTests(RqlConformanceFixture fx) : IClassFixtur
         var got = await RqlAnswers.IdsAsync(fx.Magpie.Http, rql);
         Assert.Equal(want, got);
     }
+
+    [Fact]
+    public async Task Order_by_a_path_written_from_the_alias_sorts_by_that_field()
+    {
+        // The probe's: `order by o.Freight desc` was dropped (the alias made it a field no entry has).
+        var r = await fx.Magpie.Http.PostAsJsonAsync("queries", new { query = "from Posts as p where p.Score >= 5 order by p.Score desc, id() select id() as Id", pageSize = 1024, waitForNonStaleResults = true, timeoutMs = 60_000 });
+        Assert.True(r.IsSuccessStatusCode, await r.Content.ReadAsStringAsync());
+        var got = (await r.JsonAsync()).GetProperty("results").EnumerateArray().Select(x => x.GetProperty("Id").GetString()).ToList();
+        var want = fx.Posts.Where(p => p.Score >= 5).OrderByDescending(p => p.Score).ThenBy(p => p.Id, StringComparer.Ordinal).Select(p => p.Id).ToList();
+        Assert.Equal(want, got);
+    }
 }
 
 public static class RqlAnswers
@@ -213,6 +232,8 @@ public sealed class RqlRefusalTests(RqlConformanceFixture fx) : IClassFixture<Rq
     [InlineData($"{S} where Titel = 'x'", "the index has no field 'Titel'; its fields: Body, CreationDate, OwnerUserId, PostTypeId, Score, Tags, Title")]
     [InlineData($"{S} order by Sccore", "the index has no field 'Sccore'")]
     [InlineData($"{S} where search(Body, 'x') and regex(Tags, 'a')", null)]
+    [InlineData("from Posts order by Title as alphanumeric", "as alphanumeric is not supported")]
+    [InlineData("from Posts where not true", "not true matches no document")]
     public async Task Constructs_that_cannot_be_answered_exactly_are_refused_with_a_400_naming_them(string rql, string? expected)
     {
         var r = await fx.Magpie.Http.PostAsJsonAsync("queries", new { query = rql, pageSize = 5, waitForNonStaleResults = true, timeoutMs = 60_000 });
