@@ -309,8 +309,8 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
         RqlNot n => BoolQuery.Not(Plan(n.Inner)),
         RqlCompare c => Compare(c),
         RqlBetween b => Range(b.Field, Resolve(b.Low), true, Resolve(b.High), true, b.Exact, b.Low, b.High),
-        RqlIn { All: true } i => BoolQuery.And([.. i.Values.Select(v => Equal(i.Field, Resolve(v), i.Exact))]),
-        RqlIn i => BoolQuery.Or([.. i.Values.Select(v => Equal(i.Field, Resolve(v), i.Exact))]),
+        RqlIn { All: true } i => BoolQuery.And([.. InValues(i).Select(v => Equal(i.Field, v, i.Exact))]),
+        RqlIn i => BoolQuery.Or([.. InValues(i).Select(v => Equal(i.Field, v, i.Exact))]),
         RqlStartsWith s => new PrefixQuery(Indexed(s.Field), Term(s.Field, Text(s.Prefix, "startsWith"))),
         RqlEndsWith s => new WildcardQuery(Indexed(s.Field), "*" + EscapeWildcards(Term(s.Field, Text(s.Suffix, "endsWith")))),
         RqlSearch s => new FullTextQuery(NotId(s.Field, "search"), Text(s.Terms, "search"), s.AllWords),
@@ -472,20 +472,42 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
 
     private bool IsSearch(string field) => definition.FieldOptions(field).Indexing == IndexFieldOptions.Search;
 
+    /// <summary>
+    /// The values of <c>in (…)</c> / <c>all in (…)</c>: a parameter holding an array gives each of its elements, as RavenDB's clients
+    /// send <c>In()</c> and <c>ContainsAny()</c> (<c>where Tags in ($tags)</c>, <c>"tags": ["a", "b"]</c>).
+    /// </summary>
+    private List<object?> InValues(RqlIn i)
+    {
+        var values = new List<object?>();
+        foreach (var v in i.Values)
+        {
+            if (v.IsParameter && parameters is not null && parameters.TryGetValue(v.Parameter!, out var json) && json.ValueKind == JsonValueKind.Array)
+                foreach (var element in json.EnumerateArray()) values.Add(Resolve(v with { Parameter = null, Literal = Scalar(element, v) }));
+            else values.Add(Resolve(v));
+            if (values.Count > QueryLimits.MaxInValues) throw Bad(v, $"in (…) takes at most {QueryLimits.MaxInValues:N0} values, parameters' elements counted");
+        }
+        if (values.Count == 0) throw Bad(i.Values.Count > 0 ? i.Values[0] : new RqlValue(null), "in (…) needs at least one value: the array parameter is empty");
+        return values;
+    }
+
+    private static object? Scalar(JsonElement json, RqlValue at) => json.ValueKind switch
+    {
+        JsonValueKind.String => json.GetString(),
+        JsonValueKind.Number => json.GetDouble(),
+        JsonValueKind.True => true,
+        JsonValueKind.False => false,
+        JsonValueKind.Null => null,
+        _ => throw Bad(at, $"parameter ${at.Parameter}'s elements must be strings, numbers, booleans or null"),
+    };
+
     /// <summary>A literal, or the parameter's JSON value (string, number, boolean, null).</summary>
     private object? Resolve(RqlValue v)
     {
         if (!v.IsParameter) return v.Literal;
         if (parameters is null || !parameters.TryGetValue(v.Parameter!, out var json)) throw Bad(v, $"parameter ${v.Parameter} is not in \"parameters\"");
-        return json.ValueKind switch
-        {
-            JsonValueKind.String => json.GetString(),
-            JsonValueKind.Number => json.GetDouble(),
-            JsonValueKind.True => true,
-            JsonValueKind.False => false,
-            JsonValueKind.Null => null,
-            _ => throw Bad(v, $"parameter ${v.Parameter} must be a string, number, boolean or null"),
-        };
+        return json.ValueKind is JsonValueKind.Array or JsonValueKind.Object
+            ? throw Bad(v, $"parameter ${v.Parameter} must be a string, number, boolean or null (an array goes in in (…) or all in (…))")
+            : Scalar(json, v);
     }
 
     private static RqlException Bad(RqlValue v, string message) => new(message, 1, v.Position + 1);

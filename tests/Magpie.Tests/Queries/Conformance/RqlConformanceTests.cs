@@ -96,6 +96,10 @@ public static class RqlConformance
         ["in numbers"] = ("from Posts where Score in (1, 2, 3)", p => p.Score is 1 or 2 or 3),
         ["in strings"] = ($"{S} where Tags in ('discussion', 'support')", p => p.Tags.Contains("discussion") || p.Tags.Contains("support")),
         ["all in"] = ($"{S} where Tags all in ('discussion', 'support')", p => p.Tags.Contains("discussion") && p.Tags.Contains("support")),
+        // What RavenDB's clients send for In() / ContainsAny() / ContainsAll(): one parameter holding an array.
+        ["in an array parameter"] = ($"{S} where Tags in ($tags)", p => p.Tags.Contains("discussion") || p.Tags.Contains("support")),
+        ["all in an array parameter"] = ($"{S} where Tags all in ($tags)", p => p.Tags.Contains("discussion") && p.Tags.Contains("support")),
+        ["in an array parameter beside a literal"] = ($"{S} where Score in ($scores, 7)", p => p.Score is 1 or 2 or 7),
         ["exists"] = ("from Posts where exists(Title)", p => p.Title is not null),
         ["= null matches a missing field"] = ("from Posts where Title = null and Score > 5", p => p.Title is null && p.Score > 5),
         ["!= null"] = ("from Posts where Title != null and Score > 5", p => p.Title is not null && p.Score > 5),
@@ -189,7 +193,12 @@ public sealed class RqlConformanceTests(RqlConformanceFixture fx) : IClassFixtur
 
 public static class RqlAnswers
 {
-    public static readonly Dictionary<string, JsonElement> Parameters = new() { ["q"] = JsonSerializer.SerializeToElement("tag*") };
+    public static readonly Dictionary<string, JsonElement> Parameters = new()
+    {
+        ["q"] = JsonSerializer.SerializeToElement("tag*"),
+        ["tags"] = JsonSerializer.SerializeToElement(new[] { "discussion", "support" }),
+        ["scores"] = JsonSerializer.SerializeToElement(new[] { 1, 2 }),
+    };
 
     /// <summary>The ids a query selects: its total once not stale, then every result over a stream (the two must agree).</summary>
     public static async Task<List<string>> IdsAsync(HttpClient http, string rql)
