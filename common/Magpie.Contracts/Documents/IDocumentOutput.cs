@@ -16,4 +16,7 @@ public sealed record OutputRefusal(string Id, string Reason);
 public interface IDocumentOutput
 {
     Task<IReadOnlyList<OutputRefusal>> WriteAsync(IReadOnlyList<OutputDocument> documents, CancellationToken ct = default);
+
+    /// <summary>The ids of a collection's documents, where the output can list them (the store in process); null where it cannot.</summary>
+    Task<IReadOnlyList<string>?> IdsAsync(string collection, CancellationToken ct = default) => Task.FromResult<IReadOnlyList<string>?>(null);
 }

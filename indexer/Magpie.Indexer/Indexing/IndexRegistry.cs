@@ -1,5 +1,6 @@
 using System.Security.Cryptography;
 using System.Text;
+using Magpie.Contracts.Documents;
 using Magpie.Contracts.Indexes;
 using Magpie.Contracts.Changes;
 using Magpie.Contracts.Search;
@@ -214,7 +215,7 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
             if (!_cleaned)
             {
                 _cleaned = true;
-                RemoveStrayVersions(wanted.Keys, current);
+                await RemoveStrayVersionsAsync(wanted.Keys, current);
             }
             foreach (var ((name, version), serving) in wanted)
             {
@@ -249,7 +250,7 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
     /// Once, at the first reconcile: folders of versions no longer wanted (a crash during a retirement, a replacement cancelled
     /// while this process was down, the layout before versions had folders) go; indexes no longer defined keep theirs until deleted.
     /// </summary>
-    private void RemoveStrayVersions(IEnumerable<(string Name, string Version)> wanted, IReadOnlyDictionary<string, IndexDefinition> serving)
+    private async Task RemoveStrayVersionsAsync(IEnumerable<(string Name, string Version)> wanted, IReadOnlyDictionary<string, IndexDefinition> serving)
     {
         foreach (var (name, versions) in wanted.GroupBy(w => w.Name, w => w.Version).Select(g => (g.Key, g.ToHashSet())))
         {
@@ -259,7 +260,7 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
             {
                 if (versions.Contains(Path.GetFileName(entry))) continue;
                 if (serving.GetValueOrDefault(name) is { OutputReduceToCollection: not null } definition && Directory.Exists(entry))
-                    HandOverStray(name, entry, DirectoryOf(name, definition.Fingerprint(), IIndexShards.All));
+                    await HandOverStrayAsync(name, entry, DirectoryOf(name, definition.Fingerprint(), IIndexShards.All), definition.OutputReduceToCollection!);
                 _log.LogInformation("index {Index}: removing {Entry}, which no version of the index uses", name, entry);
                 if (Directory.Exists(entry)) Directory.Delete(entry, recursive: true); else File.Delete(entry);
             }
@@ -267,29 +268,39 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
     }
 
     /// <summary>
-    /// A version killed between its replacement's promotion and its retirement never handed its output collection over: its keys
-    /// are read from its folder now, before the folder goes, and added to the serving version's handover (per partition folder in
-    /// Kafka mode), so the documents only it wrote are deleted when the serving version loads. Keys it never wrote delete nothing.
+    /// A version killed between its replacement's promotion and its retirement never handed its output collection over, and what it
+    /// wrote may be in no commit (outputs are written before the index commits). Where the store can list the collection (in
+    /// process), every document in it goes now; else the keys the killed version committed do. The serving version then writes its
+    /// results again: as it rebuilds, or from its handover (prepared here, per partition folder in Kafka mode) when it loads.
     /// </summary>
-    private void HandOverStray(string name, string stray, string servingFolder)
+    private async Task HandOverStrayAsync(string name, string stray, string servingFolder, string collection)
     {
         var partitions = Directory.EnumerateDirectories(stray, "partition-*").Where(d => !d.EndsWith("-map", StringComparison.Ordinal)).ToList();
-        foreach (var (from, to) in partitions.Count > 0
-                     ? partitions.Select(p => (p, Path.Combine(servingFolder, Path.GetFileName(p))))
-                     : [(stray, servingFolder)])
+        try
         {
-            try
+            var listed = documents is null ? null : await documents.IdsAsync(collection);
+            if (listed is not null && listed.Count > 0)
+            {
+                foreach (var chunk in listed.Chunk(1024)) await documents!.WriteAsync([.. chunk.Select(id => new OutputDocument(id, collection, null))]);
+                _log.LogInformation("index {Index}: {Count} documents of {Collection} left by a replaced version deleted; the serving version writes its own", name, listed.Count, collection);
+            }
+            foreach (var (from, to) in partitions.Count > 0
+                         ? partitions.Select(p => (p, Path.Combine(servingFolder, Path.GetFileName(p))))
+                         : [(stray, servingFolder)])
             {
                 var index = engine.Open(from);
                 List<string> keys;
                 try { keys = [.. index.ScanState().Select(e => e.Key).Distinct()]; }
                 finally { index.Close(); }
-                if (keys.Count == 0) continue;
                 OutputHandover.Prepare(to, (OutputHandover.Read(to) ?? []).Concat(keys));
-                _log.LogInformation("index {Index}: {Count} keys of the replaced version in {Folder} handed over to the serving one", name, keys.Count, from);
+                if (listed is null && documents is not null)
+                {
+                    var output = new ReduceOutput(collection, documents);
+                    foreach (var chunk in keys.Chunk(1024)) await output.WriteAsync(new ReduceFlush([], [.. chunk], [], []), CancellationToken.None);
+                }
             }
-            catch (Exception e) { _log.LogError(e, "index {Index}: the keys of the replaced version in {Folder} could not be read for its output collection's handover", name, from); }
         }
+        catch (Exception e) { _log.LogError(e, "index {Index}: the output collection {Collection} left by the replaced version in {Folder} could not be handed over", name, collection, stray); }
     }
 
     /// <summary>

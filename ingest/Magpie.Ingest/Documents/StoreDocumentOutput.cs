@@ -17,4 +17,17 @@ public sealed class StoreDocumentOutput(DocumentStore store) : IDocumentOutput
             .Where(o => o.Error is { Kind: not WriteErrorKind.NotFound })
             .Select(o => new OutputRefusal(o.Id, o.Error!.Message)).ToList();
     }
+
+    public async Task<IReadOnlyList<string>?> IdsAsync(string collection, CancellationToken ct = default)
+    {
+        var ids = new List<string>();
+        long cursor = 0;
+        while (true)
+        {
+            var page = await store.BrowseAsync(collection, 0, 1024, cursor, ct);
+            ids.AddRange(page.Results.Select(d => d.Id));
+            if (page.NextCursor is not { } next) return ids;
+            cursor = next;
+        }
+    }
 }

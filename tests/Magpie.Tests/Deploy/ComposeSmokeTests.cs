@@ -59,15 +59,21 @@ public sealed class ComposeSmokeTests(ITestOutputHelper output)
         var processes = new List<(string Service, MagpieProcess Process)>();
         try
         {
-            await Task.WhenAll(magpieServices.SelectMany(s => Enumerable.Range(0, s.Replicas).Select(_ => s)).Select(async s =>
+            string? ingestUrl = null;
+            async Task Start(ComposeFile.Service s)
             {
                 var target = s.Command[s.Command.ToList().IndexOf("--target") + 1];
-                // The fixture's free ports stand in for compose's port mappings; everything else is compose's environment.
-                var environment = s.Environment.Where(e => e.Key != "MAGPIE__PG__PORT").ToDictionary(e => e.Key, e => Map(e.Value));
+                // The fixture's free ports stand in for compose's port mappings and service names; everything else is compose's environment.
+                var environment = s.Environment.Where(e => e.Key != "MAGPIE__PG__PORT")
+                    .ToDictionary(e => e.Key, e => ingestUrl is null ? Map(e.Value) : Map(e.Value).Replace("http://ingest:8080", ingestUrl.TrimEnd('/')));
                 var process = await MagpieProcess.StartAsync(kafka: null, target: target, environment: environment);
                 process.ApiKey = Key("admin");   // the key file has keys: every request but health and metrics carries one
                 lock (processes) processes.Add((s.Name, process));
-            }));
+            }
+            // Ingest first: the others reach it by its address (compose's http://ingest:8080).
+            await Start(magpieServices.Single(s => s.Name == "ingest"));
+            ingestUrl = processes.Single().Process.BaseUrl.ToString();
+            await Task.WhenAll(magpieServices.Where(s => s.Name != "ingest").SelectMany(s => Enumerable.Range(0, s.Replicas).Select(_ => s)).Select(Start));
             MagpieProcess One(string service) => processes.First(p => p.Service == service).Process;
             var (ingest, indexer, query, sinks) = (One("ingest"), One("indexer"), One("query"), One("sinks"));
             // Kafka mode came from compose's MAGPIE__KAFKA (the processes get no --kafka option).
