@@ -271,26 +271,30 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
         var sql = r.CString();
         var types = new int[r.Count()];
         for (var i = 0; i < types.Length; i++) types[i] = r.Int32();
-        if (sql.Length > Rql.QueryLimits.MaxQueryChars)
-            throw new PgException(PgException.ProgramLimitExceeded, $"the statement is {sql.Length:N0} characters; at most {Rql.QueryLimits.MaxQueryChars:N0} are taken");
-        var replaced = _prepared.TryGetValue(name, out var old) ? old.Sql.Length : 0;
-        if (replaced == 0 && name.Length > 0 && _prepared.Count >= MaxPrepared)
-            throw new PgException(PgException.ProgramLimitExceeded, $"this session keeps {MaxPrepared:N0} prepared statements, the most it may: close some (Close, DEALLOCATE) before preparing more");
-        if (_preparedChars - replaced + sql.Length + _portalChars > MaxKeptChars)
-            throw new PgException(PgException.ProgramLimitExceeded, $"this session's prepared statements and portals hold {MaxKeptChars / (1024 * 1024)} MiB of text, the most it may: close some (Close, DEALLOCATE)");
+        // The unnamed statement and portal are replaced by the next of their kind (one each, within the message limit); named
+        // ones stay until closed, so they are what the caps count. A statement past the query limit is refused when it runs.
+        if (name.Length > 0)
+        {
+            var replaced = _prepared.TryGetValue(name, out var old) ? old.Sql.Length : -1;
+            if (replaced < 0 && _prepared.Count(p => p.Key.Length > 0) >= MaxPrepared)
+                throw new PgException(PgException.ProgramLimitExceeded, $"this session keeps {MaxPrepared:N0} prepared statements, the most it may: close some (Close, DEALLOCATE) before preparing more");
+            if (_preparedChars - Math.Max(replaced, 0) + sql.Length + _portalChars > MaxKeptChars)
+                throw new PgException(PgException.ProgramLimitExceeded, $"this session's prepared statements and portals hold {MaxKeptChars / (1024 * 1024)} MiB of text, the most it may: close some (Close, DEALLOCATE)");
+            ForgetStatement(name);
+            _preparedChars += sql.Length;
+        }
         _prepared[name] = (sql, types);
-        _preparedChars += sql.Length - replaced;
         _wire.Begin('1').End();
     }
 
     private void ForgetStatement(string name)
     {
-        if (_prepared.Remove(name, out var gone)) _preparedChars -= gone.Sql.Length;
+        if (_prepared.Remove(name, out var gone) && name.Length > 0) _preparedChars -= gone.Sql.Length;
     }
 
     private void ForgetPortal(string name)
     {
-        if (_portals.Remove(name, out var gone)) _portalChars -= gone.Sql.Length;
+        if (_portals.Remove(name, out var gone) && name.Length > 0) _portalChars -= gone.Sql.Length;
     }
 
     /// <summary>What the session kept goes with it: nothing a closed connection prepared outlives it.</summary>
@@ -322,12 +326,15 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
         if (SqlText.IsRql(prepared.Sql)) values = [.. values.Select(PgValues.AsRqlLiteral)];
         var sql = SqlText.Substitute(prepared.Sql, values);
         ForgetPortal(portal);
-        if (portal.Length > 0 && _portals.Count >= MaxPrepared)
-            throw new PgException(PgException.ProgramLimitExceeded, $"this session keeps {MaxPrepared:N0} open portals, the most it may: close some before binding more");
-        if (_preparedChars + _portalChars + sql.Length > MaxKeptChars)
-            throw new PgException(PgException.ProgramLimitExceeded, $"this session's prepared statements and portals hold {MaxKeptChars / (1024 * 1024)} MiB of text, the most it may: close some (Close, DEALLOCATE)");
+        if (portal.Length > 0)
+        {
+            if (_portals.Count(p => p.Key.Length > 0) >= MaxPrepared)
+                throw new PgException(PgException.ProgramLimitExceeded, $"this session keeps {MaxPrepared:N0} open portals, the most it may: close some before binding more");
+            if (_preparedChars + _portalChars + sql.Length > MaxKeptChars)
+                throw new PgException(PgException.ProgramLimitExceeded, $"this session's prepared statements and portals hold {MaxKeptChars / (1024 * 1024)} MiB of text, the most it may: close some (Close, DEALLOCATE)");
+            _portalChars += sql.Length;
+        }
         _portals[portal] = new Portal(sql, results);
-        _portalChars += sql.Length;
         _wire.Begin('2').End();
     }
 
