@@ -276,7 +276,7 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
         if (name.Length > 0)
         {
             var replaced = _prepared.TryGetValue(name, out var old) ? old.Sql.Length : -1;
-            if (replaced < 0 && _prepared.Count(p => p.Key.Length > 0) >= MaxPrepared)
+            if (replaced < 0 && Named(_prepared) >= MaxPrepared)
                 throw new PgException(PgException.ProgramLimitExceeded, $"this session keeps {MaxPrepared:N0} prepared statements, the most it may: close some (Close, DEALLOCATE) before preparing more");
             if (_preparedChars - Math.Max(replaced, 0) + sql.Length + _portalChars > MaxKeptChars)
                 throw new PgException(PgException.ProgramLimitExceeded, $"this session's prepared statements and portals hold {MaxKeptChars / (1024 * 1024)} MiB of text, the most it may: close some (Close, DEALLOCATE)");
@@ -286,6 +286,9 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
         _prepared[name] = (sql, types);
         _wire.Begin('1').End();
     }
+
+    /// <summary>How many named entries a map holds (all but the unnamed one), without walking it.</summary>
+    private static int Named<T>(Dictionary<string, T> kept) => kept.Count - (kept.ContainsKey("") ? 1 : 0);
 
     private void ForgetStatement(string name)
     {
@@ -328,7 +331,7 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
         ForgetPortal(portal);
         if (portal.Length > 0)
         {
-            if (_portals.Count(p => p.Key.Length > 0) >= MaxPrepared)
+            if (Named(_portals) >= MaxPrepared)
                 throw new PgException(PgException.ProgramLimitExceeded, $"this session keeps {MaxPrepared:N0} open portals, the most it may: close some before binding more");
             if (_preparedChars + _portalChars + sql.Length > MaxKeptChars)
                 throw new PgException(PgException.ProgramLimitExceeded, $"this session's prepared statements and portals hold {MaxKeptChars / (1024 * 1024)} MiB of text, the most it may: close some (Close, DEALLOCATE)");
