@@ -15,27 +15,26 @@ let current = null, cleanup = null, help = 'README';
 // The route being drawn: help waits for it, so it opens the docs of the page asked for, not of the one it replaces.
 let routing = Promise.resolve();
 
-// Each route draws into a view of its own, shown only if no later route began meanwhile: a page awaits the API while it
-// draws, and two routes drawing into the same element left both pages on screen.
-let generation = 0;
+// Each route draws into a view of its own, put on screen at once (a page shows its frame while it awaits the API) and
+// replaced by the next route's: a route still drawing after a later one began draws into a view no longer shown. Two
+// routes drawing into the same element left both pages on screen.
 
 async function route() {
-  const mine = ++generation;
   const [, name = 'overview', ...rest] = (location.hash || '#/overview').split('/');
   const load = pages[name] ?? pages.overview;
   if (cleanup) { cleanup(); cleanup = null; }
   for (const a of document.querySelectorAll('#nav a')) a.classList.toggle('active', a.dataset.page === name);
   const main = document.getElementById('main');
-  const page = await load();
   const view = document.createElement('div');
+  main.replaceChildren(view);
+  const page = await load();
   let done = null;
   try { done = (await page.render(view, rest.map(decodeURIComponent))) ?? null; }
   catch (e) { view.append(h`<div class="panel error">${e.message}</div>`); }
-  if (mine !== generation) { done?.(); return; }
+  if (!view.isConnected) { done?.(); return; }
   current = name;
   help = page.help ?? 'README';
   cleanup = done;
-  main.replaceChildren(view);
   applyRole(main);
 }
 

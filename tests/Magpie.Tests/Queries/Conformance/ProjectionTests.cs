@@ -143,9 +143,21 @@ public sealed class ProjectionTests(RqlConformanceFixture fx) : IClassFixture<Rq
         Assert.All(explanations, e => Assert.Contains("BM25", e.Value[0].GetString()));
     }
 
+    [Fact]
+    public async Task A_projection_loads_up_to_64_documents_and_is_refused_past_them()
+    {
+        // The 64 allowed loads run first: on a loaded machine the engine's first run of this shape is slow, and the refusal
+        // asserted below is the load limit's, not the script's time limit.
+        var within = await QueryAsync("from Posts as p where id() = 'posts/1' select { x: [...Array(64).keys()].map(i => load('nobody/' + i)) }", 1);
+        var loaded = Results(within).Single().GetProperty("x").EnumerateArray().ToList();
+        Assert.Equal(64, loaded.Count);
+        Assert.All(loaded, l => Assert.Equal(JsonValueKind.Null, l.ValueKind));
+        var past = await Http.PostAsJsonAsync("queries", new { query = "from Posts as p where id() = 'posts/1' select { x: [...Array(65).keys()].map(i => load('nobody/' + i)) }" });
+        await HttpJson.AssertProblem(past, HttpStatusCode.BadRequest, "a result loaded more than 64 documents (the limit)");
+    }
+
     [Theory]
     [InlineData("from Posts as p where id() = 'posts/1' select { x: (function f() { while (true) {} })() }", "the projection failed on posts/1: script ran")]
-    [InlineData("from Posts as p where id() = 'posts/1' select { x: [...Array(100).keys()].map(i => load('users/' + i)) }", "loaded more than 64 documents")]
     [InlineData("from Posts as p where id() = 'posts/1' select { x: p.Title.foo.bar }", "the projection failed on posts/1: TypeError")]
     [InlineData("from Posts as p select { x: }", "the projection does not parse")]
     [InlineData("from Posts select { x: 1 }", "reads the document by its alias")]
