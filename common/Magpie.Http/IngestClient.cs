@@ -30,6 +30,34 @@ public sealed class IngestClient(string baseUrl, HttpClient http) : IDocumentWri
         return await response.Content.ReadFromJsonAsync<JsonElement>(WireJson.Web, ct);
     }
 
+    /// <summary>
+    /// The collection's documents whose <c>@metadata</c> holds <paramref name="version"/> under <paramref name="metadata"/>,
+    /// read through ingest's <c>GET /docs?collection=</c> a page of 1,024 at a time.
+    /// </summary>
+    public async Task<IReadOnlyList<ListedDocument>> ListAsync(string collection, string metadata, string version, CancellationToken ct = default)
+    {
+        var listed = new List<ListedDocument>();
+        string? cursor = null;
+        do
+        {
+            var url = $"docs?collection={Uri.EscapeDataString(collection)}&pageSize=1024" + (cursor is null ? "" : "&cursor=" + Uri.EscapeDataString(cursor));
+            HttpResponseMessage response;
+            try { response = await http.GetAsync(new Uri(_base, url), ct); }
+            catch (Exception e) when (e is HttpRequestException || e is TaskCanceledException && !ct.IsCancellationRequested)
+            {
+                throw new IngestUnavailableException($"ingest at {baseUrl} did not answer: {e.Message}");
+            }
+            using var _ = response;
+            await EnsureAsync(response, ct);
+            var page = await response.Content.ReadFromJsonAsync<JsonElement>(WireJson.Web, ct);
+            listed.AddRange(page.GetProperty("results").EnumerateArray().Where(d => DocumentMetadata.Holds(d, metadata, version))
+                .Select(d => d.GetProperty("@metadata")).Select(m => new ListedDocument(m.GetProperty("@id").GetString()!, m.GetProperty("@etag").GetInt64())));
+            cursor = page.GetProperty("nextCursor").GetString();
+        }
+        while (cursor is not null);
+        return listed;
+    }
+
     /// <summary>Ingest's <c>GET /changes/relayed</c>: null when the relay did not publish in time or ingest did not answer.</summary>
     public async Task<IReadOnlyDictionary<string, long>?> EndsAsync(TimeSpan timeout, CancellationToken ct)
     {

@@ -29,16 +29,19 @@ public static class IndexerModule
             ? new KafkaPartitionShards(kafka, options.IndexerGroup, options.AdvertisedUrl, options.KafkaPartitions, options.KafkaReplicationFactor,
                 sp.GetRequiredService<ILoggerFactory>().CreateLogger("Magpie.Indexer.Shards"))
             : new WholeFeed(sp.GetRequiredService<IChangeFeed>()));
+        // Kafka mode reads the store through an ingest process over HTTP, where one is named: load() in maps and query projections,
+        // and the listing of an output collection a killed version left behind.
+        var ingest = options.Kafka is not null && options.IngestUrl is { } url
+            ? new Magpie.Http.IngestClient(url, options.PeerClient(TimeSpan.FromSeconds(30))) : null;
         // Output collections: through the store when ingest runs here (registered first), else through magpie.documents.
         if (options.Kafka is { } bootstrap)
-            services.TryAddSingleton<IDocumentOutput>(sp => new DocumentTopicOutput(bootstrap, sp.GetRequiredService<ILoggerFactory>().CreateLogger("Magpie.Indexer.Output")));
+            services.TryAddSingleton<IDocumentOutput>(sp => new DocumentTopicOutput(bootstrap, sp.GetRequiredService<ILoggerFactory>().CreateLogger("Magpie.Indexer.Output"),
+                ingest is null ? null : ingest.ListAsync));
         // The search engine behind the seam (Engine/IIndexEngine): Lucene.Net in-process. The container disposes it after the registry.
         services.AddSingleton<IIndexEngine>(sp => new LuceneEngine(sp.GetRequiredService<ILoggerFactory>().CreateLogger("Magpie.Indexes.Engine"),
             (long)options.FacetCacheMegabytes << 20, (long)options.KnownIdsMegabytes << 20));
-        // Where load() in maps and in query projections reads: the store when ingest runs here (registered first), else (Kafka
-        // mode) an ingest process over HTTP.
-        if (options.Kafka is not null && options.IngestUrl is { } url)
-            services.TryAddSingleton<IDocumentLookup>(new Magpie.Http.IngestClient(url, options.PeerClient(TimeSpan.FromSeconds(30))));
+        // Where load() reads: the store when ingest runs here (registered first), else the ingest process named.
+        if (ingest is not null) services.TryAddSingleton<IDocumentLookup>(ingest);
         services.AddSingleton(sp => new IndexRegistry(sp.GetRequiredService<IndexDefinitionStore>(), sp.GetRequiredService<IIndexShards>(), options,
             sp.GetRequiredService<IIndexEngine>(), sp.GetRequiredService<ILoggerFactory>(), sp.GetService<IDocumentOutput>(),
             sp.GetService<IDocumentLookup>()));

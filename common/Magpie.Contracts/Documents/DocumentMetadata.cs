@@ -32,8 +32,16 @@ public static class DocumentMetadata
     /// </summary>
     public static JsonElement WithIndexScore(JsonElement result, float score) => With(result, "@index-score", JsonSerializer.SerializeToElement(score));
 
+    /// <summary>Whether the document's <c>@metadata</c> holds the string <paramref name="value"/> under <paramref name="name"/>.</summary>
+    public static bool Holds(JsonElement document, string name, string value) =>
+        document.ValueKind == JsonValueKind.Object && document.TryGetProperty("@metadata", out var meta) && meta.ValueKind == JsonValueKind.Object
+        && meta.TryGetProperty(name, out var v) && v.ValueKind == JsonValueKind.String && v.ValueEquals(value);
+
     /// <summary>The result as written, with <paramref name="name"/> set to <paramref name="value"/> in its <c>@metadata</c> (added if it has none).</summary>
-    public static JsonElement With(JsonElement result, string name, JsonElement value)
+    public static JsonElement With(JsonElement result, string name, JsonElement value) => With(result, (name, value));
+
+    /// <summary>The result as written, with each name set to its value in its <c>@metadata</c> (added if it has none).</summary>
+    public static JsonElement With(JsonElement result, params (string Name, JsonElement Value)[] values)
     {
         if (result.ValueKind != JsonValueKind.Object) return result;
         var buffer = new System.Buffers.ArrayBufferWriter<byte>();
@@ -49,9 +57,12 @@ public static class DocumentMetadata
             w.WriteStartObject("@metadata");
             if (meta is { ValueKind: JsonValueKind.Object } m)
                 foreach (var p in m.EnumerateObject())
-                    if (!p.NameEquals(name)) WriteAsWritten(w, p);
-            w.WritePropertyName(name);
-            value.WriteTo(w);
+                    if (!values.Any(v => p.NameEquals(v.Name))) WriteAsWritten(w, p);
+            foreach (var (name, value) in values)
+            {
+                w.WritePropertyName(name);
+                value.WriteTo(w);
+            }
             w.WriteEndObject();
             w.WriteEndObject();
         }

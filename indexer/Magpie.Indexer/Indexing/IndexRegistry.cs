@@ -269,20 +269,25 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
 
     /// <summary>
     /// A version killed between its replacement's promotion and its retirement never handed its output collection over, and what it
-    /// wrote may be in no commit (outputs are written before the index commits). Where the store can list the collection (in
-    /// process), every document in it goes now; else the keys the killed version committed do. The serving version then writes its
-    /// results again: as it rebuilds, or from its handover (prepared here, per partition folder in Kafka mode) when it loads.
+    /// wrote may be in no commit (outputs are written before the index commits). Every output document names the version that
+    /// wrote it: where the store can list the collection (in process, or through the ingest process named in Kafka mode), the
+    /// documents naming the killed version go now, whichever indexer held their keys; the keys the killed version committed here go
+    /// too (documents written before versions were named). The serving version then writes its results again: as it rebuilds, or
+    /// from its handover (prepared here, per partition folder in Kafka mode) when it loads.
     /// </summary>
     private async Task HandOverStrayAsync(string name, string stray, string servingFolder, string collection)
     {
+        if (documents is null) return;
         var partitions = Directory.EnumerateDirectories(stray, "partition-*").Where(d => !d.EndsWith("-map", StringComparison.Ordinal)).ToList();
+        var output = new ReduceOutput(collection, documents, Path.GetFileName(stray));
         try
         {
-            var listed = documents is null ? null : await documents.IdsAsync(collection);
-            if (listed is not null && listed.Count > 0)
+            // Conditional deletes: a document the serving version (here or on another indexer) rewrote since the listing stays.
+            var named = await documents.ListAsync(collection, ReduceOutput.VersionMetadata, Path.GetFileName(stray));
+            if (named is { Count: > 0 })
             {
-                foreach (var chunk in listed.Chunk(1024)) await documents!.WriteAsync([.. chunk.Select(id => new OutputDocument(id, collection, null))]);
-                _log.LogInformation("index {Index}: {Count} documents of {Collection} left by a replaced version deleted; the serving version writes its own", name, listed.Count, collection);
+                foreach (var chunk in named.Chunk(1024)) await documents.WriteAsync([.. chunk.Select(d => new OutputDocument(d.Id, collection, null, d.Etag))]);
+                _log.LogInformation("index {Index}: {Count} documents of {Collection} left by a replaced version deleted; the serving version writes its own", name, named.Count, collection);
             }
             foreach (var (from, to) in partitions.Count > 0
                          ? partitions.Select(p => (p, Path.Combine(servingFolder, Path.GetFileName(p))))
@@ -293,11 +298,7 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
                 try { keys = [.. index.ScanState().Select(e => e.Key).Distinct()]; }
                 finally { index.Close(); }
                 OutputHandover.Prepare(to, (OutputHandover.Read(to) ?? []).Concat(keys));
-                if (listed is null && documents is not null)
-                {
-                    var output = new ReduceOutput(collection, documents);
-                    foreach (var chunk in keys.Chunk(1024)) await output.WriteAsync(new ReduceFlush([], [.. chunk], [], []), CancellationToken.None);
-                }
+                foreach (var chunk in keys.Chunk(1024)) await output.WriteAsync(new ReduceFlush([], [.. chunk], [], []), CancellationToken.None);
             }
         }
         catch (Exception e) { _log.LogError(e, "index {Index}: the output collection {Collection} left by the replaced version in {Folder} could not be handed over", name, collection, stray); }

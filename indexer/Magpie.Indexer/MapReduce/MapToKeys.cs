@@ -84,7 +84,7 @@ public sealed class MapToKeys(IndexDefinition definition, ScriptLimits limits, I
 public sealed class ReduceWriter(IndexDefinition definition, ScriptLimits limits, IIndexErrors status, IDocumentOutput? documents, string? handover = null)
 {
     private readonly ReduceOutput? _output = definition.OutputReduceToCollection is { } collection && documents is not null
-        ? new ReduceOutput(collection, documents)
+        ? new ReduceOutput(collection, documents, definition.Fingerprint())
         : null;
     private readonly ReduceScript _reduce = ReduceScript.Compile(definition.Reduce!, limits);
     private ReduceState? _state;

@@ -9,10 +9,14 @@ namespace Magpie.Indexer.MapReduce;
 /// <c>outputReduceToCollection</c>: each reduce result also becomes a document of the output collection, its id
 /// derived from the reduce key (<see cref="IdOf"/>), rewritten when the result changes and deleted when the key goes
 /// — so sinks and other indexes can use aggregates like any document. Written before the index commits: a replay
-/// after a crash writes the same documents again.
+/// after a crash writes the same documents again. Each carries the version of the index that wrote it
+/// (<c>@metadata.@index-version</c>): a version killed before it handed its collection over leaves documents that name it.
 /// </summary>
-public sealed class ReduceOutput(string collection, IDocumentOutput output)
+public sealed class ReduceOutput(string collection, IDocumentOutput output, string version)
 {
+    public const string VersionMetadata = "@index-version";
+    private readonly JsonElement _version = JsonSerializer.SerializeToElement(version);
+
     /// <summary>Writes the flush's results and deletes; returns (reduce key, reason) for each output document the store refused.</summary>
     public async Task<IReadOnlyList<(string Key, string Reason)>> WriteAsync(ReduceFlush flush, CancellationToken ct)
     {
@@ -22,12 +26,18 @@ public sealed class ReduceOutput(string collection, IDocumentOutput output)
         {
             var id = IdOf(collection, key);
             keys[id] = key;
-            documents.Add(new OutputDocument(id, collection, result));
+            documents.Add(new OutputDocument(id, collection, result is null ? null : Tagged(result)));
         }
         var refused = await output.WriteAsync(documents, ct);
         // A key whose new result is refused loses its old document too: an output collection never shows a stale aggregate.
         if (refused.Count > 0) await output.WriteAsync([.. refused.Select(r => new OutputDocument(r.Id, collection, null))], ct);
         return [.. refused.Select(r => (keys[r.Id], $"the output document {r.Id} was refused: {r.Reason}"))];
+    }
+
+    private string Tagged(string result)
+    {
+        using var parsed = JsonDocument.Parse(result);
+        return DocumentMetadata.With(parsed.RootElement, VersionMetadata, _version).GetRawText();
     }
 
     /// <summary>

@@ -113,6 +113,66 @@ public sealed class KafkaConformanceTests(KafkaConformanceFixture fx) : IClassFi
     }
 
     /// <summary>
+    /// An indexer killed -9 right after a map/reduce index switched: at its restart the documents the replaced version wrote into the
+    /// output collection (each names its version) go, conditionally, whichever indexer held their keys; the new version's stay.
+    /// </summary>
+    [Fact]
+    public async Task An_indexer_killed_right_after_a_switch_leaves_only_the_new_versions_output_documents()
+    {
+        static string Definition(string key) => System.Text.Json.JsonSerializer.Serialize(new
+        {
+            maps = new[] { $"map('Posts', p => ({{ Key: {key}, Count: 1 }}))" },
+            reduce = "groupBy(x => x.Key).aggregate(g => ({ Key: g.key, Count: g.values.reduce((n, v) => n + v.Count, 0) }))",
+            outputReduceToCollection = "KafkaKilledCounts",
+        });
+        const string index = "Posts/KafkaKilledCounts";
+        var byType = fx.Posts.GroupBy(p => "type " + p.Type).ToDictionary(g => g.Key, g => g.Count());
+        var byYear = fx.Posts.GroupBy(p => "year " + p.Created[..4]).ToDictionary(g => g.Key, g => g.Count());
+        await fx.Indexer.Http.PutIndexAsync(index, Definition("'type ' + p.PostTypeId"));
+        await fx.Query.Http.QueryNonStaleAsync($"from index '{index}'");
+        var old = await OutputAsync(byType, absent: byYear.Keys);
+
+        await fx.OtherIndexer.Http.PutIndexAsync(index, Definition("'year ' + p.CreationDate.substring(0, 4)"));
+        var deadline = DateTime.UtcNow.AddMinutes(2);
+        while ((await Indexing.SideBySideCases.ReplacementAsync(fx.Indexer.Http, index)).ValueKind != System.Text.Json.JsonValueKind.Null)
+        {
+            Assert.True(DateTime.UtcNow < deadline, "the map/reduce replacement never switched in");
+            await Task.Delay(5);
+        }
+        fx.Indexer.Crash();
+        await fx.Indexer.StartAsync();
+        await SplitDeployment.NonStaleAsync(fx.Query, $"from index '{index}'");
+        var now = await OutputAsync(byYear, absent: byType.Keys);
+        Assert.NotEqual(old, now);
+
+        // Every present document names the same version (the serving one); returns it. Output goes through magpie.documents: polled.
+        async Task<string> OutputAsync(Dictionary<string, int> present, IEnumerable<string> absent)
+        {
+            var until = DateTime.UtcNow.AddSeconds(60);
+            while (true)
+            {
+                try
+                {
+                    var versions = new HashSet<string>();
+                    foreach (var (key, count) in present)
+                    {
+                        var r = await fx.Ingest.Http.GetAsync("docs?id=" + Uri.EscapeDataString("KafkaKilledCounts/" + key));
+                        Assert.True(r.IsSuccessStatusCode, $"KafkaKilledCounts/{key}: {(int)r.StatusCode}");
+                        var doc = await r.JsonAsync();
+                        Assert.Equal(count, doc.GetProperty("Count").GetInt32());
+                        versions.Add(doc.GetProperty("@metadata").GetProperty("@index-version").GetString()!);
+                    }
+                    foreach (var key in absent)
+                        Assert.True((await fx.Ingest.Http.GetAsync("docs?id=" + Uri.EscapeDataString("KafkaKilledCounts/" + key))).StatusCode == System.Net.HttpStatusCode.NotFound,
+                            $"KafkaKilledCounts/{key} should not exist");
+                    return Assert.Single(versions);
+                }
+                catch (Xunit.Sdk.XunitException) when (DateTime.UtcNow < until) { await Task.Delay(200); }
+            }
+        }
+    }
+
+    /// <summary>
     /// load() with Kafka indexers: a user's posts live on every partition, the user on one; renamed, every post answers the new
     /// name (the query waits for every partition's changes to have reached each shard that loads); across a kill -9 of an indexer.
     /// </summary>
