@@ -23,6 +23,24 @@ public static class DocumentId
         return null;
     }
 
+    /// <summary>
+    /// Ids compare case-insensitively, as RavenDB's do (<c>Orders/42</c> is <c>orders/42</c>): the store keys documents by this
+    /// form and keeps each id as it was first written. Invariant lower case, which keeps an id's length.
+    /// </summary>
+    public static string Fold(string id) => id.ToLowerInvariant();
+
+    /// <summary>A stable 64-bit hash (FNV-1a) of the id exactly as written: tells the store whether a write spells a stored id the same way.</summary>
+    public static long SpellingHash(string id)
+    {
+        var hash = 14695981039346656037UL;
+        foreach (var c in id)
+        {
+            hash = (hash ^ (byte)c) * 1099511628211UL;
+            hash = (hash ^ (byte)(c >> 8)) * 1099511628211UL;
+        }
+        return (long)hash;
+    }
+
     /// <summary>Null when a collection name is acceptable (same length and character rules as ids), else the reason.</summary>
     public static string? ValidateCollection(string name)
     {

@@ -24,6 +24,15 @@ public sealed record TermRangeQuery(string Field, string? Lower, string? Upper, 
 
 public sealed record PrefixQuery(string Field, string Prefix) : SearchQuery;
 
+/// <summary>How <see cref="IdQuery"/> compares an entry's id with its value.</summary>
+public enum IdMatch { Equal, Prefix, Suffix }
+
+/// <summary>
+/// Entries whose id equals, starts or ends with <paramref name="Value"/>, compared case-insensitively as RavenDB compares ids
+/// (<c>id() = 'Orders/42'</c> finds <c>orders/42</c>).
+/// </summary>
+public sealed record IdQuery(string Value, IdMatch Match) : SearchQuery;
+
 /// <summary>
 /// RavenDB's <c>search()</c>: the text in its search syntax (words analyzed like the field, <c>"quoted phrases"</c>, <c>espress*</c>,
 /// <c>*presso</c>, <c>espreso~</c>, <c>-excluded</c>); any word matches, or every one with <paramref name="AllWords"/>; more matches

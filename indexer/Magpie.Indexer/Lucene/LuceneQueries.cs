@@ -26,6 +26,7 @@ internal static class LuceneQueries
         DoubleRangeQuery r => NumericRangeQuery.NewDoubleRange(r.Field, LuceneDocuments.PrecisionStep, r.Lower == 0 ? 0d : r.Lower, r.Upper == 0 ? 0d : r.Upper, true, true),
         Contracts.Search.TermRangeQuery r => global::Lucene.Net.Search.TermRangeQuery.NewStringRange(r.Field, r.Lower, r.Upper, r.IncludeLower, r.IncludeUpper),
         Contracts.Search.PrefixQuery p => new global::Lucene.Net.Search.PrefixQuery(new Term(p.Field, p.Prefix)),
+        IdQuery i => IdMatching(i),
         FullTextQuery f => SearchSyntax.Build(f, analyzer, scored),
         Contracts.Search.FuzzyQuery f => SearchSyntax.Fuzzy(new Term(f.Field, f.Term), SearchSyntax.FuzzyEdits(f.Fuzziness, f.Term)),
         Contracts.Search.WildcardQuery w => w.Pattern.Length <= SearchSyntax.MaxPatternChars ? new global::Lucene.Net.Search.WildcardQuery(new Term(w.Field, w.Pattern))
@@ -44,6 +45,25 @@ internal static class LuceneQueries
         _ when ReferenceEquals(query, SearchQuery.All) => new MatchAllDocsQuery(),
         _ => throw new ArgumentException($"unknown query node {query.GetType().Name}"),
     };
+
+    /// <summary>
+    /// Ids are kept as written and compared case-insensitively: an automaton over the id terms taking each character in any case
+    /// (an id of the store is unique whatever its case, so an equality matches one entry per document at most).
+    /// </summary>
+    private static Query IdMatching(IdQuery i)
+    {
+        if (i.Value.Length > SearchSyntax.MaxPatternChars) throw new IndexEngineException($"an id to compare is longer than {SearchSyntax.MaxPatternChars} characters");
+        var parts = new List<global::Lucene.Net.Util.Automaton.Automaton>();
+        if (i.Match == IdMatch.Suffix) parts.Add(global::Lucene.Net.Util.Automaton.BasicAutomata.MakeAnyString());
+        foreach (var rune in i.Value.EnumerateRunes())
+        {
+            var any = new[] { rune, System.Text.Rune.ToLowerInvariant(rune), System.Text.Rune.ToUpperInvariant(rune) }.Distinct()
+                .Select(r => global::Lucene.Net.Util.Automaton.BasicAutomata.MakeChar(r.Value)).ToList();
+            parts.Add(any.Count == 1 ? any[0] : global::Lucene.Net.Util.Automaton.BasicOperations.Union(any));
+        }
+        if (i.Match == IdMatch.Prefix) parts.Add(global::Lucene.Net.Util.Automaton.BasicAutomata.MakeAnyString());
+        return new AutomatonQuery(new Term(LuceneDocuments.Id), global::Lucene.Net.Util.Automaton.BasicOperations.Concatenate(parts));
+    }
 
     private static BooleanQuery Bool(BoolQuery b, Analyzer analyzer, bool scored, Vectors.VectorColumns? vectors)
     {

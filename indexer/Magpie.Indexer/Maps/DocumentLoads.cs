@@ -20,7 +20,7 @@ public sealed class DocumentLoads
 
     private readonly MapScript _maps;
     private readonly IDocumentLookup? _lookup;
-    private readonly Dictionary<string, JsonElement?> _cache = new(StringComparer.Ordinal);
+    private readonly Dictionary<string, JsonElement?> _cache = new(StringComparer.OrdinalIgnoreCase);   // ids compare case-insensitively
 
     public DocumentLoads(MapScript maps, IDocumentLookup? lookup)
     {

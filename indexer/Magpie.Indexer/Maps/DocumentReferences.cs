@@ -17,7 +17,8 @@ public sealed class DocumentReferences
     public const string Key = "@loads";
 
     private readonly Dictionary<string, string[]> _loadedBy = new(StringComparer.Ordinal);
-    private readonly Dictionary<string, HashSet<string>> _referrers = new(StringComparer.Ordinal);
+    // Keyed case-insensitively: ids compare so (DocumentId.Fold), and a map may load a document spelling its id another way.
+    private readonly Dictionary<string, HashSet<string>> _referrers = new(StringComparer.OrdinalIgnoreCase);
 
     /// <summary>Documents whose loaded ids are kept as a state entry (they have no entry to carry them).</summary>
     private readonly HashSet<string> _inState = new(StringComparer.Ordinal);

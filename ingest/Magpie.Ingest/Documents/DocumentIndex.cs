@@ -3,11 +3,14 @@ using FASTER.core;
 
 namespace Magpie.Ingest.Documents;
 
-/// <summary>Where the latest version of a document lives: its etag, change-log address and collection.</summary>
-public readonly record struct DocPointer(long Etag, long Address, int CollectionId);
+/// <summary>
+/// Where the latest version of a document lives: its etag, change-log address and collection, and the hash of its id as stored
+/// (<see cref="Magpie.Contracts.Documents.DocumentId.SpellingHash"/>): a write that spells the id another way reads the stored id.
+/// </summary>
+public readonly record struct DocPointer(long Etag, long Address, int CollectionId, long IdSpelling);
 
 /// <summary>
-/// FasterKV from document id to <see cref="DocPointer"/>. Sized explicitly (FasterKV defaults to 16 GB).
+/// FasterKV from document id, folded (ids compare case-insensitively: <see cref="Magpie.Contracts.Documents.DocumentId.Fold"/>), to <see cref="DocPointer"/>. Sized explicitly (FasterKV defaults to 16 GB).
 /// Checkpoints are taken by token and recovered by token, so the store can pair each checkpoint with the
 /// change-log address from which to replay (see <see cref="DocumentStore"/>).
 /// </summary>
@@ -46,7 +49,7 @@ internal sealed class DocumentIndex : IDisposable
         var session = Rent();
         try
         {
-            var (status, output) = session.Read(id);
+            var (status, output) = session.Read(Magpie.Contracts.Documents.DocumentId.Fold(id));
             if (status.IsPending)
             {
                 session.CompletePendingWithOutputs(out var completed, wait: true);
@@ -62,14 +65,14 @@ internal sealed class DocumentIndex : IDisposable
     public void Upsert(string id, DocPointer pointer)
     {
         var session = Rent();
-        try { session.Upsert(id, pointer); }
+        try { session.Upsert(Magpie.Contracts.Documents.DocumentId.Fold(id), pointer); }
         finally { _sessions.Add(session); }
     }
 
     public void Delete(string id)
     {
         var session = Rent();
-        try { session.Delete(id); }
+        try { session.Delete(Magpie.Contracts.Documents.DocumentId.Fold(id)); }
         finally { _sessions.Add(session); }
     }
 

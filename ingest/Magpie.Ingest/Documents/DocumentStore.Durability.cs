@@ -34,7 +34,7 @@ public sealed partial class DocumentStore
             await _log.CommitAsync();
             var token = await _index.CheckpointAsync();
             var sources = _sources.ToDictionary(kv => kv.Key, kv => new SourcePositionState(kv.Value.Next, kv.Value.Rejected.Order().ToArray()));
-            new StoreState(token, replayFrom, _lastEtag, _collections.Save(), sources, _ledgers.Save()).Save(_options.Directory);
+            new StoreState(token, replayFrom, _lastEtag, _collections.Save(), sources, _ledgers.Save()) { FoldedIds = true }.Save(_options.Directory);
             _index.RemoveCheckpointsExcept(token);
             _writesSinceCheckpoint = 0;
             _logger.LogDebug("id index checkpoint {Token} at log address {Address}", token, replayFrom);
@@ -45,15 +45,20 @@ public sealed partial class DocumentStore
     private async Task RecoverAsync()
     {
         var replayFrom = _log.BeginAddress;
-        if (StoreState.Load(_options.Directory) is { } state)
+        var rebuilding = _state is { FoldedIds: false };
+        if (_state is { } state)
         {
-            _index.Recover(state.CheckpointToken);
-            _collections.Load(state.Collections);
+            // Rebuilding: the whole log goes into a new index (and recounts the collections); positions and ledgers hold no ids.
+            if (!rebuilding)
+            {
+                _index.Recover(state.CheckpointToken);
+                _collections.Load(state.Collections);
+                replayFrom = Math.Max(replayFrom, state.ReplayFrom);
+            }
             foreach (var (source, position) in state.Sources ?? [])
                 _sources[source] = new SourcePosition(position.Next, position.Rejected.ToHashSet());
             _ledgers.Load(state.Ledgers);
             _lastEtag = state.LastEtag;
-            replayFrom = Math.Max(replayFrom, state.ReplayFrom);
         }
         var replayed = 0L;
         using (var iter = _log.Scan(replayFrom, _log.CommittedUntilAddress))
@@ -81,6 +86,11 @@ public sealed partial class DocumentStore
         }
         _writesSinceCheckpoint = replayed;
         _committedEtag = _lastEtag;
+        if (rebuilding)
+        {
+            await CheckpointAsync();
+            _logger.LogWarning("document store: its id index was rebuilt from the log to compare ids case-insensitively ({Documents} documents)", _collections.Total);
+        }
         _logger.LogInformation("document store recovered: {Documents} documents, last etag {Etag}, {Replayed} log entries replayed",
             _collections.Total, _lastEtag, replayed);
     }

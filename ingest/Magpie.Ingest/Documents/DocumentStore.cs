@@ -32,6 +32,8 @@ public sealed partial class DocumentStore : IAsyncDisposable
     private Task _checkpointer = Task.CompletedTask;
     private long _lastEtag;
     private long _writesSinceCheckpoint;
+    /// <summary>What the last checkpoint recorded, as the store opened (null: a new store).</summary>
+    private readonly StoreState? _state;
     private int _disposed;
 
     private DocumentStore(DocumentStoreOptions options, ILogger logger, TimeProvider clock)
@@ -53,6 +55,9 @@ public sealed partial class DocumentStore : IAsyncDisposable
             TryRecoverLatest = true,
         };
         _log = new FasterLog(_logSettings);
+        // A store whose id index predates case-insensitive ids rebuilds it from the log (RecoverAsync): its old one goes first.
+        _state = StoreState.Load(options.Directory);
+        if (_state is { FoldedIds: false }) Directory.Delete(Path.Combine(options.Directory, "index"), recursive: true);
         _index = new DocumentIndex(Path.Combine(options.Directory, "index"), options);
     }
 
@@ -188,7 +193,8 @@ public sealed partial class DocumentStore : IAsyncDisposable
     /// </summary>
     private sealed record PlannedWrite(int Index, ChangeOp Op, string Id, string Collection, byte[] Document, bool Created, string? Before, long Previous);
 
-    private sealed record Current(bool Exists, long Etag, long Address, string? Collection, byte[]? PendingDocument);
+    /// <summary>A document as a write finds it; <see cref="Id"/> is its id as stored (a write spelling it another way keeps that one).</summary>
+    private sealed record Current(bool Exists, long Etag, long Address, string? Collection, byte[]? PendingDocument, string? Id = null);
 
     private async Task<List<PlannedWrite>> PlanAsync(IReadOnlyList<WriteCommand> commands, string?[] refused, WriteOutcome[] outcomes)
     {
@@ -200,10 +206,13 @@ public sealed partial class DocumentStore : IAsyncDisposable
             var cmd = commands[i];
             if (refused[i] is { } invalidBody) { outcomes[i] = Failed(cmd, WriteErrorKind.Invalid, invalidBody); continue; }
             Current current;
-            if (overlay is not null && overlay.TryGetValue(cmd.Id, out var pending)) current = pending;
+            if (overlay is not null && overlay.TryGetValue(DocumentId.Fold(cmd.Id), out var pending)) current = pending;
             else current = await _index.TryGetAsync(cmd.Id) is { } p
-                ? new Current(true, p.Etag, p.Address, _collections.NameOf(p.CollectionId), null)
+                ? new Current(true, p.Etag, p.Address, _collections.NameOf(p.CollectionId), null,
+                    p.IdSpelling == DocumentId.SpellingHash(cmd.Id) ? cmd.Id : ChangeRecord.Decode(await ReadEntryAsync(p.Address, CancellationToken.None)).Id)
                 : new Current(false, 0, 0, null, null);
+            // Ids compare case-insensitively: the document keeps the id it was first written with.
+            var id = current.Exists ? current.Id ?? cmd.Id : cmd.Id;
 
             if (cmd.IfMatch is { } expected && (!current.Exists || current.Etag != expected))
             {
@@ -217,7 +226,7 @@ public sealed partial class DocumentStore : IAsyncDisposable
             {
                 case WriteMethod.Put:
                     var putDoc = cmd.Document ?? throw new ArgumentException("PUT without a document");
-                    write = new PlannedWrite(i, ChangeOp.Put, cmd.Id, CollectionFor(cmd, putDoc), putDoc, !current.Exists, current.Collection, current.Address);
+                    write = new PlannedWrite(i, ChangeOp.Put, id, CollectionFor(cmd, id, putDoc), putDoc, !current.Exists, current.Collection, current.Address);
                     break;
                 case WriteMethod.Patch:
                     if (!current.Exists) { outcomes[i] = Failed(cmd, WriteErrorKind.NotFound, $"document '{cmd.Id}' does not exist"); continue; }
@@ -229,11 +238,11 @@ public sealed partial class DocumentStore : IAsyncDisposable
                     if (Unservable(cmd, patched) is { } unservable) { outcomes[i] = Failed(cmd, WriteErrorKind.Invalid, unservable); continue; }
                     // A patch keeps the document in its collection unless the patched metadata names another.
                     var patchedCollection = cmd.Collection ?? DocumentJson.ExplicitCollection(patched) ?? current.Collection!;
-                    write = new PlannedWrite(i, ChangeOp.Put, cmd.Id, patchedCollection, patched, false, current.Collection, current.Address);
+                    write = new PlannedWrite(i, ChangeOp.Put, id, patchedCollection, patched, false, current.Collection, current.Address);
                     break;
                 case WriteMethod.Delete:
                     if (!current.Exists) { outcomes[i] = new WriteOutcome(cmd.Id, cmd.Method, null, false, null); continue; }
-                    write = new PlannedWrite(i, ChangeOp.Delete, cmd.Id, current.Collection!, [], false, current.Collection, current.Address);
+                    write = new PlannedWrite(i, ChangeOp.Delete, id, current.Collection!, [], false, current.Collection, current.Address);
                     break;
             }
             if (write!.Op == ChangeOp.Put && DocumentId.ValidateCollection(write.Collection) is { } collectionError)
@@ -243,9 +252,9 @@ public sealed partial class DocumentStore : IAsyncDisposable
             }
             plan.Add(write);
             overlay ??= new Dictionary<string, Current>(StringComparer.Ordinal);
-            overlay[cmd.Id] = write.Op == ChangeOp.Delete
+            overlay[DocumentId.Fold(cmd.Id)] = write.Op == ChangeOp.Delete
                 ? new Current(false, 0, 0, null, null)
-                : new Current(true, 0, 0, write.Collection, write.Document);
+                : new Current(true, 0, 0, write.Collection, write.Document, write.Id);
         }
         return plan;
     }
@@ -267,8 +276,8 @@ public sealed partial class DocumentStore : IAsyncDisposable
     private static WriteOutcome Failed(WriteCommand cmd, WriteErrorKind kind, string message) =>
         new(cmd.Id, cmd.Method, null, false, new WriteError(kind, message));
 
-    private static string CollectionFor(WriteCommand cmd, byte[] document) =>
-        cmd.Collection ?? DocumentJson.ExplicitCollection(document) ?? DocumentId.CollectionOf(cmd.Id);
+    private static string CollectionFor(WriteCommand cmd, string id, byte[] document) =>
+        cmd.Collection ?? DocumentJson.ExplicitCollection(document) ?? DocumentId.CollectionOf(id);
 
     /// <summary>
     /// Brings FasterKV and the collection counts in line with one change-log entry.
@@ -284,7 +293,7 @@ public sealed partial class DocumentStore : IAsyncDisposable
             return;
         }
         var collectionId = _collections.IdOf(collection);
-        _index.Upsert(id, new DocPointer(etag, address, collectionId));
+        _index.Upsert(id, new DocPointer(etag, address, collectionId, DocumentId.SpellingHash(id)));
         if (before is null) _collections.Add(collectionId, +1);
         else if (_collections.IdOf(before) != collectionId)
         {

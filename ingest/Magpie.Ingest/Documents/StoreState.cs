@@ -10,6 +10,9 @@ namespace Magpie.Ingest.Documents;
 internal sealed record StoreState(Guid CheckpointToken, long ReplayFrom, long LastEtag, List<CollectionState> Collections,
     Dictionary<string, SourcePositionState>? Sources = null, Dictionary<string, string[]>? Ledgers = null)
 {
+    /// <summary>The checkpoint's id index keys ids case-insensitively (false in a state written before: its index is rebuilt from the log).</summary>
+    public bool FoldedIds { get; init; }
+
     private const string FileName = "store-state.json";
 
     public static StoreState? Load(string dir)

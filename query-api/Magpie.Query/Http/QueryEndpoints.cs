@@ -191,7 +191,7 @@ public static class QueryEndpoints
         try { request = await JsonSerializer.DeserializeAsync<QueryRequest>(ctx.Request.Body, JsonSerializerOptions.Web, ctx.RequestAborted); }
         catch (JsonException e) { throw new QueryProblem(400, $"body is not a query request: {e.Message}"); }
         if (request is null || string.IsNullOrWhiteSpace(request.Query)) throw new QueryProblem(400, "body needs \"query\": an RQL query");
-        var query = LocalShardOwner.Parse(request.Query, request.Parameters, request.Facets, request.FacetsOnly);
+        var query = LocalShardOwner.Parse(request.Query, request.AllParameters, request.Facets, request.FacetsOnly);
         if (query.IsOperation) throw new QueryProblem(400, "update and delete by query run as operations: POST /operations/queries with the same body");
         return (request, query);
     }

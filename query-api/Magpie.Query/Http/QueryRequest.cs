@@ -7,6 +7,14 @@ public sealed record QueryRequest
 {
     public string Query { get; init; } = "";
     public Dictionary<string, JsonElement>? Parameters { get; init; }
+
+    /// <summary>RavenDB's clients send the parameters as <c>QueryParameters</c> (the body's names are read case-insensitively).</summary>
+    public Dictionary<string, JsonElement>? QueryParameters { get; init; }
+
+    /// <summary>The parameters, under either name; both given is a 400.</summary>
+    public Dictionary<string, JsonElement>? AllParameters => Parameters is not null && QueryParameters is not null
+        ? throw new QueryProblem(400, "give the parameters once: \"parameters\" or RavenDB's \"QueryParameters\", not both")
+        : Parameters ?? QueryParameters;
     public int PageSize { get; init; } = 25;
     public int Start { get; init; }
     public string? Cursor { get; init; }
@@ -27,7 +35,7 @@ public sealed record QueryRequest
 
     public Shards.CoordinatorRequest ToCoordinator() => new()
     {
-        Query = Query, Parameters = Parameters, Start = Start, Cursor = Cursor, WaitForNonStaleResults = WaitForNonStaleResults,
+        Query = Query, Parameters = AllParameters, Start = Start, Cursor = Cursor, WaitForNonStaleResults = WaitForNonStaleResults,
         TimeoutMs = TimeoutMs, Facets = Facets, FacetsOnly = FacetsOnly, InputOffsets = WaitForInputOffsets,
     };
 }

@@ -20,6 +20,7 @@ public sealed class HitResults : IDisposable
     private readonly HitHighlights? _highlights;
     private readonly bool _highlightsReadDocuments;
     private readonly ScriptProjection? _script;
+    private readonly bool _documentIds;
     private long _documentsRead;
 
     /// <summary>How many results needed their document (none: every result came from what the index holds).</summary>
@@ -29,10 +30,12 @@ public sealed class HitResults : IDisposable
     private readonly IReadOnlySet<string> _indexStores;
 
     /// <param name="highlights">The page's <c>highlight(…)</c>s; with <paramref name="highlightsReadDocuments"/> some read the document's text.</param>
+    /// <param name="documentIds">Whether a hit's id is a document's (not a map/reduce result's): a projection then names it in its <c>@metadata</c>.</param>
     public HitResults(RqlQuery query, IDocumentLookup? documents, ScriptLimits limits, IReadOnlySet<string>? indexStores = null,
-        HitHighlights? highlights = null, bool highlightsReadDocuments = false)
+        HitHighlights? highlights = null, bool highlightsReadDocuments = false, bool documentIds = true)
     {
         _query = query;
+        _documentIds = documentIds && query.GroupBy.Count == 0;
         (_highlights, _highlightsReadDocuments) = (highlights, highlightsReadDocuments);
         _documents = documents;
         _indexStores = indexStores ?? new HashSet<string>();
@@ -80,6 +83,15 @@ public sealed class HitResults : IDisposable
     /// <param name="stored">Values the index stores for the hit (selected fields read there first), or null.</param>
     private async Task<JsonElement?> ResultOf(string id, Func<Task<JsonElement?>> document, IReadOnlyDictionary<string, IReadOnlyList<object>>? stored, CancellationToken ct)
     {
+        var result = await ProjectedAsync(id, document, stored, ct);
+        // A projection names its document in @metadata, as RavenDB's do (@id, @projection); distinct results are compared whole, so stay bare.
+        return result is { ValueKind: JsonValueKind.Object } r && _documentIds && !_query.Distinct && (_script is not null || _query.Select.Count > 0)
+            ? DocumentMetadata.With(r, ("@id", JsonSerializer.SerializeToElement(id)), ("@projection", JsonSerializer.SerializeToElement(true)))
+            : result;
+    }
+
+    private async Task<JsonElement?> ProjectedAsync(string id, Func<Task<JsonElement?>> document, IReadOnlyDictionary<string, IReadOnlyList<object>>? stored, CancellationToken ct)
+    {
         if (_script is not null)
         {
             if (await document() is not { } d) return null;
@@ -119,10 +131,11 @@ public sealed class HitResults : IDisposable
     public async Task<Dictionary<string, JsonElement>?> IncludedAsync(IEnumerable<string> ids, CancellationToken ct)
     {
         if (_query.Includes.Count == 0) return null;
-        var distinct = ids.Distinct(StringComparer.Ordinal).ToList();
+        // Ids compare case-insensitively: a document referenced in two spellings is included once, under the first.
+        var distinct = ids.Distinct(StringComparer.OrdinalIgnoreCase).ToList();
         if (distinct.Count > QueryLimits.MaxIncludedPerPage)
             throw new QueryProblem(400, $"the page includes {distinct.Count:N0} documents; the limit is {QueryLimits.MaxIncludedPerPage:N0} (ask for smaller pages)");
-        var included = new Dictionary<string, JsonElement>(StringComparer.Ordinal);
+        var included = new Dictionary<string, JsonElement>(StringComparer.OrdinalIgnoreCase);
         foreach (var id in distinct)
             if (await _documents!.GetAsync(id, ct) is { } doc) included[id] = doc;
         return included;

@@ -31,6 +31,7 @@ public sealed class ScriptProjection
         _maxDepth = limits.MaxJsonDepth;
         _sandbox = new ScriptSandbox(limits, deterministic: true);
         _sandbox.Define("id", IdOf, 1);
+        _sandbox.Define("getMetadata", MetadataOf, 1);
         _sandbox.Define("load", args => Load(args.Length > 0 ? args[0] : JsValue.Undefined), 1);
         _sandbox.Seal();
         var parameters = string.Join(", ", new[] { query.Alias! }.Concat(query.Loads.Select(l => l.Alias)));
@@ -67,6 +68,10 @@ public sealed class ScriptProjection
     /// <summary><c>id(doc)</c> in projections and updates: the document's <c>@metadata.@id</c>.</summary>
     public static JsValue IdOf(JsValue[] args) => args.Length > 0 && args[0] is Jint.Native.Object.ObjectInstance o
         && o.Get("@metadata") is Jint.Native.Object.ObjectInstance m ? m.Get("@id") : JsValue.Undefined;
+
+    /// <summary><c>getMetadata(doc)</c>, as RavenDB's projections call it: the document's <c>@metadata</c> (<c>@id</c>, <c>@collection</c>, …).</summary>
+    public static JsValue MetadataOf(JsValue[] args) => args.Length > 0 && args[0] is Jint.Native.Object.ObjectInstance o
+        && o.Get("@metadata") is Jint.Native.Object.ObjectInstance m ? m : JsValue.Undefined;
 
     private JsValue Load(JsValue id)
     {

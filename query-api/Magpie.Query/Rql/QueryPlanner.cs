@@ -266,7 +266,7 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
         var texts = fields.Distinct(StringComparer.Ordinal).ToDictionary(f => f,
             f => (IReadOnlyList<string>)Projections.DocumentPaths.Values(document, f).SelectMany(Projections.DocumentPaths.Texts).ToList(), StringComparer.Ordinal);
         SearchQuery like = new MoreLikeThisQuery(texts, options);
-        return id is null ? like : new BoolQuery([like], [], [new LuceneTermQuery(EntryFields.Id, id)]);
+        return id is null ? like : new BoolQuery([like], [], [new IdQuery(id, IdMatch.Equal)]);
     }
 
     /// <summary>The definition's search fields (what moreLikeThis compares when its options name none).</summary>
@@ -311,6 +311,8 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
         RqlBetween b => Range(b.Field, Resolve(b.Low), true, Resolve(b.High), true, b.Exact, b.Low, b.High),
         RqlIn { All: true } i => BoolQuery.And([.. InValues(i).Select(v => Equal(i.Field, v, i.Exact))]),
         RqlIn i => BoolQuery.Or([.. InValues(i).Select(v => Equal(i.Field, v, i.Exact))]),
+        RqlStartsWith { Field: RqlFields.Id } s => new IdQuery(Text(s.Prefix, "startsWith"), IdMatch.Prefix),
+        RqlEndsWith { Field: RqlFields.Id } s => new IdQuery(Text(s.Suffix, "endsWith"), IdMatch.Suffix),
         RqlStartsWith s => new PrefixQuery(Indexed(s.Field), Term(s.Field, Text(s.Prefix, "startsWith"))),
         RqlEndsWith s => new WildcardQuery(Indexed(s.Field), "*" + EscapeWildcards(Term(s.Field, Text(s.Suffix, "endsWith")))),
         RqlSearch s => new FullTextQuery(NotId(s.Field, "search"), Text(s.Terms, "search"), s.AllWords),
@@ -420,7 +422,7 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
 
     private SearchQuery Equal(string field, object? value, bool exact) => value switch
     {
-        string id when field == RqlFields.Id => new LuceneTermQuery(EntryFields.Id, id),
+        string id when field == RqlFields.Id => new IdQuery(id, IdMatch.Equal),
         _ when field == RqlFields.Id => throw new RqlException("id() is compared with a string", 1, 1),
         // RavenDB's null token, or no value at all: "= null" matches a field that is null or missing.
         null => BoolQuery.Or(new LuceneTermQuery(field, EntryFields.NullValue), BoolQuery.Not(Exists(field))),
@@ -493,7 +495,7 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
     private static object? Scalar(JsonElement json, RqlValue at) => json.ValueKind switch
     {
         JsonValueKind.String => json.GetString(),
-        JsonValueKind.Number => json.GetDouble(),
+        JsonValueKind.Number => RqlLexer.Inexact(json.GetRawText(), json.GetDouble()) is { } inexact ? throw Bad(at, $"parameter ${at.Parameter}: {inexact}") : json.GetDouble(),
         JsonValueKind.True => true,
         JsonValueKind.False => false,
         JsonValueKind.Null => null,

@@ -3,6 +3,13 @@ using System.Text;
 
 namespace Magpie.Query.Rql;
 
+/// <summary>Number literals and parameters: integers a double cannot hold exactly are refused where they would be compared.</summary>
+internal static class RqlNumbers
+{
+    /// <summary>2^53: from here on, neighbouring integers share a double (…992 and …993 would compare equal).</summary>
+    public const double ExactLimit = 9_007_199_254_740_992d;
+}
+
 internal enum RqlTokenKind { Identifier, String, Number, Parameter, Symbol, Script, End }
 
 internal sealed record RqlToken(RqlTokenKind Kind, string Text, object? Value, int Position)
@@ -59,6 +66,7 @@ internal static class RqlLexer
                 while (i < text.Length && (char.IsDigit(text[i]) || text[i] is '.' or 'e' or 'E' || (text[i] is '+' or '-' && text[i - 1] is 'e' or 'E'))) i++;
                 var literal = text[start..i];
                 if (!double.TryParse(literal, NumberStyles.Float, CultureInfo.InvariantCulture, out var d)) throw Error(text, start, $"'{literal}' is not a number");
+                if (Inexact(literal, d) is { } inexact) throw Error(text, start, inexact);
                 tokens.Add(new RqlToken(RqlTokenKind.Number, literal, d, start));
             }
             else if (c == '$')
@@ -128,6 +136,15 @@ internal static class RqlLexer
         || tokens[^1].Kind == RqlTokenKind.Symbol && tokens[^1].Text != ")"
         || tokens[^1].Kind == RqlTokenKind.Identifier && tokens[^1].Text.ToLowerInvariant() is "and" or "between" or "limit" or "offset" or "in";
 
+
+    /// <summary>
+    /// Why an integer literal can't be compared exactly (null: it can). Numbers are indexed and compared as doubles; past 2^53
+    /// an integer would also match its neighbours, a silently wrong answer: refused until 64-bit integers are kept exact.
+    /// </summary>
+    public static string? Inexact(string literal, double value) =>
+        Math.Abs(value) >= RqlNumbers.ExactLimit && !literal.AsSpan().ContainsAny(".eE")
+            ? $"the integer {literal} is past 2^53 (9007199254740992), where Magpie compares numbers as doubles and would match its neighbours too: not supported exactly yet"
+            : null;
     public static RqlException Error(string text, int position, string message)
     {
         var line = 1 + text.AsSpan(0, Math.Min(position, text.Length)).Count('\n');

@@ -82,7 +82,9 @@ public sealed class RqlParser
                 }
                 else groupBy.Add(new RqlGroupKey(WithoutAlias(Field(), alias), Array: false));
             } while (Accept(","));
+            _aggregates = [];
         }
+        var aggregates = _aggregates ?? [];
 
         RqlExpression? where = null;
         if (Current.Is("where"))
@@ -136,7 +138,6 @@ public sealed class RqlParser
         var select = new List<RqlProjection>();
         var facets = new List<RqlFacet>();
         var suggestions = new List<RqlSuggest>();
-        var aggregates = new List<RqlAggregate>();
         string? script = null;
         var distinct = false;
         if (Current.Is("select"))
@@ -148,6 +149,12 @@ public sealed class RqlParser
                 if (alias is null) throw RqlLexer.Error(_text, Current.Position, "a JavaScript projection reads the document by its alias: from Posts as p select { Title: p.Title }");
                 script = Current.Text;
                 _at++;
+            }
+            // select output(o): a declared function called with the query's names, RavenDB's other way to write a JavaScript projection.
+            else if (Current.Kind == RqlTokenKind.Identifier && Next.IsSymbol("(") && _declared.Contains(Current.Text))
+            {
+                if (alias is null) throw RqlLexer.Error(_text, Current.Position, "a JavaScript projection reads the document by its alias: from Orders as o select output(o)");
+                script = Call();
             }
             else do
             {
@@ -274,13 +281,33 @@ public sealed class RqlParser
         _at++;
         var start = Current.Position;
         Expect("function");
-        Name("a function name (declare function name(x) { … })");
+        _declared.Add(Name("a function name (declare function name(x) { … })"));
         Expect("(");
         if (!Current.IsSymbol(")"))
             do Name("a parameter name"); while (Accept(","));
         Expect(")");
         if (Current.Kind != RqlTokenKind.Script) throw Expected("the function's body { … }");
         var end = Current.Position + Current.Text.Length;
+        _at++;
+        return _text[start..end];
+    }
+
+    private readonly HashSet<string> _declared = new(StringComparer.Ordinal);
+
+    /// <summary><c>count()</c> or <c>sum(F)</c> where a grouped query's where or order by names a field.</summary>
+    private bool IsAggregate() =>
+        _aggregates is not null && Current.Kind == RqlTokenKind.Identifier && Next.IsSymbol("(") && Current.Text.ToLowerInvariant() is "count" or "sum";
+
+    /// <summary><c>output(o, u)</c>: a declared function's call, its arguments names of the query (its alias and loads), as JavaScript text.</summary>
+    private string Call()
+    {
+        var start = Current.Position;
+        _at++;
+        Expect("(");
+        if (!Current.IsSymbol(")"))
+            do Name("a name of the query (its alias or a load's) as the function's argument"); while (Accept(","));
+        if (!Current.IsSymbol(")")) throw Expected("')' after the function's arguments");
+        var end = Current.Position + 1;
         _at++;
         return _text[start..end];
     }
@@ -309,6 +336,8 @@ public sealed class RqlParser
             else if (Current.Is("desc") || Current.Is("descending")) _at++;
             return new RqlOrder(null, byScoreDescending, null);
         }
+        if (Current.Is("random") && Next.IsSymbol("("))
+            throw RqlLexer.Error(_text, Current.Position, "order by random() is not supported yet: order by a field, or pick at random in the client");
         var field = Field();
         string? type = null;
         if (Current.Is("as"))
@@ -439,7 +468,7 @@ public sealed class RqlParser
             _at++;
             return RqlTrue.Instance;
         }
-        if (Current.Kind == RqlTokenKind.Identifier && Next.IsSymbol("(") && !IsIdField())
+        if (Current.Kind == RqlTokenKind.Identifier && Next.IsSymbol("(") && !IsIdField() && !IsAggregate())
         {
             var function = Current.Text.ToLowerInvariant();
             var at = _at;
@@ -538,6 +567,9 @@ public sealed class RqlParser
 
     /// <summary>The collection's alias (<c>from Orders as o</c>), stripped from every field path written from it.</summary>
     private string? _alias;
+
+    /// <summary>A grouped query's aggregates: <c>count()</c> and <c>sum(F)</c> in where and order by name their result fields, and add them.</summary>
+    private List<RqlAggregate>? _aggregates;
 
     /// <summary>An options value as JSON when it is known while parsing (a literal or a parameter); null otherwise.</summary>
     private System.Text.Json.JsonElement? OptionsJson(RqlValue v, int at)
@@ -653,6 +685,14 @@ public sealed class RqlParser
         }
         // Where a field name is expected, a word that only joins clauses (By, In, Asc, Index, Between) is a field a document may well have.
         // A path written from the collection's alias (from Orders as o where o.Freight > 950) is the document's own path.
+        if (IsAggregate())
+        {
+            _at += 2;
+            var aggregate = new RqlAggregate(t.Text.Equals("sum", StringComparison.OrdinalIgnoreCase) ? Field() : null);
+            Expect(")");
+            if (!_aggregates.Contains(aggregate)) _aggregates.Add(aggregate);
+            return aggregate.Name;
+        }
         if (t.Kind == RqlTokenKind.Identifier && !Structural.Contains(t.Text)) { _at++; return WithoutAlias(t.Text, _alias); }
         if (t.Kind == RqlTokenKind.String) { _at++; return (string)t.Value!; }
         throw Expected("a field name");

@@ -87,17 +87,20 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
     private static (string Name, IndexDefinition Definition, SortedSet<string> Exact, SortedSet<string> Search) GroupedPlan(RqlQuery query)
     {
         var keys = query.GroupBy;
-        if (keys.Count(k => k.Array) > 1) throw new QueryProblem(400, "group by takes one array(…) key (each document gives one group per element)");
         if (keys.Select(k => k.Field).Distinct().Count() != keys.Count) throw new QueryProblem(400, "group by names a key twice");
         var aggregates = query.Aggregates.Count > 0 ? query.Aggregates.OrderBy(a => a.Name, StringComparer.Ordinal).ToList() : [new RqlAggregate(null)];
+        if (aggregates.FirstOrDefault(a => a.Field is { } f && keys.Any(k => k.Field == f)) is { } summedKey)
+            throw new QueryProblem(400, $"sum({summedKey.Field}) sums a group key");
+        var each = EachElement(keys, aggregates);
         if (keys.Select(k => k.Field).Concat(aggregates.Select(a => a.Field).OfType<string>()).FirstOrDefault(f => !FieldPattern().IsMatch(f)) is { } bad)
             throw new QueryProblem(400, $"'{bad}' can't be grouped automatically: fields are letters, digits, '_' and '.' paths");
         var results = keys.Select(k => k.Field).Concat(aggregates.Select(a => a.Name)).ToHashSet(StringComparer.Ordinal);
         var asked = RqlConditionFields.Of(query.Where).Select(f => f.Field).Concat(query.OrderBy.Where(o => !o.IsScore).Select(o => o.Field!));
         if (asked.FirstOrDefault(f => !results.Contains(f)) is { } other)
             throw new QueryProblem(400, $"a grouped query filters and sorts its results: '{other}' is not one of their fields ({string.Join(", ", results)})");
-        var (map, reduce) = GroupedScripts(query.From.Name, keys, aggregates);
-        var name = $"Auto/{Segment(query.From.Name)}/By{string.Join("And", aggregates.Select(a => a.Name))}ReducedBy{string.Join("And", keys.Select(k => NameOf(k.Field) + (k.Array ? "_array" : "")))}";
+        var (map, reduce) = GroupedScripts(query.From.Name, keys, aggregates, each);
+        // Per element and whole-array keys have suffixes of their own: earlier versions gave Field and Field_array the other meanings.
+        var name = $"Auto/{Segment(query.From.Name)}/By{string.Join("And", aggregates.Select(a => NameOf(a.Name)))}ReducedBy{string.Join("And", keys.Select(k => NameOf(k.Field) + (k.Array ? "_content" : each is not null && k.Field.StartsWith(each, StringComparison.Ordinal) ? "_values" : "")))}";
         return (name, new IndexDefinition { Maps = [map], Reduce = reduce }, [], []);
     }
 
@@ -132,18 +135,47 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
     private const string Vec = "function vec(v) { return Array.isArray(v) || typeof v === 'string' ? createVector(v) : undefined; } ";
 
     /// <summary>
-    /// A dynamic group by's map/reduce: the map emits each document's keys (one entry per element of an <c>array()</c> key, none
-    /// for an empty or missing array; a missing plain key is null), 1 as <c>Count</c> and the summed fields (non-numbers as 0); the reduce adds them up per key.
+    /// RavenDB's group by over arrays: a key through an array (<c>group by Lines[].Product</c>) makes one group per element, with
+    /// every key and sum through the same array read from that element (<c>sum(Lines[].Quantity)</c> sums each line's own);
+    /// <c>array(Lines[].Product)</c> makes one group per whole array content. Returns the array the keys go through
+    /// (<c>Lines[]</c>), or null when no key does; what can't be answered that way is refused.
     /// </summary>
-    private static (string Map, string Reduce) GroupedScripts(string collection, IReadOnlyList<RqlGroupKey> keys, IReadOnlyList<RqlAggregate> aggregates)
+    private static string? EachElement(IReadOnlyList<RqlGroupKey> keys, IReadOnlyList<RqlAggregate> aggregates)
     {
-        string Fields(string element) => string.Join(", ", keys.Select(k => $"'{k.Field}': {(k.Array ? element : $"key(get(d, '{k.Field}'))")}")
-            .Concat(aggregates.Select(a => a.Field is { } f ? $"'{f}': num(get(d, '{f}'))" : $"'{RqlAggregate.CountName}': 1")));
-        var body = keys.FirstOrDefault(k => k.Array) is { } array
-            ? $"var a = get(d, '{array.Field}'); return (Array.isArray(a) ? a : a === undefined ? [] : [a]).map(function (x) {{ return {{ {Fields("key(x)")} }}; }});"
-            : $"return {{ {Fields("")} }};";
+        var through = keys.Where(k => !k.Array && k.Field.Contains("[]", StringComparison.Ordinal)).ToList();
+        if (through.Count == 0) return null;
+        var array = through[0].Field[..(through[0].Field.IndexOf("[]", StringComparison.Ordinal) + 2)];
+        if (through.FirstOrDefault(k => !Within(k.Field, array)) is { } other)
+            throw new QueryProblem(400, $"group by {other.Field} and {through[0].Field}: keys through arrays must go through the same one, once (Lines[].Product, Lines[].Discount)");
+        if (aggregates.FirstOrDefault(a => a.Field is { } f && !Within(f, array)) is { } outside)
+            throw new QueryProblem(400, $"sum({outside.Field}) beside a group by through {array}: each document would be summed once per element; sum a field of the elements ({array}.Quantity), or use a static map/reduce index");
+        return array;
+    }
+
+    /// <summary>Whether a path goes through <paramref name="array"/> (<c>Lines[]</c>) and no other array.</summary>
+    private static bool Within(string path, string array) =>
+        (path == array || path.StartsWith(array + ".", StringComparison.Ordinal)) && path.IndexOf("[]", array.Length, StringComparison.Ordinal) < 0;
+
+    /// <summary>
+    /// A dynamic group by's map/reduce: the map emits each document's keys (one entry per element of the array the keys go
+    /// through, none for an empty or missing array; a missing plain key is null; an array() key is the whole array, null when
+    /// missing), 1 as <c>Count</c> and the summed fields (a number, the numbers of an array added up, else 0); the reduce adds them up per key.
+    /// </summary>
+    private static (string Map, string Reduce) GroupedScripts(string collection, IReadOnlyList<RqlGroupKey> keys, IReadOnlyList<RqlAggregate> aggregates, string? each)
+    {
+        // Inside an element: the path after the array ('' for the element itself).
+        string Read(string field) => each is not null && Within(field, each)
+            ? field == each ? "e" : $"get(e, '{field[(each.Length + 1)..]}')"
+            : $"get(d, '{field}')";
+        var fields = string.Join(", ", keys.Select(k => $"'{k.Field}': {(k.Array ? $"whole({Read(k.Field)})" : $"key({Read(k.Field)})")}")
+            .Concat(aggregates.Select(a => a.Field is { } f ? $"'{f}': num({Read(f)})" : $"'{RqlAggregate.CountName}': 1")));
+        var body = each is not null
+            ? $"var a = get(d, '{each[..^2]}'); return (Array.isArray(a) ? a : []).map(function (e) {{ return {{ {fields} }}; }});"
+            : $"return {{ {fields} }};";
         var map = $"map('{collection}', function (d) {{ {Get}function key(v) {{ return v === undefined ? null : v; }} " +
-                  $"function num(v) {{ return typeof v === 'number' ? v : 0; }} {body} }})";
+                  "function whole(v) { return v === undefined ? null : Array.isArray(v) ? v : [v]; } " +
+                  "function num(v) { return typeof v === 'number' ? v : Array.isArray(v) ? v.reduce(function (n, x) { return n + (typeof x === 'number' ? x : 0); }, 0) : 0; } " +
+                  $"{body} }})";
         var groupKey = keys.Count == 1 ? $"x['{keys[0].Field}']" : $"({{ {string.Join(", ", keys.Select(k => $"'{k.Field}': x['{k.Field}']"))} }})";
         string KeyOut(RqlGroupKey k) => keys.Count == 1 ? "g.key" : $"g.key['{k.Field}']";
         var outputs = keys.Select(k => $"'{k.Field}': {KeyOut(k)}")

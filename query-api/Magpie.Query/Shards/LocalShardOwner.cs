@@ -135,7 +135,7 @@ public sealed class LocalShardOwner(IIndexDefinitions definitions, ILocalShards 
         // does not wait on one read after another (a streamed projection of 300k hits: 11 s one by one).
         var highlights = plan.Highlights.Count > 0 ? new HitHighlights(plan.Highlights, plan.Where, indexes[0]) : null;
         using var results = new HitResults(query, documents, ScriptLimits.Default, definition.Fields.Where(f => f.Value.Store).Select(f => f.Key).ToHashSet(),
-            highlights, highlights?.NeedsDocument(definition) ?? false);
+            highlights, highlights?.NeedsDocument(definition) ?? false, documentIds: definition.Reduce is null);
         var page = pages[0].Hits;
         var resolved = new (JsonElement? Result, IReadOnlyList<string> Includes, Dictionary<string, IReadOnlyList<string>>? Highlights)[page.Count];
         await Parallel.ForEachAsync(Enumerable.Range(0, page.Count), new ParallelOptions { MaxDegreeOfParallelism = ResultReads, CancellationToken = ct },

@@ -235,8 +235,8 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
         Dictionary<string, JsonElement>? included = null;
         if (pages.Any(p => p.Included is not null))
         {
-            var all = pages.SelectMany(p => p.Included ?? []).GroupBy(d => d.Key).ToDictionary(g => g.Key, g => g.First().Value);
-            included = hits.SelectMany(h => h.Includes ?? []).Distinct().Where(all.ContainsKey).ToDictionary(id => id, id => all[id]);
+            var all = pages.SelectMany(p => p.Included ?? []).GroupBy(d => d.Key, StringComparer.OrdinalIgnoreCase).ToDictionary(g => g.Key, g => g.First().Value, StringComparer.OrdinalIgnoreCase);
+            included = hits.SelectMany(h => h.Includes ?? []).Distinct(StringComparer.OrdinalIgnoreCase).Where(all.ContainsKey).ToDictionary(id => id, id => all[id]);
         }
         return (new ShardPage(pages.Sum(p => p.TotalResults), hits, !complete || pages.Any(p => p.IsStale), pages.Max(p => p.IndexEtag), numeric, Facets: facets)
         {

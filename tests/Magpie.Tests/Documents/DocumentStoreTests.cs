@@ -42,6 +42,43 @@ public sealed class DocumentStoreTests : IAsyncLifetime
     }
 
     [Fact]
+    public async Task Ids_compare_case_insensitively_and_a_document_keeps_the_id_it_was_first_written_with()
+    {
+        await _store.WriteAsync([WriteCommand.Put("Orders/42", Json("""{"Freight":1}"""))], atomic: true);
+        var again = await _store.WriteAsync([WriteCommand.Put("orders/42", Json("""{"Freight":2}""")), WriteCommand.ApplyPatch("ORDERS/42", Patch("""[{"op":"replace","path":"/Freight","value":3}]"""))], atomic: true);
+        Assert.All(again, o => Assert.Equal("Orders/42", o.Id));
+        Assert.False(again[0].Created);
+        var stored = await _store.GetAsync("oRdErS/42");
+        Assert.Equal(("Orders/42", "Orders", """{"Freight":3}"""), (stored!.Id, stored.Collection, Encoding.UTF8.GetString(stored.Json)));
+        Assert.Equal(1, _store.Stats().Documents);
+        Assert.Equal(1, _store.Stats().Collections["Orders"]);
+        await _store.WriteAsync([WriteCommand.Delete("ORDERS/42")], atomic: true);
+        Assert.Null(await _store.GetAsync("Orders/42"));
+        Assert.Equal(0, _store.Stats().Documents);
+    }
+
+    [Fact]
+    public async Task A_store_whose_index_predates_case_insensitive_ids_rebuilds_it_from_the_log()
+    {
+        await _store.WriteAsync([WriteCommand.Put("Users/1", Json("{}")), WriteCommand.Put("users/2", Json("{}")), WriteCommand.Put("Posts/1", Json("{}"))], atomic: true);
+        await _store.WriteAsync([WriteCommand.Delete("Posts/1")], atomic: true);
+        await _store.CheckpointAsync();
+        await _store.DisposeAsync();
+        // What an earlier version's state file says: no FoldedIds, so its checkpoint keys ids as written.
+        var state = Path.Combine(_dir, "store-state.json");
+        var node = System.Text.Json.Nodes.JsonNode.Parse(File.ReadAllText(state))!.AsObject();
+        Assert.True(node.Remove("FoldedIds"));
+        File.WriteAllText(state, node.ToJsonString());
+
+        _store = await Open();
+        Assert.Equal("Users/1", (await _store.GetAsync("USERS/1"))!.Id);
+        Assert.Equal("users/2", (await _store.GetAsync("Users/2"))!.Id);
+        Assert.Null(await _store.GetAsync("posts/1"));
+        Assert.Equal(2, _store.Stats().Documents);
+        Assert.Contains("\"FoldedIds\":true", File.ReadAllText(state));
+    }
+
+    [Fact]
     public async Task Patches_read_back_documents_written_long_before()
     {
         // Enough documents that the early ones are only on disk, then patch every one of them in batches.

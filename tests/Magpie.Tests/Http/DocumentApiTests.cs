@@ -15,6 +15,33 @@ public sealed class DocumentApiTests(MagpieFixture fixture) : IClassFixture<Magp
     private static string NewId(string collection = "people") => $"{collection}/{Guid.NewGuid():N}";
 
     [Fact]
+    public async Task Ids_compare_case_insensitively_in_reads_writes_queries_includes_and_loads()
+    {
+        // RavenDB's rule: an id is kept as first written and matched in any case, wherever an id is read.
+        Assert.Equal(HttpStatusCode.Created, (await Http.PutAsync("Firms/CaseCo", """{"Name":"Case Co"}""")).StatusCode);
+        Assert.Equal(HttpStatusCode.Created, (await Http.PutAsync("caseorders/1", """{"Firm":"FIRMS/caseco"}""")).StatusCode);
+        var read = await (await Http.GetAsync("docs/firms/CASECO")).JsonAsync();
+        Assert.Equal("Firms/CaseCo", read.GetProperty("@metadata").GetProperty("@id").GetString());
+
+        var loaded = await Http.QueryNonStaleAsync("from caseorders as o load o.Firm as f select { Name: f.Name }");
+        Assert.Equal("Case Co", loaded.GetProperty("results")[0].GetProperty("Name").GetString());
+        var included = await Http.QueryNonStaleAsync("from caseorders include Firm");
+        Assert.Equal("Case Co", included.GetProperty("includes").GetProperty("FIRMS/caseco").GetProperty("Name").GetString());
+        Assert.Single((await Http.QueryNonStaleAsync("from Firms where id() = 'firms/caseco'")).GetProperty("results").EnumerateArray());
+
+        // A map that loads the reference follows a change written in yet another spelling.
+        await Http.PutIndexAsync("CaseOrders/ByFirmName", """{"maps": ["map('caseorders', o => ({ FirmName: load(o.Firm).Name }))"]}""");
+        Assert.Single((await Http.QueryNonStaleAsync("from index 'CaseOrders/ByFirmName' where FirmName = 'case co'")).GetProperty("results").EnumerateArray());
+        var renamed = await Http.PutAsync("firms/caseCO", """{"Name":"Renamed"}""");
+        Assert.Equal(HttpStatusCode.OK, renamed.StatusCode);
+        Assert.Equal("Firms/CaseCo", (await renamed.JsonAsync()).GetProperty("id").GetString());
+        Assert.Single((await Http.QueryNonStaleAsync("from index 'CaseOrders/ByFirmName' where FirmName = 'renamed'")).GetProperty("results").EnumerateArray());
+
+        Assert.True((await Http.DeleteAsync("docs/FIRMS/CASECO")).IsSuccessStatusCode);
+        Assert.Equal(HttpStatusCode.NotFound, (await Http.GetAsync("docs/Firms/CaseCo")).StatusCode);
+    }
+
+    [Fact]
     public async Task Put_then_get_returns_the_document_with_metadata_and_etag()
     {
         var id = NewId();

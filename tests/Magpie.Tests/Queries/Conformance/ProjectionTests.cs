@@ -46,6 +46,32 @@ public sealed class ProjectionTests(RqlConformanceFixture fx) : IClassFixture<Rq
         }
     }
 
+    /// <summary>RavenDB's forms from its projection docs: a declared function as the projection, getMetadata(), @metadata.@id on results, its request body.</summary>
+    [Fact]
+    public async Task Ravendb_projection_forms_declared_output_get_metadata_result_ids_and_its_body()
+    {
+        var expected = fx.Posts.Where(p => p.Type == 1 && p.Score >= 20).ToDictionary(p => p.Id);
+        var body = new { Query = """
+            declare function output(p) { return { Title: p.Title, Id: getMetadata(p)['@id'], Collection: getMetadata(p)['@collection'] }; }
+            from Posts as p where p.PostTypeId = $type and p.Score >= $score select output(p)
+            """, QueryParameters = new { type = 1, score = 20 }, pageSize = 100, waitForNonStaleResults = true, timeoutMs = 60_000 };
+        var r = await Http.PostAsJsonAsync("queries", body);
+        Assert.True(r.IsSuccessStatusCode, await r.Content.ReadAsStringAsync());
+        var results = Results(await r.JsonAsync());
+        Assert.Equal(expected.Keys.Order(), results.Select(x => x.GetProperty("Id").GetString()!).Order());
+        foreach (var x in results)
+        {
+            Assert.Equal(expected[x.GetProperty("Id").GetString()!].Title, x.GetProperty("Title").GetString());
+            Assert.Equal("posts", x.GetProperty("Collection").GetString());
+            Assert.Equal(x.GetProperty("Id").GetString(), x.GetProperty("@metadata").GetProperty("@id").GetString());
+            Assert.True(x.GetProperty("@metadata").GetProperty("@projection").GetBoolean());
+        }
+        var fields = Results(await QueryAsync("from Posts where id() = 'posts/1' select Title")).Single();
+        Assert.Equal("posts/1", fields.GetProperty("@metadata").GetProperty("@id").GetString());
+        var both = await Http.PostAsJsonAsync("queries", new { query = "from Posts where Score = $s", parameters = new { s = 1 }, QueryParameters = new { s = 1 } });
+        await HttpJson.AssertProblem(both, HttpStatusCode.BadRequest, "give the parameters once");
+    }
+
     [Fact]
     public async Task Select_paths_go_through_arrays_and_nested_objects()
     {
