@@ -208,7 +208,11 @@ public sealed class QueryApiTests(ImportedSampleFixture fx) : IClassFixture<Impo
         var unscored = System.Text.Json.Nodes.JsonNode.Parse(best.GetRawText())!;
         unscored["@metadata"]!.AsObject().Remove("@index-score");
         Assert.True(System.Text.Json.Nodes.JsonNode.DeepEquals(System.Text.Json.Nodes.JsonNode.Parse(stored.GetRawText()), unscored), unscored.ToJsonString());
-        Assert.False(top.GetProperty("results")[0].TryGetProperty("@metadata", out _));
+        // A projection names its document as RavenDB's do (@id, @projection), and has no score unless ordered by one.
+        var projected = top.GetProperty("results")[0].GetProperty("@metadata");
+        Assert.Equal("posts/" + (string)expected[0].Attribute("Id")!, projected.GetProperty("@id").GetString());
+        Assert.True(projected.GetProperty("@projection").GetBoolean());
+        Assert.False(projected.TryGetProperty("@index-score", out _));
     }
 
     [Fact]
