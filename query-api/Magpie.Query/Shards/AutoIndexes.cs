@@ -136,8 +136,10 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
 
     /// <summary>
     /// RavenDB's group by over arrays: a key through an array (<c>group by Lines[].Product</c>) makes one group per element, with
-    /// every key and sum through the same array read from that element (<c>sum(Lines[].Quantity)</c> sums each line's own);
-    /// <c>array(Lines[].Product)</c> makes one group per whole array content. Returns the array the keys go through
+    /// every key and sum through the same array read from that element (<c>sum(Lines[].Quantity)</c> sums each line's own) and
+    /// a sum of a document's field counted once per element, as RavenDB's fan-out does (<c>sum(Freight)</c> per product: the
+    /// freight of the orders holding it, twice for an order that lists it twice); <c>array(Lines[].Product)</c> makes one group
+    /// per whole array content. Returns the array the keys go through
     /// (<c>Lines[]</c>), or null when no key does; what can't be answered that way is refused.
     /// </summary>
     private static string? EachElement(IReadOnlyList<RqlGroupKey> keys, IReadOnlyList<RqlAggregate> aggregates)
@@ -147,8 +149,6 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
         var array = through[0].Field[..(through[0].Field.IndexOf("[]", StringComparison.Ordinal) + 2)];
         if (through.FirstOrDefault(k => !Within(k.Field, array)) is { } other)
             throw new QueryProblem(400, $"group by {other.Field} and {through[0].Field}: keys through arrays must go through the same one, once (Lines[].Product, Lines[].Discount)");
-        if (aggregates.FirstOrDefault(a => a.Field is { } f && !Within(f, array)) is { } outside)
-            throw new QueryProblem(400, $"sum({outside.Field}) beside a group by through {array}: each document would be summed once per element; sum a field of the elements ({array}.Quantity), or use a static map/reduce index");
         return array;
     }
 
