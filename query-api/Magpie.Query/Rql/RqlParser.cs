@@ -690,7 +690,7 @@ public sealed class RqlParser
             _at += 2;
             var aggregate = new RqlAggregate(t.Text.Equals("sum", StringComparison.OrdinalIgnoreCase) ? Field() : null);
             Expect(")");
-            if (!_aggregates.Contains(aggregate)) _aggregates.Add(aggregate);
+            if (!_aggregates!.Contains(aggregate)) _aggregates.Add(aggregate);
             return aggregate.Name;
         }
         if (t.Kind == RqlTokenKind.Identifier && !Structural.Contains(t.Text)) { _at++; return WithoutAlias(t.Text, _alias); }
