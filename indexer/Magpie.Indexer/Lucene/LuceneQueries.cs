@@ -52,7 +52,8 @@ internal static class LuceneQueries
     /// </summary>
     private static Query IdMatching(IdQuery i)
     {
-        if (i.Value.Length > SearchSyntax.MaxPatternChars) throw new IndexEngineException($"an id to compare is longer than {SearchSyntax.MaxPatternChars} characters");
+        // No id is longer than 512 UTF-8 bytes, so a longer value matches nothing (and bounds the automaton).
+        if (System.Text.Encoding.UTF8.GetByteCount(i.Value) > Contracts.Documents.DocumentId.MaxUtf8Bytes) return new BooleanQuery();
         var parts = new List<global::Lucene.Net.Util.Automaton.Automaton>();
         if (i.Match == IdMatch.Suffix) parts.Add(global::Lucene.Net.Util.Automaton.BasicAutomata.MakeAnyString());
         foreach (var rune in i.Value.EnumerateRunes())

@@ -37,6 +37,12 @@ public sealed class DocumentApiTests(MagpieFixture fixture) : IClassFixture<Magp
         Assert.Equal("Firms/CaseCo", (await renamed.JsonAsync()).GetProperty("id").GetString());
         Assert.Single((await Http.QueryNonStaleAsync("from index 'CaseOrders/ByFirmName' where FirmName = 'renamed'")).GetProperty("results").EnumerateArray());
 
+        // An id of any allowed length (up to 512 bytes) is found by id() in another case; a longer value finds nothing.
+        var longId = "Firms/" + new string('x', 400);
+        Assert.Equal(HttpStatusCode.Created, (await Http.PutAsync(longId, """{"Name":"Long"}""")).StatusCode);
+        Assert.Single((await Http.QueryNonStaleAsync($"from Firms where id() = '{longId.ToUpperInvariant()}'")).GetProperty("results").EnumerateArray());
+        Assert.Empty((await Http.QueryNonStaleAsync($"from Firms where id() = '{longId + new string('y', 200)}'")).GetProperty("results").EnumerateArray());
+
         Assert.True((await Http.DeleteAsync("docs/FIRMS/CASECO")).IsSuccessStatusCode);
         Assert.Equal(HttpStatusCode.NotFound, (await Http.GetAsync("docs/Firms/CaseCo")).StatusCode);
     }
