@@ -80,9 +80,10 @@ public static class RqlConformance
         ["id() startsWith"] = ($"{S} where startsWith(id(), 'posts/10')", p => p.Id.StartsWith("posts/10")),
         ["id() endsWith"] = ($"{S} where endsWith(id(), '7')", p => p.Id.EndsWith('7')),
         // Sort directions in all their spellings (the order itself is asserted by the sorting tests; here, what is selected).
-        ["order by … descending"] = ("from Posts where Score >= 10 order by Score descending", p => p.Score >= 10),
-        ["order by … ascending"] = ("from Posts where Score >= 10 order by Score ascending", p => p.Score >= 10),
-        ["order by … asc"] = ("from Posts where Score >= 10 order by CreationDate asc", p => p.Score >= 10),
+        // (On the static index: a subscription, which the collection's cases also run as, delivers in change order and refuses order by.)
+        ["order by … descending"] = ($"{S} where Score >= 10 order by Score descending", p => p.Score >= 10),
+        ["order by … ascending"] = ($"{S} where Score >= 10 order by Score ascending", p => p.Score >= 10),
+        ["order by … asc"] = ($"{S} where Score >= 10 order by CreationDate asc", p => p.Score >= 10),
         // RavenDB compares ids case-insensitively (the ids here are lower case as stored).
         ["id() = in another case"] = ("from Posts where id() = 'POSTS/1'", p => p.Id == "posts/1"),
         ["id() in, in other cases"] = ("from Posts where id() in ('Posts/1', 'pOsTs/2')", p => p.Id is "posts/1" or "posts/2"),
