@@ -158,7 +158,7 @@ public sealed class RqlParser
             }
             else do
             {
-                if (groupBy.Count > 0) { select.Add(Grouped(groupBy, aggregates, alias)); continue; }
+                if (groupBy.Count > 0) { select.Add(Grouped(groupBy, alias)); continue; }
                 if (Current.Is("facet") && Next.IsSymbol("(")) { facets.Add(Facet()); continue; }
                 if (Current.Is("suggest") && Next.IsSymbol("("))
                 {
@@ -242,28 +242,19 @@ public sealed class RqlParser
     /// One item of a grouped select: <c>key()</c> (the one key), a key field, <c>count()</c> or <c>sum(F)</c>, each with an optional
     /// alias; each names a field of the automatic map/reduce index's results.
     /// </summary>
-    private RqlProjection Grouped(List<RqlGroupKey> keys, List<RqlAggregate> aggregates, string? alias)
+    private RqlProjection Grouped(List<RqlGroupKey> keys, string? alias)
     {
         var at = Current.Position;
         string field;
-        if (Current.Kind == RqlTokenKind.Identifier && Next.IsSymbol("(") && Current.Text.ToLowerInvariant() is "key" or "count" or "sum")
+        if (Current.Is("key") && Next.IsSymbol("("))
         {
-            var function = Current.Text.ToLowerInvariant();
             _at += 2;
-            if (function == "key")
-            {
-                if (keys.Count != 1) throw RqlLexer.Error(_text, at, "key() names the one group key: with several, select them by name");
-                field = keys[0].Field;
-            }
-            else
-            {
-                var aggregate = new RqlAggregate(function == "sum" ? WithoutAlias(Field(), alias) : null);
-                if (aggregate.Field is { } summed && keys.Any(k => k.Field == summed)) throw RqlLexer.Error(_text, at, $"sum({summed}) sums a group key");
-                if (!aggregates.Contains(aggregate)) aggregates.Add(aggregate);
-                field = aggregate.Name;
-            }
+            if (keys.Count != 1) throw RqlLexer.Error(_text, at, "key() names the one group key: with several, select them by name");
+            field = keys[0].Field;
             Expect(")");
         }
+        // count() and sum(F) name their result fields as in where and order by (Field adds them; the plan refuses a summed key).
+        else if (IsAggregate()) field = Field();
         else
         {
             field = WithoutAlias(Field(), alias);
