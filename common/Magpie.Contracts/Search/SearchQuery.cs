@@ -71,7 +71,11 @@ public sealed record BoolQuery(IReadOnlyList<SearchQuery> Must, IReadOnlyList<Se
     public static BoolQuery Not(SearchQuery q) => new([], [], [q]);
 }
 
-public enum SortKind : byte { Score, String, Long, Double }
+/// <summary>
+/// How a field sorts: <see cref="Alphanumeric"/> compares runs of digits as numbers and the rest as text ignoring case (SKU2 before
+/// SKU10, as RavenDB's); <see cref="Random"/> shuffles the entries by <see cref="SortField.Seed"/> (the field is the id).
+/// </summary>
+public enum SortKind : byte { Score, String, Long, Double, Alphanumeric, Random }
 
 /// <summary>
 /// One sort key; the document id is always appended as the last one, so order and cursors are stable. A field with
@@ -80,6 +84,9 @@ public enum SortKind : byte { Score, String, Long, Double }
 public sealed record SortField(SortKind Kind, string Field, bool Descending = false)
 {
     public static SortField Score { get; } = new(SortKind.Score, "", Descending: true);
+
+    /// <summary><see cref="SortKind.Random"/>: the same seed gives the same order.</summary>
+    public string? Seed { get; init; }
 }
 
 /// <summary>

@@ -317,9 +317,13 @@ internal sealed class LuceneIndex : IIndexPersistence
         return new SearchPage(top.TotalHits, hits);
     }
 
-    private global::Lucene.Net.Search.SortField SortOf(Contracts.Search.SortField s) => s.Kind == SortKind.Score
-        ? new global::Lucene.Net.Search.SortField(null, SortFieldType.SCORE, !s.Descending)
-        : new ColumnSort(s.Field, s.Descending, _engine.Columns, this);
+    private global::Lucene.Net.Search.SortField SortOf(Contracts.Search.SortField s) => s.Kind switch
+    {
+        SortKind.Score => new global::Lucene.Net.Search.SortField(null, SortFieldType.SCORE, !s.Descending),
+        SortKind.Alphanumeric => KeyedColumnSort.Alphanumeric(s.Field, s.Descending, _engine.Columns, this),
+        SortKind.Random => KeyedColumnSort.Random(s.Field, s.Descending, s.Seed ?? "", _engine.Columns, this),
+        _ => new ColumnSort(s.Field, s.Descending, _engine.Columns, this),
+    };
 
     private static Dictionary<string, IReadOnlyList<object>> StoredValues(Document doc)
     {

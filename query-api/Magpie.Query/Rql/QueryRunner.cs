@@ -55,12 +55,15 @@ public static class QueryRunner
     }
 
     /// <summary>
-    /// <c>as long/double</c> sorts numerically, <c>as string</c> by term; otherwise as already decided, or
+    /// <c>as long/double</c> sorts numerically, <c>as string</c> by term, <c>as alphanumeric</c> by term with digits as numbers; otherwise as already decided, or
     /// numerically if any shard holds numbers for the field (probed on a query's first page only).
     /// </summary>
     private static async Task<SortField> SortOfAsync(IReadOnlyList<IShardSearcher> shards, RqlOrder order, IReadOnlyCollection<string>? numericSorts, CancellationToken ct)
     {
         if (order.IsScore) return SortField.Score with { Descending = order.Descending };
+        if (order.IsRandom) return new SortField(SortKind.Random, EntryFields.Id, order.Descending) { Seed = order.Seed ?? Guid.NewGuid().ToString("N") };
+        var field = order.Field == RqlFields.Id ? EntryFields.Id : order.Field!;
+        if (order.As == RqlOrder.Alphanumeric) return new SortField(SortKind.Alphanumeric, field, order.Descending);
         if (order.Field == RqlFields.Id) return new SortField(SortKind.String, EntryFields.Id, order.Descending);
         var numeric = order.As switch
         {

@@ -328,17 +328,21 @@ public sealed class RqlParser
             return new RqlOrder(null, byScoreDescending, null);
         }
         if (Current.Is("random") && Next.IsSymbol("("))
-            throw RqlLexer.Error(_text, Current.Position, "order by random() is not supported yet: order by a field, or pick at random in the client");
+        {
+            _at += 2;
+            string? seed = null;
+            if (!Current.IsSymbol(")")) seed = Seed();
+            Expect(")");
+            // Without a seed each query draws its own order (as RavenDB's, Seeded): page through one draw by giving a seed.
+            return new RqlOrder(null, Descending: false, RqlOrder.RandomOrder) { Seed = seed };
+        }
         var field = Field();
         string? type = null;
         if (Current.Is("as"))
         {
             _at++;
-            // Sorted as text, alphanumeric would put SKU10 before SKU2: refused until it sorts as RavenDB does.
-            if (Current.Is("alphanumeric"))
-                throw RqlLexer.Error(_text, Current.Position, "order by … as alphanumeric is not supported (it would sort SKU10 before SKU2): order by the field as text, or by a number");
-            type = Current.Kind == RqlTokenKind.Identifier && Current.Text.ToLowerInvariant() is "long" or "double" or "string"
-                ? Current.Text.ToLowerInvariant() : throw Expected("long, double or string after 'as'");
+            type = Current.Kind == RqlTokenKind.Identifier && Current.Text.ToLowerInvariant() is "long" or "double" or "string" or RqlOrder.Alphanumeric
+                ? Current.Text.ToLowerInvariant() : throw Expected("long, double, string or alphanumeric after 'as'");
             _at++;
         }
         var descending = false;
@@ -394,6 +398,22 @@ public sealed class RqlParser
     }
 
     private static string? FirstField(RqlExpression e) => RqlConditionFields.Of(e).Select(f => f.Field).FirstOrDefault();
+
+    /// <summary>random()'s seed: a string, a number or a <c>$parameter</c> holding one (its text is the seed).</summary>
+    private string Seed()
+    {
+        var t = Current;
+        _at++;
+        return t.Kind switch
+        {
+            RqlTokenKind.String => (string)t.Value!,
+            RqlTokenKind.Number => t.Text,
+            RqlTokenKind.Parameter => ParameterValue((string)t.Value!, t.Position) is var p && p.ValueKind is System.Text.Json.JsonValueKind.String or System.Text.Json.JsonValueKind.Number
+                ? p.ValueKind == System.Text.Json.JsonValueKind.String ? p.GetString()! : p.GetRawText()
+                : throw RqlLexer.Error(_text, t.Position, $"random()'s seed ${t.Value} is a {p.ValueKind}: give a string or a number"),
+            _ => throw RqlLexer.Error(_text, t.Position, "random() takes a seed: a string, a number or a $parameter"),
+        };
+    }
 
     private System.Text.Json.JsonElement ParameterValue(string name, int position) =>
         _parameters is not null && _parameters.TryGetValue(name, out var value) ? value

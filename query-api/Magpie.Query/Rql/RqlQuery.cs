@@ -3,6 +3,13 @@ namespace Magpie.Query.Rql;
 /// <summary>A parsed RQL query: <c>from index 'Name' | from Collection [where …] [order by …] [select …] [limit n [offset m]]</c>.</summary>
 public sealed record RqlQuery(RqlSource From, RqlExpression? Where, IReadOnlyList<RqlOrder> OrderBy, IReadOnlyList<RqlProjection> Select, int? Limit, int? Offset)
 {
+    /// <summary>
+    /// The query with <paramref name="seed"/> given to each <c>random()</c> written without one: the coordinator draws one seed per
+    /// query, so every owner (and every page of a stream) sorts by the same draw.
+    /// </summary>
+    public RqlQuery Seeded(string? seed) => seed is null || !OrderBy.Any(o => o.IsRandom && o.Seed is null) ? this
+        : this with { OrderBy = [.. OrderBy.Select(o => o.IsRandom && o.Seed is null ? o with { Seed = seed } : o)] };
+
     /// <summary><c>select suggest(Title, 'esspreso')</c>: indexed terms close to each word asked, and nothing else (no results).</summary>
     public IReadOnlyList<RqlSuggest> Suggestions { get; init; } = [];
 
@@ -109,10 +116,19 @@ public sealed record RqlLoad(string Path, string Alias);
 
 public sealed record RqlSource(string Name, bool IsIndex);
 
-/// <summary><c>order by f [as long|double|string] [asc|desc]</c>, or <c>score()</c>.</summary>
+/// <summary>
+/// <c>order by f [as long|double|string|alphanumeric] [asc|desc]</c>, <c>score()</c>, or <c>random([seed])</c> (<see cref="As"/>
+/// "random", the seed in <see cref="Seed"/>: the same seed gives the same order).
+/// </summary>
 public sealed record RqlOrder(string? Field, bool Descending, string? As)
 {
-    public bool IsScore => Field is null;
+    public bool IsScore => Field is null && As is null;
+
+    public bool IsRandom => As == RandomOrder;
+
+    public string? Seed { get; init; }
+
+    public const string RandomOrder = "random", Alphanumeric = "alphanumeric";
 }
 
 public sealed record RqlProjection(string Field, string Alias);

@@ -15,7 +15,7 @@ public static partial class StaticIndexFields
     {
         if (!query.From.IsIndex) return;
         var asked = RqlConditionFields.Of(query.Where).Select(f => f.Field)
-            .Concat(query.OrderBy.Where(o => !o.IsScore).Select(o => o.Field!))
+            .Concat(query.OrderBy.Select(o => o.Field).OfType<string>())
             .Concat(query.Facets.SelectMany(f => f.Ranges.SelectMany(r => RqlConditionFields.Of(r.Expression).Select(x => x.Field))
                 .Concat(f.Aggregations.Select(a => a.Field)).Concat(f.Field is { } field ? [field] : [])))
             .Concat(query.Suggestions.Select(s => s.Field)).Concat(query.Highlights.Select(h => h.Field))

@@ -47,7 +47,7 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
         var exact = new SortedSet<string>(StringComparer.Ordinal);
         var search = new SortedSet<string>(StringComparer.Ordinal);
         Collect(query.Where, exact, search);
-        foreach (var o in query.OrderBy.Where(o => !o.IsScore && o.Field != RqlFields.Id)) if (!search.Contains(o.Field!)) exact.Add(o.Field!);
+        foreach (var o in query.OrderBy.Select(o => o.Field).OfType<string>().Where(f => f != RqlFields.Id)) if (!search.Contains(o)) exact.Add(o);
         // Suggestions come from the words of the text (a search field), as a search would match them.
         foreach (var s in query.Suggestions) if (s.Field != RqlFields.Id) { exact.Remove(s.Field); search.Add(s.Field); }
         // Facets count the values of their fields, ranges and aggregated fields: those are indexed (exact) too.
@@ -95,7 +95,7 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
         if (keys.Select(k => k.Field).Concat(aggregates.Select(a => a.Field).OfType<string>()).FirstOrDefault(f => !FieldPattern().IsMatch(f)) is { } bad)
             throw new QueryProblem(400, $"'{bad}' can't be grouped automatically: fields are letters, digits, '_' and '.' paths");
         var results = keys.Select(k => k.Field).Concat(aggregates.Select(a => a.Name)).ToHashSet(StringComparer.Ordinal);
-        var asked = RqlConditionFields.Of(query.Where).Select(f => f.Field).Concat(query.OrderBy.Where(o => !o.IsScore).Select(o => o.Field!));
+        var asked = RqlConditionFields.Of(query.Where).Select(f => f.Field).Concat(query.OrderBy.Select(o => o.Field).OfType<string>());
         if (asked.FirstOrDefault(f => !results.Contains(f)) is { } other)
             throw new QueryProblem(400, $"a grouped query filters and sorts its results: '{other}' is not one of their fields ({string.Join(", ", results)})");
         var (map, reduce) = GroupedScripts(query.From.Name, keys, aggregates, each);

@@ -27,7 +27,7 @@ public sealed class LocalShardOwner(IIndexDefinitions definitions, ILocalShards 
 
     public async Task<ShardPage> SearchAsync(ShardQuery request, CancellationToken ct)
     {
-        var query = Parse(request.Query, request.Parameters, request.Facets, request.FacetsOnly);
+        var query = Parse(request.Query, request.Parameters, request.Facets, request.FacetsOnly).Seeded(request.RandomSeed);
         if (request.HybridRetriever is { } retriever) query = query.Retriever(retriever);
         if (request.ScoresOnly) query = query.ScoresOnly();
         var name = request.Index;

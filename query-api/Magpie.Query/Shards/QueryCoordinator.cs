@@ -203,7 +203,7 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
     private static ShardQuery Base(CoordinatorRequest request, string index, string? version, ShardLayout layout, bool wait) => new()
     {
         Query = request.Query, Index = index, Version = version, Parameters = request.Parameters, Target = layout.Target, WaitForNonStale = wait, TimeoutMs = request.TimeoutMs,
-        Facets = request.Facets, FacetsOnly = request.FacetsOnly,
+        Facets = request.Facets, FacetsOnly = request.FacetsOnly, RandomSeed = Guid.NewGuid().ToString("N"),
     };
 
     /// <summary>Asks every owner (at its snapshot, if it holds one) and merges; with <paramref name="hold"/>, each owner holds a snapshot and says which.</summary>

@@ -55,6 +55,9 @@ public sealed record ShardQuery
     /// <summary>The request body's facets, as the client sent them (the owner parses them as the coordinator did).</summary>
     public List<JsonElement>? Facets { get; init; }
     public bool FacetsOnly { get; init; }
+
+    /// <summary>The seed of a <c>random()</c> the query gives none: drawn once by the coordinator, the same for every owner and page.</summary>
+    public string? RandomSeed { get; init; }
 }
 
 /// <summary>One result and its cursor; <see cref="Includes"/>: the ids of the documents it includes (<c>include</c>).</summary>

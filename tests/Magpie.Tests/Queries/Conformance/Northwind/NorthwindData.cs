@@ -26,6 +26,7 @@ public sealed class NorthwindData
     };
     private static readonly string[] Words = ["Alfreds", "Ana", "Antonio", "Around", "Berglunds", "Blauer", "Blondel", "Bólido", "Bon", "Bottom", "Chop", "Consolidated", "Drachenblut", "Du", "Eastern", "Ernst", "Familia", "Folk", "France", "Frankenversand"];
     private static readonly string[] ProductNames = ["Chai", "Chang", "Aniseed Syrup", "Chef Anton's Cajun Seasoning", "Grandma's Boysenberry Spread", "Uncle Bob's Organic Dried Pears", "Northwoods Cranberry Sauce", "Mishi Kobe Niku", "Ikura", "Queso Cabrales", "Queso Manchego La Pastora", "Konbu", "Tofu", "Genen Shouyu", "Pavlova", "Alice Mutton", "Carnarvon Tigers", "Teatime Chocolate Biscuits", "Sir Rodney's Marmalade", "Sir Rodney's Scones"];
+    private static readonly string[] Codes = ["SKU", "sku", "SKU-0", "A", "b", "Ä", "", "x"];
     private static readonly string[] Titles = ["Sales Representative", "Vice President, Sales", "Sales Manager", "Inside Sales Coordinator"];
 
     public NorthwindData(int seed = 7, int orders = 600)
@@ -72,6 +73,9 @@ public sealed class NorthwindData
                 ["PricePerUnit"] = price,
                 ["UnitsInStock"] = i % 6 == 0 ? 0 : random.Next(1, 120),
                 ["Discontinued"] = i % 8 == 0,
+                // Text with numbers in it, for alphanumeric sorting (Northwind's own field, and codes of mixed case and length).
+                ["QuantityPerUnit"] = $"{random.Next(1, 40)} boxes x {random.Next(1, 30)} bags",
+                ["Code"] = $"{Codes[random.Next(Codes.Length)]}{random.Next(0, 120)}{(i % 5 == 0 ? "b" : "")}",
                 ["@metadata"] = new JsonObject { ["@collection"] = "Products" },
             }));
         }
