@@ -3,6 +3,7 @@ using Lucene.Net.Documents;
 using Lucene.Net.Index;
 using Lucene.Net.Search;
 using Lucene.Net.Util;
+using Magpie.Contracts.Indexes;
 using Magpie.Contracts.Search;
 using Magpie.Indexer.Engine;
 using Microsoft.Extensions.Logging;
@@ -322,6 +323,8 @@ internal sealed class LuceneIndex : IIndexPersistence
         SortKind.Score => new global::Lucene.Net.Search.SortField(null, SortFieldType.SCORE, !s.Descending),
         SortKind.Alphanumeric => KeyedColumnSort.Alphanumeric(s.Field, s.Descending, _engine.Columns, this),
         SortKind.Random => KeyedColumnSort.Random(s.Field, s.Descending, s.Seed ?? "", _engine.Columns, this),
+        SortKind.Double when s.Field.EndsWith(EntryFields.Number, StringComparison.Ordinal) =>
+            new ColumnSort(s.Field, s.Descending, _engine.Columns, this, exact: s.Field[..^EntryFields.Number.Length] + EntryFields.Integer),
         _ => new ColumnSort(s.Field, s.Descending, _engine.Columns, this),
     };
 

@@ -81,7 +81,16 @@ public static class EntryMapping
                 fields.Add(Term(b ? "true" : "false"));
                 if (!search) fields.Add(new KeywordField(name + CaseSensitive, b ? "true" : "false"));
                 break;
-            case double d: fields.Add(new DoubleField(name + Number, d)); break;
+            case double d:
+                fields.Add(new DoubleField(name + Number, d));
+                // A double past 2^53 is an integer: the engine's (a JavaScript number) is kept exactly too, as the value it is.
+                if (ExactIntegers.Holds(d)) fields.Add(new LongField(name + Integer, (long)d));
+                break;
+            case long l:
+                // An integer read exactly from the document (FieldProjection), past 2^53.
+                fields.Add(new DoubleField(name + Number, ExactIntegers.TowardZero(l)));
+                fields.Add(new LongField(name + Integer, l));
+                break;
             case NestedJson j: fields.Add(Term(j.Json)); break;
             case List<object?> nested: foreach (var item in nested) Add(fields, name, item, options); break;
             case string s:
@@ -110,6 +119,7 @@ public static class EntryMapping
         string s => JsonSerializer.Serialize(s),
         bool b => b ? "true" : "false",
         double d => d.ToString("R", CultureInfo.InvariantCulture),
+        long l => l.ToString(CultureInfo.InvariantCulture),
         NestedJson j => j.Json,
         List<object?> list => "[" + string.Join(",", list.Select(JsonOf)) + "]",
         _ => JsonSerializer.Serialize(value),

@@ -82,7 +82,7 @@ public sealed class MapScript
             JsValue collection;
             try { collection = script._sandbox.Run(() => script.Register(source).Collection); }
             catch (ScriptRunException e) { throw new ScriptSyntaxException($"maps[{i}]: {e.Message}", 1, 1); }
-            script._maps.Add((collection.AsString(), source, fieldProjections && source.Program is { } program ? FieldProjection.Of(program) : null));   // the AST Jint parsed: no second parse
+            script._maps.Add((collection.AsString(), source, fieldProjections && source.Program is { } program ? FieldProjection.Of(program, maps[i]) : null));   // the AST Jint parsed: no second parse
         }
         script.Collections = script._maps.Select(m => m.Collection).ToHashSet(StringComparer.OrdinalIgnoreCase);
         return script;

@@ -357,7 +357,7 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
         && a.Field == token.Field && b.Field == token.Field + EntryFields.Number ? token.Field : null;
 
     /// <summary>Whether <paramref name="q"/> matches only entries with a value of <paramref name="field"/>: its terms and ranges live on
-    /// F, F@cs, F@num or F@ticks, written only for a value of F (EntryMapping), and every value of F marks F as existing.</summary>
+    /// F, F@cs, F@num, F@long or F@ticks, written only for a value of F (EntryMapping), and every value of F marks F as existing.</summary>
     private static bool HoldsValueOf(SearchQuery q, string field)
     {
         var on = q switch
@@ -368,7 +368,8 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
             DoubleRangeQuery r => r.Field,
             _ => null,
         };
-        return on is not null && (on == field || on == field + EntryFields.CaseSensitive || on == field + EntryFields.Number || on == field + EntryFields.Ticks);
+        return on is not null && (on == field || on == field + EntryFields.CaseSensitive || on == field + EntryFields.Number || on == field + EntryFields.Ticks
+            || on == field + EntryFields.Integer);
     }
 
     /// <summary>Entries with any value (null too) for the field; numbers alone live on <c>F@num</c>.</summary>
@@ -428,6 +429,8 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
         null => BoolQuery.Or(new LuceneTermQuery(field, EntryFields.NullValue), BoolQuery.Not(Exists(field))),
         bool b => new LuceneTermQuery(field, b ? "true" : "false"),
         double d => new DoubleRangeQuery(field + EntryFields.Number, d, d),
+        // Past 2^53 an integer is compared exactly, with the integers the index keeps exactly (no double equals one there).
+        long l => new LongRangeQuery(field + EntryFields.Integer, l, l),
         string s when IsSearch(field) => new FullTextQuery(field, s),
         string s when exact => new LuceneTermQuery(field + EntryFields.CaseSensitive, s),
         string s => new LuceneTermQuery(field, s.ToLowerInvariant()),
@@ -442,6 +445,9 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
             return low is string or null && high is string or null ? new TermRangeQuery(EntryFields.Id, (string?)low, (string?)high, includeLow, includeHigh)
                 : throw Bad(low is string ? highAt : lowAt, "id() is compared with a string");
         if ((low ?? high) is string && numberFields?.Value.Contains(field) == true) (low, high) = (AsNumber(field, low, lowAt), AsNumber(field, high, highAt));
+        if (low is long || high is long)
+            return low is long or double or null && high is long or double or null ? ExactRange(field, low, includeLow, high, includeHigh)
+                : throw Bad(low is long ? highAt : lowAt, $"a range on '{field}' needs two numbers or two strings");
         if (low is double or null && high is double or null && (low ?? high) is double)
         {
             var lo = low is double l ? (includeLow ? l : Math.BitIncrement(l)) : double.NegativeInfinity;
@@ -463,10 +469,54 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
         throw Bad(low is null ? lowAt : highAt, $"a range on '{field}' needs two numbers or two strings");
     }
 
+    /// <summary>
+    /// A range with a bound that is an integer past 2^53 (a long): over <c>F@long</c> for the integers kept exactly there
+    /// (2^53 ≤ |v| &lt; 2^63), and over <c>F@num</c> for the other numbers — those below 2^53 and past 2^63, which sit apart from
+    /// the doubles of the kept integers (rounded toward zero, inside ±2^63), so the two parts never take a value wrongly.
+    /// </summary>
+    private static SearchQuery ExactRange(string field, object? low, bool includeLow, object? high, bool includeHigh)
+    {
+        const double Small = EntryFields.ExactIntegers.Limit - 1, Beyond = EntryFields.ExactIntegers.Beyond;
+        // F@long's bounds (its values are integers): a double bound is below 2^53 or past 2^63.
+        long loL = long.MinValue, hiL = long.MaxValue;
+        var none = false;
+        switch (low)
+        {
+            case long l when includeLow: loL = l; break;
+            case long l: if (l == long.MaxValue) none = true; else loL = l + 1; break;
+            case double d when d >= Beyond: none = true; break;
+            case double d when d >= -Beyond: loL = (long)Math.Floor(d) + 1 - (includeLow && d == Math.Floor(d) ? 1 : 0); break;
+        }
+        switch (high)
+        {
+            case long h when includeHigh: hiL = h; break;
+            case long h: if (h == long.MinValue) none = true; else hiL = h - 1; break;
+            case double d when d < -Beyond: none = true; break;
+            case double d when d < Beyond: hiL = (long)Math.Ceiling(d) - 1 + (includeHigh && d == Math.Ceiling(d) ? 1 : 0); break;
+        }
+        // F@num's bounds for the other numbers: a long bound stands at the edge of the ones below 2^53 or past 2^63.
+        var loD = low switch
+        {
+            long l => l > 0 ? Beyond : -Small,
+            double d => includeLow ? d : Math.BitIncrement(d),
+            _ => double.NegativeInfinity,
+        };
+        var hiD = high switch
+        {
+            long h => h > 0 ? Small : Math.BitDecrement(-Beyond),
+            double d => includeHigh ? d : Math.BitDecrement(d),
+            _ => double.PositiveInfinity,
+        };
+        var exact = none || loL > hiL ? null : new LongRangeQuery(field + EntryFields.Integer, loL, hiL);
+        var rest = new DoubleRangeQuery(field + EntryFields.Number, loD, hiD);
+        return exact is null ? rest : BoolQuery.Or(exact, rest);
+    }
+
     /// <summary>A string compared with a number field: a number if it reads as one, a date stays a date, anything else is refused.</summary>
     private static object? AsNumber(string field, object? value, RqlValue at) => value switch
     {
-        string s when double.TryParse(s, System.Globalization.NumberStyles.Float, System.Globalization.CultureInfo.InvariantCulture, out var d) => d,
+        string s when double.TryParse(s, System.Globalization.NumberStyles.Float, System.Globalization.CultureInfo.InvariantCulture, out var d) =>
+            RqlNumbers.Exact(s, d, out var inexact) ?? throw Bad(at, inexact!),
         string s when EntryFields.TicksOf(s) is not null => s,
         string s => throw Bad(at, $"'{field}' holds numbers: compare it with a number, not '{(s.Length > 64 ? s[..64] + "…" : s)}'"),
         _ => value,
@@ -495,7 +545,7 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
     private static object? Scalar(JsonElement json, RqlValue at) => json.ValueKind switch
     {
         JsonValueKind.String => json.GetString(),
-        JsonValueKind.Number => RqlLexer.Inexact(json.GetRawText(), json.GetDouble()) is { } inexact ? throw Bad(at, $"parameter ${at.Parameter}: {inexact}") : json.GetDouble(),
+        JsonValueKind.Number => RqlNumbers.Exact(json.GetRawText(), json.GetDouble(), out var inexact) ?? throw Bad(at, $"parameter ${at.Parameter}: {inexact}"),
         JsonValueKind.True => true,
         JsonValueKind.False => false,
         JsonValueKind.Null => null,

@@ -3,11 +3,31 @@ using System.Text;
 
 namespace Magpie.Query.Rql;
 
-/// <summary>Number literals and parameters: integers a double cannot hold exactly are refused where they would be compared.</summary>
+/// <summary>
+/// Number literals and parameters as they compare: a double, or — from 2^53 to 2^63, where neighbouring integers share a
+/// double — the exact 64-bit integer (compared against what the index keeps exactly, <see cref="Contracts.Indexes.EntryFields.Integer"/>).
+/// </summary>
 internal static class RqlNumbers
 {
-    /// <summary>2^53: from here on, neighbouring integers share a double (…992 and …993 would compare equal).</summary>
-    public const double ExactLimit = 9_007_199_254_740_992d;
+    /// <summary>
+    /// The value of a number as written: a double below 2^53 (and past 2^63 when the double is the number written), a long for
+    /// an integer between; null with <paramref name="why"/> when no kept value can equal it (digits past what a double or a
+    /// long holds: …993.5, 9223372036854775809).
+    /// </summary>
+    public static object? Exact(string literal, double value, out string? why)
+    {
+        why = null;
+        if (Math.Abs(value) < Contracts.Indexes.EntryFields.ExactIntegers.Limit) return value;
+        // Past decimal's range (7.9e28) a number is the double it reads as: numbers there are kept as doubles too.
+        if (!decimal.TryParse(literal, NumberStyles.Float, CultureInfo.InvariantCulture, out var exact)) return value;
+        if (exact == decimal.Truncate(exact))
+        {
+            if (exact >= long.MinValue && exact <= long.MaxValue) return (long)exact;
+            if (new System.Numerics.BigInteger(exact) == new System.Numerics.BigInteger(value)) return value;
+        }
+        why = $"the number {literal} has more digits than Magpie keeps past 2^53 (integers are exact up to 2^63, other numbers are doubles): it would match its neighbours too";
+        return null;
+    }
 }
 
 internal enum RqlTokenKind { Identifier, String, Number, Parameter, Symbol, Script, End }
@@ -66,8 +86,8 @@ internal static class RqlLexer
                 while (i < text.Length && (char.IsDigit(text[i]) || text[i] is '.' or 'e' or 'E' || (text[i] is '+' or '-' && text[i - 1] is 'e' or 'E'))) i++;
                 var literal = text[start..i];
                 if (!double.TryParse(literal, NumberStyles.Float, CultureInfo.InvariantCulture, out var d)) throw Error(text, start, $"'{literal}' is not a number");
-                if (Inexact(literal, d) is { } inexact) throw Error(text, start, inexact);
-                tokens.Add(new RqlToken(RqlTokenKind.Number, literal, d, start));
+                var value = RqlNumbers.Exact(literal, d, out var inexact) ?? throw Error(text, start, inexact!);
+                tokens.Add(new RqlToken(RqlTokenKind.Number, literal, value, start));
             }
             else if (c == '$')
             {
@@ -137,14 +157,6 @@ internal static class RqlLexer
         || tokens[^1].Kind == RqlTokenKind.Identifier && tokens[^1].Text.ToLowerInvariant() is "and" or "between" or "limit" or "offset" or "in";
 
 
-    /// <summary>
-    /// Why an integer literal can't be compared exactly (null: it can). Numbers are indexed and compared as doubles; past 2^53
-    /// an integer would also match its neighbours, a silently wrong answer: refused until 64-bit integers are kept exact.
-    /// </summary>
-    public static string? Inexact(string literal, double value) =>
-        Math.Abs(value) >= RqlNumbers.ExactLimit && !literal.AsSpan().ContainsAny(".eE")
-            ? $"the integer {literal} is past 2^53 (9007199254740992), where Magpie compares numbers as doubles and would match its neighbours too: not supported exactly yet"
-            : null;
     public static RqlException Error(string text, int position, string message)
     {
         var line = 1 + text.AsSpan(0, Math.Min(position, text.Length)).Count('\n');

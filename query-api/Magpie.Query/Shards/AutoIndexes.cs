@@ -113,19 +113,7 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
     /// <summary>A field as index names spell it (<c>Lines[].Product</c>: <c>Lines-all.Product</c>).</summary>
     private static string NameOf(string field) => field.Replace("[]", "-all", StringComparison.Ordinal);
 
-    /// <summary>
-    /// The auto maps' reader of a dotted path, as <see cref="Projections.DocumentPaths"/> reads one: through arrays (each
-    /// element's property; <c>Lines[].Product</c> flattens), undefined where nothing is there (so <c>exists()</c> tells a missing
-    /// field from null), the value where there is one, an array where the path found several.
-    /// </summary>
-    private const string Get =
-        "/* auto v2 */ function get(o, path) { var values = [o]; var steps = path.split('.'); " +
-        "for (var i = 0; i < steps.length; i++) { var every = steps[i].endsWith('[]'); var name = every ? steps[i].slice(0, -2) : steps[i]; var next = []; " +
-        "for (var v of values) { if (v === null || v === undefined) continue; " +
-        "if (Array.isArray(v)) { for (var e of v) if (e !== null && typeof e === 'object' && !Array.isArray(e)) next.push(e[name]); } else next.push(v[name]); } " +
-        "if (every) next = [].concat(...next.map(x => Array.isArray(x) ? x : [x])); values = next; } " +
-        "values = values.filter(x => x !== undefined); if (values.length === 0) return undefined; " +
-        "return path.indexOf('[]') >= 0 || values.length > 1 ? values : values[0]; } ";
+    private const string Get = AutoMaps.Get;
 
     private static string Map(string collection, IEnumerable<(string Field, bool Vector)> fields) =>
         $"map('{collection}', function (d) {{ {Get}" + (fields.Any(f => f.Vector) ? Vec : "") +

@@ -20,6 +20,8 @@ public sealed class FieldProjectionTests
     [
         "map('Posts', p => ({ Title: p.Title, Tags: p.Tags, Score: p.Score, Owner: p.Owner, Key: id(p) }))",
         "map('Posts', p => ({ Title: p.Title, Name: p.Owner.Name, City: p.Owner.Address.City, Key: id(p) }))",
+        // An automatic index's map, as the query side writes it: read through arrays, [] flattening.
+        $"map('Posts', function (d) {{ {Magpie.Contracts.Indexes.AutoMaps.Get}return {{ 'Title': get(d, 'Title'), 'Owner.Name': get(d, 'Owner.Name'), 'Tags[]': get(d, 'Tags[]'), 'Owner.Address.City': get(d, 'Owner.Address.City'), 'Tags[].Name': get(d, 'Tags[].Name') }}; }})",
     ];
 
     private static readonly string[] Keys = ["Title", "Tags", "Score", "Owner", "Name", "Address", "City", "length"];
@@ -113,6 +115,8 @@ public sealed class FieldProjectionTests
         null => "null",
         string s => JsonSerializer.Serialize(s),
         double d => "d:" + d.ToString("R"),
+        // An integer past 2^53 is kept exactly where the engine holds its double: the same number, to the engine's precision.
+        long l => "d:" + ((double)l).ToString("R"),
         bool b => b ? "true" : "false",
         List<object?> list => "[" + string.Join(",", list.Select(Show)) + "]",
         NestedJson n => "json:" + n.Json,
