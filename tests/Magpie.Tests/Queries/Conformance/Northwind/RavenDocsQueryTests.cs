@@ -165,6 +165,48 @@ public sealed class RavenDocsQueryTests(NorthwindFixture fx) : IClassFixture<Nor
         Assert.Equal(want, (await ResultsAsync(query, parameters)).Select(IdOf).Order(StringComparer.Ordinal).ToList());
     }
 
+    public static IEnumerable<object[]> FormQueries() => RavenDocsFormCases.Cases.Keys.Select(k => new object[] { k });
+
+    [Theory]
+    [MemberData(nameof(FormQueries))]
+    public async Task A_docs_form_over_each_field_selects_what_ravendb_selects(string query)
+    {
+        var (_, _, expected) = RavenDocsFormCases.Cases[query];
+        var want = expected(fx.Data).Order(StringComparer.Ordinal).ToList();
+        Assert.Equal(want, (await ResultsAsync(query)).Select(IdOf).Order(StringComparer.Ordinal).ToList());
+    }
+
+    public static IEnumerable<object[]> SortQueries() => RavenDocsFormCases.Sorts.Select(s => new object[] { s.Query });
+
+    [Theory]
+    [MemberData(nameof(SortQueries))]
+    public async Task A_docs_sort_over_each_field_comes_in_ravendb_order(string query)
+    {
+        var (_, _, collection, field, descending, numeric, skip, take) = RavenDocsFormCases.Sorts.Single(s => s.Query == query);
+        var docs = RavenDocsFormCases.Of(fx.Data, collection).Select(d => d.Doc).Where(d => RavenDocsFormCases.Values(d, field).Count > 0).ToList();
+        var got = await ResultsAsync(query);
+        if (numeric)
+        {
+            var values = docs.Select(d => RavenDocsFormCases.Numbers(d, field).Single());
+            Assert.Equal((descending ? values.OrderDescending() : values.Order()).Skip(skip).Take(take), got.Select(r => RavenDocsFormCases.Numbers(JsonNode.Parse(r.GetRawText())!.AsObject(), field).Single()));
+        }
+        else
+        {
+            // Strings sort by their lower-cased text (the exact field's term); values equal but for case may come in either order.
+            var values = docs.Select(d => RavenDocsFormCases.Strings(d, field).Single().ToLowerInvariant());
+            Assert.Equal((descending ? values.OrderDescending(StringComparer.Ordinal) : values.Order(StringComparer.Ordinal)).Skip(skip).Take(take),
+                got.Select(r => RavenDocsFormCases.Strings(JsonNode.Parse(r.GetRawText())!.AsObject(), field).Single().ToLowerInvariant()));
+        }
+    }
+
+    [Fact]
+    public void The_suite_holds_at_least_300_queries_from_the_docs()
+    {
+        var theories = typeof(RavenDocsQueryTests).GetMethods().SelectMany(m => m.GetCustomAttributes(typeof(InlineDataAttribute), false)).Count();
+        var total = IdCases.Count + RavenDocsFormCases.Cases.Count + RavenDocsFormCases.Sorts.Count + theories;
+        Assert.True(total >= 300, $"{total} queries");
+    }
+
     [Theory]
     [InlineData(Sorting, "from Orders order by Freight desc limit 10", "Freight", true, 10, 0)]
     [InlineData(Sorting, "from Orders as o order by o.Freight limit 10", "Freight", false, 10, 0)]
