@@ -15,6 +15,7 @@ public sealed class KafkaConformanceFixture : IAsyncLifetime
     public MagpieProcess Indexer { get; private set; } = null!;
     public MagpieProcess OtherIndexer { get; private set; } = null!;
     public List<SamplePost> Posts { get; } = SamplePost.Load();
+    public Northwind.NorthwindData Northwind { get; } = new();
 
     private static Dictionary<string, string> Group => new() { ["MAGPIE__KAFKAPARTITIONS"] = "4", ["MAGPIE__INDEXERGROUP"] = "conformance" };
 
@@ -25,6 +26,11 @@ public sealed class KafkaConformanceFixture : IAsyncLifetime
         var ingest = Ingest = await Start(kafka, "ingest");
         var (exit, output) = await MagpieCli.RunAsync(TimeSpan.FromMinutes(5), "produce", "stackexchange", "--dir", RepoPaths.StackExchangeSample, "--url", ingest.BaseUrl.ToString());
         if (exit != 0) throw new InvalidOperationException(output);
+        foreach (var chunk in Northwind.All.Chunk(256))
+        {
+            var put = await ingest.Http.BulkPutAsync(chunk.Select(d => (d.Id, Conformance.Northwind.NorthwindData.Json(d.Doc))));
+            if (!put.IsSuccessStatusCode) throw new InvalidOperationException(await put.Content.ReadAsStringAsync());
+        }
         // Maps that load() read documents through ingest.
         var indexer = Indexer = await Start(kafka, "indexer", new() { ["MAGPIE__INGESTURL"] = ingest.BaseUrl.ToString() });
         OtherIndexer = await Start(kafka, "indexer", new() { ["MAGPIE__INGESTURL"] = ingest.BaseUrl.ToString() });
@@ -58,6 +64,37 @@ public sealed class KafkaConformanceTests(KafkaConformanceFixture fx) : IClassFi
         var (rql, expected) = RqlConformance.Cases[name];
         var want = fx.Posts.Where(expected).Select(p => p.Id).Order(StringComparer.Ordinal).ToList();
         Assert.Equal(want, await RqlAnswers.IdsAsync(fx.Query.Http, rql));
+    }
+
+    /// <summary>The docs' queries over the Northwind-like set, sharded: ids in any case, the alias, exact 64-bit integers, array parameters.</summary>
+    [Theory]
+    [MemberData(nameof(Northwind.RavenDocsQueryTests.IdNames), MemberType = typeof(Northwind.RavenDocsQueryTests))]
+    public async Task Docs_queries_answered_by_sharded_indexers_are_the_ones_computed_from_the_data(string name)
+    {
+        var (_, query, parameters, expected) = Northwind.RavenDocsQueryTests.IdCases[name];
+        var r = await fx.Query.Http.PostAsJsonAsync("queries", new { query, parameters, pageSize = 1024, waitForNonStaleResults = true, timeoutMs = 120_000 });
+        Assert.True(r.IsSuccessStatusCode, $"{query}\n{await r.Content.ReadAsStringAsync()}");
+        var got = (await r.JsonAsync()).GetProperty("results").EnumerateArray().Select(x => x.GetProperty("@metadata").GetProperty("@id").GetString()!);
+        Assert.Equal(expected(fx.Northwind).Order(StringComparer.Ordinal), got.Order(StringComparer.Ordinal));
+    }
+
+    [Fact]
+    public async Task Alphanumeric_exact_integer_and_seeded_random_orders_merge_across_the_indexers()
+    {
+        async Task<List<System.Text.Json.JsonElement>> Results(string query)
+        {
+            var r = await fx.Query.Http.PostAsJsonAsync("queries", new { query, pageSize = 1024, waitForNonStaleResults = true, timeoutMs = 120_000 });
+            Assert.True(r.IsSuccessStatusCode, $"{query}\n{await r.Content.ReadAsStringAsync()}");
+            return [.. (await r.JsonAsync()).GetProperty("results").EnumerateArray()];
+        }
+        var tracking = fx.Northwind.Orders.Select(o => Northwind.NorthwindData.Long(o.Doc, "Tracking")).OfType<long>().OrderDescending().ToList();
+        Assert.Equal(tracking, (await Results("from Orders where exists(Tracking) order by Tracking desc")).Select(x => long.Parse(x.GetProperty("Tracking").GetRawText().Replace(".0", ""), System.Globalization.CultureInfo.InvariantCulture)));
+        var codes = (await Results("from Products order by Code as alphanumeric")).Select(x => x.GetProperty("Code").GetString()!).ToList();
+        Assert.Equal(fx.Northwind.Products.Count, codes.Count);
+        for (var i = 1; i < codes.Count; i++) Assert.True(Northwind.RavenDocsQueryTests.Alphanumeric(codes[i - 1], codes[i]) <= 0, string.Join(", ", codes));
+        var shuffled = (await Results("from Orders order by random('kafka')")).Select(x => x.GetProperty("@metadata").GetProperty("@id").GetString()!).ToList();
+        Assert.Equal(fx.Northwind.Orders.Select(o => o.Id).Order(StringComparer.Ordinal), shuffled.Order(StringComparer.Ordinal));
+        Assert.Equal(shuffled, (await Results("from Orders order by random('kafka')")).Select(x => x.GetProperty("@metadata").GetProperty("@id").GetString()!));
     }
 
     [Fact]

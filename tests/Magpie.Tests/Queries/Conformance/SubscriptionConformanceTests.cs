@@ -56,7 +56,7 @@ public sealed class SubscriptionConformanceTests(RqlConformanceFixture fx) : ICl
     /// A new subscription from the beginning, drained: the ids it delivers, each once (sorted). The import writes each post twice
     /// (then with its comments), and a subscription delivers every matching change; the conditions read fields both versions share.
     /// </summary>
-    private static async Task<List<string>> DrainAsync(HttpClient http, string rql)
+    internal static async Task<List<string>> DrainAsync(HttpClient http, string rql)
     {
         var name = $"conformance-{Interlocked.Increment(ref _n)}";
         var created = await http.PostAsJsonAsync("subscriptions", new { name, query = rql });

@@ -225,7 +225,7 @@ public sealed class RavenDocsQueryTests(NorthwindFixture fx) : IClassFixture<Nor
 
     /// <summary>RavenDB's alphanumeric comparison, written from its description: runs of digits compare as numbers and come before text,
     /// text compares ignoring case, a value that is a prefix of the other comes first.</summary>
-    private static int Alphanumeric(string a, string b)
+    internal static int Alphanumeric(string a, string b)
     {
         var x = System.Text.RegularExpressions.Regex.Matches(a, @"\d+|\D+").Select(m => m.Value).ToList();
         var y = System.Text.RegularExpressions.Regex.Matches(b, @"\d+|\D+").Select(m => m.Value).ToList();
