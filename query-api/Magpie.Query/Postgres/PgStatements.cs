@@ -7,9 +7,10 @@ namespace Magpie.Query.Postgres;
 
 /// <summary>
 /// What a statement is and who answers it: session commands (SET, BEGIN, …) are acknowledged (the endpoint is read-only),
-/// catalog questions go to <see cref="PgCatalog"/>, RQL (<c>from …</c>) runs as-is, SELECT goes to <see cref="SqlRunner"/>.
+/// catalog questions go to <see cref="PgCatalog"/>, RQL (<c>from …</c>) runs as-is, SELECT goes to <see cref="SqlRunner"/> — in
+/// the index, what it answers exactly — and what that refuses to <see cref="DuckDbEvaluator"/>, over the index's rows.
 /// </summary>
-public sealed class PgStatements(PgCatalog catalog, SqlRunner sql, QueryCoordinator coordinator) : IPgStatements
+public sealed class PgStatements(PgCatalog catalog, SqlRunner sql, DuckDbEvaluator evaluator, QueryCoordinator coordinator) : IPgStatements
 {
     private static readonly Dictionary<string, string> SessionCommands = new(StringComparer.OrdinalIgnoreCase)
     {
@@ -30,8 +31,19 @@ public sealed class PgStatements(PgCatalog catalog, SqlRunner sql, QueryCoordina
             throw new PgException("25006", "Magpie's PostgreSQL endpoint is read-only: write documents over HTTP (/docs, /bulk_docs) or to the magpie.documents topic");
         if (first.Equals("from", StringComparison.OrdinalIgnoreCase)) return await RqlAsync(text, ct);
         if (await catalog.AnswerAsync(text, ct) is { } answer) return answer;
-        if (first.Equals("select", StringComparison.OrdinalIgnoreCase)) return await sql.RunAsync(SqlParser.Parse(text), ct);
+        if (first.Equals("select", StringComparison.OrdinalIgnoreCase) || first.Equals("with", StringComparison.OrdinalIgnoreCase)) return await SelectAsync(text, ct);
         throw new PgException(PgException.SyntaxError, $"syntax error at or near \"{SqlText.Shorten(first)}\": Magpie answers SELECT over its indexes, RQL (from …), SHOW and SET");
+    }
+
+    /// <summary>In the index when its SQL reads the statement exactly; anything it refuses (its grammar or its plans) evaluated over the index's rows.</summary>
+    private async Task<PgOutcome> SelectAsync(string text, CancellationToken ct)
+    {
+        SqlSelect select;
+        try { select = SqlParser.Parse(text); }
+        catch (PgException e) when (e.SqlState is PgException.SyntaxError or PgException.FeatureNotSupported) { return await evaluator.RunAsync(text, ct); }
+        if (!SqlRunner.OrdersExactly(select)) return await evaluator.RunAsync(text, ct);
+        try { return await sql.RunAsync(select, ct); }
+        catch (PgException e) when (e.SqlState == PgException.FeatureNotSupported) { return await evaluator.RunAsync(text, ct); }
     }
 
     /// <summary>

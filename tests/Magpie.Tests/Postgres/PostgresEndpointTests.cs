@@ -282,6 +282,36 @@ public sealed class PostgresEndpointTests(PgSampleFixture fx) : IClassFixture<Pg
         return rows;
     }
 
+    /// <summary>What DuckDB evaluates is held to the endpoint's limits: no files, a result cap, and a cancel that stops DuckDB itself.</summary>
+    [Fact]
+    public async Task Sql_evaluated_outside_the_index_reads_no_files_and_stops_at_its_limits_and_on_cancel()
+    {
+        var files = await PsqlAsync("SELECT * FROM read_csv('/etc/passwd')");
+        Assert.NotEqual(0, files.Exit);
+        Assert.Contains("file system operations are disabled", files.Error);
+        Assert.DoesNotContain("root:", files.Output);
+        var many = await PsqlAsync("SELECT * FROM range(200000)");
+        Assert.Contains("54000", many.Error);
+        Assert.Contains("add a LIMIT", many.Error);
+        var session = await PsqlAsync("SELECT current_user || 'x'");
+        Assert.Contains("0A000", session.Error);
+
+        await using var connection = new NpgsqlConnection(fx.ConnectionString());
+        await connection.OpenAsync();
+        await using var endless = new NpgsqlCommand("SELECT count(*) FROM range(100000000000)", connection);
+        var clock = Stopwatch.StartNew();
+        var running = endless.ExecuteScalarAsync();
+        await Task.Delay(1_000);
+        endless.Cancel();
+        // Npgsql reports a cancel it asked for as OperationCanceledException around the server's 57014.
+        var canceled = await Assert.ThrowsAsync<OperationCanceledException>(() => running);
+        Assert.Equal("57014", Assert.IsType<PostgresException>(canceled.InnerException).SqlState);
+        Assert.True(clock.Elapsed < TimeSpan.FromSeconds(20), $"the cancel took {clock.Elapsed}");
+        // The session goes on.
+        await using var next = new NpgsqlCommand("SELECT 41 + 1", connection);
+        Assert.Equal(42, Convert.ToInt32(await next.ExecuteScalarAsync(), CultureInfo.InvariantCulture));
+    }
+
     private Task<(int Exit, string Output, string Error)> PsqlAsync(string sql) => PsqlAsync(fx.Magpie.PgPort, sql);
 
     /// <summary>psql as a user runs it (simple protocol), unaligned, tuples only, errors verbose (with their SQLSTATE).</summary>

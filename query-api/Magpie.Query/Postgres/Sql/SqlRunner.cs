@@ -27,13 +27,43 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
             ?? throw new PgException(PgException.UndefinedColumn, $"column \"{SqlText.Shorten(name)}\" does not exist in \"{index}\"");
         PgType TypeOf(string field) => columns.First(c => c.Name == field).Type;
         var rql = new SqlToRql(Field, TypeOf);
-        var where = select.Where is null ? "" : " where " + rql.Condition(select.Where);
-        var from = $"from index {SqlToRql.Quote(index)}{where}";
+        var condition = select.Where is null ? null : rql.Condition(select.Where);
+        var from = $"from index {SqlToRql.Quote(index)}{(condition is null ? "" : " where " + condition)}";
+        // Rows whose key is NULL (a field the document lacks, or an explicit null), as a query of their own: one group in SQL.
+        string NullKey(SqlColumn key) =>
+            $"from index {SqlToRql.Quote(index)} where {(condition is null ? "" : $"({condition}) and ")}({rql.Condition(new SqlIsNull(key, false))})";
 
         return select.GroupBy.Count > 0 || select.Items.Any(i => HasAggregate(i.Expr))
-            ? await AggregateAsync(select, from, Field, TypeOf, ct)
+            ? await AggregateAsync(select, from, NullKey, Field, TypeOf, ct)
             : Rows(select, from, columns, Field, TypeOf);
     }
+
+    /// <summary>
+    /// Whether the index orders a statement's rows as PostgreSQL would. It sorts a field's terms with missing values first and text
+    /// ignoring case; PostgreSQL puts NULLs last ascending (first descending), compares text byte by byte and timestamps as
+    /// instants: a row query with ORDER BY is evaluated outside the index instead — unless it asks Magpie's own full text
+    /// (<c>search</c>, <c>highlight</c>), which only the index answers.
+    /// </summary>
+    public static bool OrdersExactly(SqlSelect select) =>
+        select.OrderBy.Count == 0 || select.GroupBy.Count > 0 || select.Items.Any(i => HasAggregate(i.Expr))
+        || Calls(select).Any(c => c.Name is "search" or "highlight");
+
+    private static IEnumerable<SqlCall> Calls(SqlSelect select) =>
+        select.Items.Select(i => i.Expr).Concat(select.Where is null ? [] : [select.Where]).SelectMany(CallsIn);
+
+    private static IEnumerable<SqlCall> CallsIn(SqlExpr e) => e switch
+    {
+        SqlCall c => c.Args.SelectMany(CallsIn).Prepend(c),
+        SqlBinary b => CallsIn(b.Left).Concat(CallsIn(b.Right)),
+        SqlNot n => CallsIn(n.Inner),
+        SqlNegate n => CallsIn(n.Inner),
+        SqlBetween b => CallsIn(b.Value).Concat(CallsIn(b.Low)).Concat(CallsIn(b.High)),
+        SqlIn i => CallsIn(i.Value).Concat(i.List.SelectMany(CallsIn)),
+        SqlIsNull n => CallsIn(n.Value),
+        SqlCast c => CallsIn(c.Value),
+        SqlExtractEpoch x => CallsIn(x.Of),
+        _ => [],
+    };
 
     // ---- rows ----
 
@@ -63,6 +93,8 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
                     throw new PgException(PgException.FeatureNotSupported, "without GROUP BY or aggregates, the select list takes columns, * and highlight(column, length, count)");
             }
         }
+        // LIMIT 0: the columns and no row (RQL's limit 0 would still page).
+        if (select.Limit == 0) return PgRows.Of(outputs.Select(o => new PgColumn(o.Name, o.Type)).ToList(), []);
         var text = new StringBuilder(from);
         if (select.OrderBy.Count > 0)
             text.Append(" order by ").Append(string.Join(", ", select.OrderBy.Select(o => SqlToRql.Quote(OrderField(o.Expr, select, outputs, field)) + (o.Descending ? " desc" : ""))));
@@ -83,7 +115,8 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
         _ => throw new PgException(PgException.FeatureNotSupported, "ORDER BY takes columns, aliases or positions here"),
     };
 
-    private async IAsyncEnumerable<object?[]> StreamAsync(string rql, List<PgType> types, Dictionary<int, (string Field, int Length, int Count)> highlights,
+    /// <summary>Each hit of <paramref name="rql"/> as a row: its projection <c>c0…cN</c> converted to the columns' types (or a highlight's fragments).</summary>
+    internal async IAsyncEnumerable<object?[]> StreamAsync(string rql, List<PgType> types, Dictionary<int, (string Field, int Length, int Count)> highlights,
         [EnumeratorCancellation] CancellationToken ct = default)
     {
         await foreach (var hit in QueryHits.StreamAsync(coordinator, new CoordinatorRequest { Query = rql }, LocalShardOwner.Parse(rql, null, null), ct))
@@ -101,19 +134,22 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
 
     private sealed record Output(string Name, PgType Type, Func<FacetBucket, object?> Value, SqlExpr Expr);
 
-    private async Task<PgOutcome> AggregateAsync(SqlSelect select, string from, Func<string, string> field, Func<string, PgType> typeOf, CancellationToken ct)
+    private async Task<PgOutcome> AggregateAsync(SqlSelect select, string from, Func<SqlColumn, string> nullKey, Func<string, string> field, Func<string, PgType> typeOf,
+        CancellationToken ct)
     {
         if (select.GroupBy.Count > 1) throw new PgException(PgException.FeatureNotSupported, "GROUP BY takes one key here (a column or a time bucket)");
         SqlExpr? key = select.GroupBy.Count == 0 ? null : ItemFor(select.GroupBy[0], select) ?? select.GroupBy[0];
         string? keyField = null;
+        SqlColumn? keyColumn = null;
         long? interval = null;
         string? calendar = null;
         switch (key)
         {
             case null: break;
-            case SqlColumn c: keyField = field(c.Name); break;
+            case SqlColumn c: keyField = field(c.Name); keyColumn = c; break;
             case SqlCall { Name: "date_trunc", Args: [SqlLiteral { Value: string unit }, SqlColumn t] }:
                 keyField = field(t.Name);
+                keyColumn = t;
                 if (typeOf(keyField) != PgType.TimestampTz)
                     throw new PgException("42883", $"function date_trunc(unknown, {SqlToRql.TypeName(typeOf(keyField))}) does not exist");
                 calendar = unit.Trim().ToLowerInvariant();
@@ -123,6 +159,7 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
             case SqlBinary { Op: "*", Left: SqlCall { Name: "floor", Args: [SqlBinary { Op: "/", Left: SqlExtractEpoch { Of: SqlColumn t }, Right: SqlLiteral { Value: double n } }] }, Right: SqlLiteral { Value: double m } }
                 when n == m && n >= 1 && n == Math.Floor(n):
                 keyField = field(t.Name);
+                keyColumn = t;
                 if (typeOf(keyField) != PgType.TimestampTz) throw new PgException(PgException.FeatureNotSupported, $"column \"{t.Name}\" holds no dates to bucket by time");
                 interval = (long)n;
                 break;
@@ -181,6 +218,17 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
         var request = new CoordinatorRequest { Query = from, Facets = [JsonSerializer.SerializeToElement(facet)], FacetsOnly = true };
         var page = await coordinator.PageAsync(request, LocalShardOwner.Parse(from, null, request.Facets, facetsOnly: true), 1, 0, null, false, ct);
         var buckets = page.Facets![0];
+        if (keyColumn is not null)
+        {
+            // The key's NULL group holds the rows without the field as well as those with an explicit null: counted by a query of
+            // its own (the facet's buckets are values), with the same aggregates and no key.
+            buckets = [.. buckets.Where(b => b.Text != EntryFields.NullValue)];
+            var nullFrom = nullKey(keyColumn);
+            var withoutKey = new Dictionary<string, object> { ["name"] = "sql", ["sum"] = aggregated };
+            var nullRequest = new CoordinatorRequest { Query = nullFrom, Facets = [JsonSerializer.SerializeToElement(withoutKey)], FacetsOnly = true };
+            var nulls = await coordinator.PageAsync(nullRequest, LocalShardOwner.Parse(nullFrom, null, nullRequest.Facets, facetsOnly: true), 1, 0, null, false, ct);
+            if (nulls.Facets![0].FirstOrDefault(b => b.Count > 0) is { } group) buckets = [.. buckets, group with { Text = null, Number = null }];
+        }
         var rows = buckets.Select(b => outputs.Select(o => o.Value(b)).ToArray()).ToList();
 
         // ORDER BY over the groups (by position, alias or the same expression); without one, by the key ascending.
