@@ -218,7 +218,7 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
         var request = new CoordinatorRequest { Query = from, Facets = [JsonSerializer.SerializeToElement(facet)], FacetsOnly = true };
         var page = await coordinator.PageAsync(request, LocalShardOwner.Parse(from, null, request.Facets, facetsOnly: true), 1, 0, null, false, ct);
         var buckets = page.Facets![0];
-        if (keyColumn is not null)
+        if (keyColumn is not null && !ExcludesNull(select.Where, keyColumn))
         {
             // The key's NULL group holds the rows without the field as well as those with an explicit null: counted by a query of
             // its own (the facet's buckets are values), with the same aggregates and no key.
@@ -248,6 +248,23 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
         if (select.Limit is { } limit) result = result.Take((int)Math.Min(limit, int.MaxValue));
         return PgRows.Of(outputs.Select(o => new PgColumn(o.Name, o.Type)).ToList(), result);
     }
+
+    /// <summary>
+    /// Whether the WHERE leaves out rows whose <paramref name="column"/> is NULL: one of its AND-ed conditions compares the column
+    /// (a comparison with NULL is never true) or says <c>IS NOT NULL</c> — Grafana's <c>$__timeFilter(time)</c> does, so a time
+    /// series needs no NULL group.
+    /// </summary>
+    private static bool ExcludesNull(SqlExpr? where, SqlColumn column) => where switch
+    {
+        SqlBinary { Op: "and" } b => ExcludesNull(b.Left, column) || ExcludesNull(b.Right, column),
+        SqlBinary { Op: "=" or "<>" or "!=" or "<" or "<=" or ">" or ">=" } b =>
+            b.Left is SqlColumn l && Same(l, column) && b.Right is SqlLiteral or SqlCast { Value: SqlLiteral }
+            || b.Right is SqlColumn r && Same(r, column) && b.Left is SqlLiteral or SqlCast { Value: SqlLiteral },
+        SqlBetween { Value: SqlColumn v } => Same(v, column),
+        SqlIn { Value: SqlColumn v } => Same(v, column),
+        SqlIsNull { Value: SqlColumn v, Negated: true } => Same(v, column),
+        _ => false,
+    };
 
     private static SqlExpr? ItemFor(SqlExpr e, SqlSelect select) => e switch
     {
