@@ -19,7 +19,12 @@ public sealed class LuceneEngine(ILogger log, long facetCacheBytes = 256L << 20,
     /// <summary>Where an index logs what Lucene said when it refused something, for operators (clients get Magpie's words).</summary>
     internal ILogger Log => log;
 
-    public const string EngineName = "lucene.net-4.8";
+    /// <summary>
+    /// The engine and the shape of the entries it writes: an index committed under another name is rebuilt from the change feed
+    /// when it opens (<c>IndexWorker.ResumeAsync</c>). "/2": integers past 2^53 are also kept exactly (<c>F@long</c>), which
+    /// entries written before lack — their queries would miss them.
+    /// </summary>
+    public const string EngineName = "lucene.net-4.8/2";
 
     internal const LuceneVersion Version = LuceneVersion.LUCENE_48;
 
