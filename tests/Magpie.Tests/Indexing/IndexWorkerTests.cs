@@ -218,6 +218,38 @@ public sealed class IndexWorkerTests : IAsyncLifetime
     }
 
     [Fact]
+    public async Task An_index_an_earlier_version_wrote_without_exact_integers_is_rebuilt_once_when_it_opens()
+    {
+        const string name = "Posts/EarlierShape";
+        await using (var first = Worker(ByTags, name))
+        {
+            first.Start();
+            Assert.True(await first.WaitForEtagAsync(_lastEtag, TimeSpan.FromSeconds(60)));
+        }
+        // The same definition and position, committed under the engine's name before integers were kept exactly.
+        var index = _host.Open(Path.Combine(_dir, "indexes", name));
+        var data = new Dictionary<string, string>((await index.StateAsync()).CommitData);
+        Assert.True(data.ContainsKey(IndexWorker.DefinitionKey), string.Join(", ", data.Keys));
+        data[IndexWorker.DefinitionKey] = data[IndexWorker.DefinitionKey].Replace(LuceneEngine.EngineName, "lucene.net-4.8", StringComparison.Ordinal);
+        await index.CommitAsync(data);
+        index.Close();
+
+        await using (var upgraded = Worker(ByTags, name))
+        {
+            upgraded.Start();
+            Assert.True(await upgraded.WaitForEtagAsync(_lastEtag, TimeSpan.FromSeconds(60)));
+            Assert.True(upgraded.Status.Snapshot().Batches > 0, "the index resumed instead of rebuilding");
+            Assert.Equal(_posts.Count(p => p.Tags.Contains("discussion")), await Count(upgraded, new TermQuery("Tags", "discussion")));
+        }
+        // Once: rebuilt under today's name, the next start resumes.
+        await using var resumed = Worker(ByTags, name);
+        resumed.Start();
+        Assert.True(await resumed.WaitForEtagAsync(_lastEtag, TimeSpan.FromSeconds(30)));
+        await Task.Delay(300);
+        Assert.Equal(0, resumed.Status.Snapshot().Batches);
+    }
+
+    [Fact]
     public async Task A_changed_definition_rebuilds_from_the_beginning_and_a_throwing_map_only_costs_its_document()
     {
         await using (var first = Worker(ByTags, "Posts/Rebuilt"))
