@@ -44,10 +44,13 @@ internal sealed class ColumnSort(string field, bool descending, FacetColumns col
     private sealed class ColumnValues(FacetColumns.Column column, bool largest, SortedSetDocValues terms, Func<FacetColumns.TermSample> sample)
         : SortedDocValues
     {
-        public override int GetOrd(int docID)
+        public override int GetOrd(int docID) => Pick(column, docID, largest);
+
+        /// <summary>A document's ordinal in a column: its largest value's when <paramref name="largest"/>, else its smallest's; -1 for none.</summary>
+        public static int Pick(FacetColumns.Column column, int doc, bool largest)
         {
-            if (column.Start is not { } start) return column.Ords[docID];
-            int from = start[docID], to = start[docID + 1];
+            if (column.Start is not { } start) return column.Ords[doc];
+            int from = start[doc], to = start[doc + 1];
             return from == to ? -1 : column.Ords[largest ? to - 1 : from];
         }
 
@@ -66,7 +69,7 @@ internal sealed class ColumnSort(string field, bool descending, FacetColumns col
     /// followed by the integer's 8 when the document has one — so across segments, one without integers past 2^53 (plain
     /// <see cref="ColumnValues"/>, 8 bytes) compares with this one by bytes as the values compare.
     /// </summary>
-    private sealed class ExactValues(int[] ords, byte[][] values) : SortedDocValues
+    private sealed class ExactValues(int[] ords, byte[][] values) : SortedKeyValues(values)
     {
         public long Bytes => 64L + 4L * ords.Length + values.Sum(v => 24L + v.Length);
 
@@ -75,7 +78,7 @@ internal sealed class ColumnSort(string field, bool descending, FacetColumns col
         {
             var pairs = new long[maxDoc];
             for (var doc = 0; doc < maxDoc; doc++)
-                pairs[doc] = ((long)(Pick(numbers, doc, largest) + 1) << 32) | (uint)(Pick(integers, doc, largest) + 1);
+                pairs[doc] = ((long)(ColumnValues.Pick(numbers, doc, largest) + 1) << 32) | (uint)(ColumnValues.Pick(integers, doc, largest) + 1);
             var distinct = pairs.Distinct().Order().ToArray();
             var ords = new int[maxDoc];
             for (var doc = 0; doc < maxDoc; doc++) ords[doc] = (int)(pairs[doc] >> 32) == 0 ? -1 : Array.BinarySearch(distinct, pairs[doc]);
@@ -100,37 +103,6 @@ internal sealed class ColumnSort(string field, bool descending, FacetColumns col
             return new ExactValues(ords, values);
         }
 
-        private static int Pick(FacetColumns.Column column, int doc, bool largest)
-        {
-            if (column.Start is not { } start) return column.Ords[doc];
-            int from = start[doc], to = start[doc + 1];
-            return from == to ? -1 : column.Ords[largest ? to - 1 : from];
-        }
-
         public override int GetOrd(int docID) => ords[docID];
-
-        public override void LookupOrd(int ord, BytesRef result)
-        {
-            result.Bytes = values[ord];
-            result.Offset = 0;
-            result.Length = values[ord].Length;
-        }
-
-        public override int ValueCount => values.Length;
-
-        public override int LookupTerm(BytesRef key)
-        {
-            int lo = 0, hi = values.Length - 1;
-            var wanted = key.Bytes.AsSpan(key.Offset, key.Length);
-            while (lo <= hi)
-            {
-                var mid = (lo + hi) >>> 1;
-                var c = values[mid].AsSpan().SequenceCompareTo(wanted);
-                if (c < 0) lo = mid + 1;
-                else if (c > 0) hi = mid - 1;
-                else return mid;
-            }
-            return -(lo + 1);
-        }
     }
 }

@@ -97,7 +97,7 @@ internal sealed class KeyedColumnSort : SortField
     }
 
     /// <summary>Each document's key rank (the largest of its values' ranks when descending, else the smallest; -1 for none).</summary>
-    private sealed class KeyValues(FacetColumns.Column column, Ranks ranks, bool largest) : SortedDocValues
+    private sealed class KeyValues(FacetColumns.Column column, Ranks ranks, bool largest) : SortedKeyValues(ranks.Keys)
     {
         public override int GetOrd(int docID)
         {
@@ -111,31 +111,6 @@ internal sealed class KeyedColumnSort : SortField
                 if (largest ? rank > best : rank < best) best = rank;
             }
             return best;
-        }
-
-        public override void LookupOrd(int ord, BytesRef result)
-        {
-            var key = ranks.Keys[ord];
-            result.Bytes = key;
-            result.Offset = 0;
-            result.Length = key.Length;
-        }
-
-        public override int ValueCount => ranks.Keys.Length;
-
-        public override int LookupTerm(BytesRef key)
-        {
-            int lo = 0, hi = ranks.Keys.Length - 1;
-            var wanted = key.Bytes.AsSpan(key.Offset, key.Length);
-            while (lo <= hi)
-            {
-                var mid = (lo + hi) >>> 1;
-                var c = ranks.Keys[mid].AsSpan().SequenceCompareTo(wanted);
-                if (c < 0) lo = mid + 1;
-                else if (c > 0) hi = mid - 1;
-                else return mid;
-            }
-            return -(lo + 1);
         }
     }
 }
