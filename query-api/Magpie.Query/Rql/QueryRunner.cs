@@ -64,7 +64,7 @@ public static class QueryRunner
         if (order.IsRandom) return new SortField(SortKind.Random, EntryFields.Id, order.Descending) { Seed = order.Seed ?? Guid.NewGuid().ToString("N") };
         var field = order.Field == RqlFields.Id ? EntryFields.Id : order.Field!;
         if (order.As == RqlOrder.Alphanumeric) return new SortField(SortKind.Alphanumeric, field, order.Descending);
-        if (order.Field == RqlFields.Id) return new SortField(SortKind.String, EntryFields.Id, order.Descending);
+        if (order.Field == RqlFields.Id) return new SortField(SortKind.String, field, order.Descending);
         var numeric = order.As switch
         {
             "long" or "double" => true,

@@ -113,10 +113,8 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
     /// <summary>A field as index names spell it (<c>Lines[].Product</c>: <c>Lines-all.Product</c>).</summary>
     private static string NameOf(string field) => field.Replace("[]", "-all", StringComparison.Ordinal);
 
-    private const string Get = AutoMaps.Get;
-
     private static string Map(string collection, IEnumerable<(string Field, bool Vector)> fields) =>
-        $"map('{collection}', function (d) {{ {Get}" + (fields.Any(f => f.Vector) ? Vec : "") +
+        $"map('{collection}', function (d) {{ {AutoMaps.Get}" + (fields.Any(f => f.Vector) ? Vec : "") +
         $"return {{ {string.Join(", ", fields.Select(f => f.Vector ? $"'{f.Field}': vec(get(d, '{f.Field}'))" : $"'{f.Field}': get(d, '{f.Field}')"))} }}; }})";
 
     /// <summary>A document's vector: its array of numbers or base64 string as a vector, nothing when it has neither.</summary>
@@ -160,7 +158,7 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
         var body = each is not null
             ? $"var a = get(d, '{each[..^2]}'); return (Array.isArray(a) ? a : []).map(function (e) {{ return {{ {fields} }}; }});"
             : $"return {{ {fields} }};";
-        var map = $"map('{collection}', function (d) {{ {Get}function key(v) {{ return v === undefined ? null : v; }} " +
+        var map = $"map('{collection}', function (d) {{ {AutoMaps.Get}function key(v) {{ return v === undefined ? null : v; }} " +
                   "function whole(v) { return v === undefined ? null : Array.isArray(v) ? v : [v]; } " +
                   "function num(v) { return typeof v === 'number' ? v : Array.isArray(v) ? v.reduce(function (n, x) { return n + (typeof x === 'number' ? x : 0); }, 0) : 0; } " +
                   $"{body} }})";

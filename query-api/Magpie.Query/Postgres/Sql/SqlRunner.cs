@@ -211,23 +211,25 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
             });
         }
 
+        // One facet over the query's matches: the groups and their aggregates, counted in the index.
+        async Task<IReadOnlyList<FacetBucket>> BucketsAsync(string query, Dictionary<string, object> facet)
+        {
+            var request = new CoordinatorRequest { Query = query, Facets = [JsonSerializer.SerializeToElement(facet)], FacetsOnly = true };
+            var page = await coordinator.PageAsync(request, LocalShardOwner.Parse(query, null, request.Facets, facetsOnly: true), 1, 0, null, false, ct);
+            return page.Facets![0];
+        }
         var facet = new Dictionary<string, object> { ["name"] = "sql", ["sum"] = aggregated };
         if (keyField is not null) facet["field"] = keyField;
         if (interval is { } seconds) facet["interval"] = seconds;
         if (calendar is not null) facet["calendar"] = calendar;
-        var request = new CoordinatorRequest { Query = from, Facets = [JsonSerializer.SerializeToElement(facet)], FacetsOnly = true };
-        var page = await coordinator.PageAsync(request, LocalShardOwner.Parse(from, null, request.Facets, facetsOnly: true), 1, 0, null, false, ct);
-        var buckets = page.Facets![0];
+        var buckets = await BucketsAsync(from, facet);
         if (keyColumn is not null && !ExcludesNull(select.Where, keyColumn))
         {
             // The key's NULL group holds the rows without the field as well as those with an explicit null: counted by a query of
             // its own (the facet's buckets are values), with the same aggregates and no key.
             buckets = [.. buckets.Where(b => b.Text != EntryFields.NullValue)];
-            var nullFrom = nullKey(keyColumn);
-            var withoutKey = new Dictionary<string, object> { ["name"] = "sql", ["sum"] = aggregated };
-            var nullRequest = new CoordinatorRequest { Query = nullFrom, Facets = [JsonSerializer.SerializeToElement(withoutKey)], FacetsOnly = true };
-            var nulls = await coordinator.PageAsync(nullRequest, LocalShardOwner.Parse(nullFrom, null, nullRequest.Facets, facetsOnly: true), 1, 0, null, false, ct);
-            if (nulls.Facets![0].FirstOrDefault(b => b.Count > 0) is { } group) buckets = [.. buckets, group with { Text = null, Number = null }];
+            var nulls = await BucketsAsync(nullKey(keyColumn), new Dictionary<string, object> { ["name"] = "sql", ["sum"] = aggregated });
+            if (nulls.FirstOrDefault(b => b.Count > 0) is { } group) buckets = [.. buckets, group with { Text = null, Number = null }];
         }
         var rows = buckets.Select(b => outputs.Select(o => o.Value(b)).ToArray()).ToList();
 
