@@ -64,8 +64,8 @@ public static class QueryModule
         services.AddSingleton(options);
         services.AddSingleton(sp => new IndexSchemas(sp.GetRequiredService<IIndexDefinitions>(),
             sp.GetService<ILocalShards>(), sp.GetRequiredService<QueryCoordinator>()));
-        services.AddSingleton<PgCatalog>().AddSingleton<SqlRunner>().AddSingleton<DuckDbEvaluator>();
-        services.AddSingleton<Func<IPgStatements>>(sp => () => new PgStatements(sp.GetRequiredService<PgCatalog>(), sp.GetRequiredService<SqlRunner>(),
+        services.AddSingleton<DuckDbDatabase>().AddSingleton<SqlRunner>().AddSingleton<DuckDbEvaluator>();
+        services.AddSingleton<Func<IPgStatements>>(sp => () => new PgStatements(sp.GetRequiredService<SqlRunner>(),
             sp.GetRequiredService<DuckDbEvaluator>(), sp.GetRequiredService<QueryCoordinator>()));
         services.AddSingleton<PgServer>().AddHostedService(sp => sp.GetRequiredService<PgServer>());
         return services;

@@ -75,10 +75,10 @@ public static class FuzzTargets
     {
         public PgSession? Session { get; set; }
 
-        public Task<PgOutcome> RunAsync(string statement, CancellationToken ct)
+        public Task<PgOutcome> RunAsync(string statement, PgSessionInfo session, CancellationToken ct)
         {
             Check();
-            return new ParseOnly().RunAsync(statement, ct);
+            return new ParseOnly().RunAsync(statement, session, ct);
         }
 
         public void Check()
@@ -107,7 +107,7 @@ public static class FuzzTargets
 
     private sealed class ParseOnly : IPgStatements
     {
-        public Task<PgOutcome> RunAsync(string statement, CancellationToken ct)
+        public Task<PgOutcome> RunAsync(string statement, PgSessionInfo session, CancellationToken ct)
         {
             var first = statement.TrimStart().Split([' ', '\n', '\t', '('], 2)[0];
             if (first.Equals("select", StringComparison.OrdinalIgnoreCase)) SqlParser.Parse(statement);

@@ -12,8 +12,11 @@ public sealed record PgCommand(string Tag) : PgOutcome;
 
 public sealed record PgEmptyQuery : PgOutcome;
 
+/// <summary>Who a session is, as its startup message named it: what current_user, current_database() and the settings answer.</summary>
+public sealed record PgSessionInfo(string User, string Database, string ApplicationName = "");
+
 /// <summary>Runs one SQL statement (or RQL query) for a session.</summary>
 public interface IPgStatements
 {
-    Task<PgOutcome> RunAsync(string statement, CancellationToken ct);
+    Task<PgOutcome> RunAsync(string statement, PgSessionInfo session, CancellationToken ct);
 }

@@ -45,6 +45,8 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
         public bool Binary(int column) => resultFormats.Length switch { 0 => false, 1 => resultFormats[0] == 1, _ => column < resultFormats.Length && resultFormats[column] == 1 };
     }
 
+    private PgSessionInfo? _session;
+
     public async Task RunAsync(CancellationToken ct)
     {
         try
@@ -124,6 +126,8 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
                         parameters[name] = r.CString();
                     }
                     var user = parameters.GetValueOrDefault("user") ?? throw new PgException(PgException.InvalidAuthorization, "no user in the startup message", fatal: true);
+                    // As PostgreSQL: the database defaults to the user's name.
+                    _session = new PgSessionInfo(user, parameters.GetValueOrDefault("database") is { Length: > 0 } db ? db : user, parameters.GetValueOrDefault("application_name") ?? "");
                     if (!admission.Spoke()) throw new PgException(PgException.TooManyConnections, $"sorry, too many clients already ({options.MaxConnections})", fatal: true);
                     HoldsSlot = true;
                     QueryMetrics.PgSessionOpened();
@@ -196,7 +200,7 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
         {
             ["server_version"] = "16.0 (Magpie)", ["server_encoding"] = "UTF8", ["client_encoding"] = "UTF8", ["DateStyle"] = "ISO, MDY",
             ["IntervalStyle"] = "postgres", ["TimeZone"] = "UTC", ["integer_datetimes"] = "on", ["standard_conforming_strings"] = "on",
-            ["is_superuser"] = "off", ["session_authorization"] = user, ["application_name"] = "",
+            ["is_superuser"] = "off", ["session_authorization"] = user, ["application_name"] = _session!.ApplicationName,
         })
             _wire.ParameterStatus(name, value);
     }
@@ -393,7 +397,7 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
     {
         using var running = Running(ct);
         _statementStarted = Stopwatch.GetTimestamp();
-        try { return await statements.RunAsync(sql, running.Token); }
+        try { return await statements.RunAsync(sql, _session!, running.Token); }
         catch (OperationCanceledException) when (!ct.IsCancellationRequested) { throw Canceled(); }
         finally { _running = null; }
     }

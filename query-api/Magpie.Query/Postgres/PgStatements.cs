@@ -7,10 +7,10 @@ namespace Magpie.Query.Postgres;
 
 /// <summary>
 /// What a statement is and who answers it: session commands (SET, BEGIN, …) are acknowledged (the endpoint is read-only),
-/// catalog questions go to <see cref="PgCatalog"/>, RQL (<c>from …</c>) runs as-is, SELECT goes to <see cref="SqlRunner"/> — in
-/// the index, what it answers exactly — and what that refuses to <see cref="DuckDbEvaluator"/>, over the index's rows.
+/// SHOW and pg_sleep go to <see cref="PgCatalog"/>, RQL (<c>from …</c>) runs as-is, SELECT goes to <see cref="SqlRunner"/> — in
+/// the index, what it answers exactly — and what that refuses, or what reads the catalogs, to <see cref="DuckDbEvaluator"/>.
 /// </summary>
-public sealed class PgStatements(PgCatalog catalog, SqlRunner sql, DuckDbEvaluator evaluator, QueryCoordinator coordinator) : IPgStatements
+public sealed class PgStatements(SqlRunner sql, DuckDbEvaluator evaluator, QueryCoordinator coordinator) : IPgStatements
 {
     private static readonly Dictionary<string, string> SessionCommands = new(StringComparer.OrdinalIgnoreCase)
     {
@@ -21,7 +21,7 @@ public sealed class PgStatements(PgCatalog catalog, SqlRunner sql, DuckDbEvaluat
     private static readonly HashSet<string> Writes = new(StringComparer.OrdinalIgnoreCase)
         { "insert", "update", "delete", "create", "drop", "alter", "truncate", "copy", "grant", "revoke", "vacuum", "merge" };
 
-    public async Task<PgOutcome> RunAsync(string statement, CancellationToken ct)
+    public async Task<PgOutcome> RunAsync(string statement, PgSessionInfo session, CancellationToken ct)
     {
         var text = statement.Trim().TrimEnd(';').Trim();
         if (SqlText.Split(text).Count == 0) return new PgEmptyQuery();
@@ -30,20 +30,21 @@ public sealed class PgStatements(PgCatalog catalog, SqlRunner sql, DuckDbEvaluat
         if (Writes.Contains(first))
             throw new PgException("25006", "Magpie's PostgreSQL endpoint is read-only: write documents over HTTP (/docs, /bulk_docs) or to the magpie.documents topic");
         if (first.Equals("from", StringComparison.OrdinalIgnoreCase)) return await RqlAsync(text, ct);
-        if (await catalog.AnswerAsync(text, ct) is { } answer) return answer;
-        if (first.Equals("select", StringComparison.OrdinalIgnoreCase) || first.Equals("with", StringComparison.OrdinalIgnoreCase)) return await SelectAsync(text, ct);
+        if (await PgCatalog.AnswerAsync(text, session, ct) is { } answer) return answer;
+        if (first.Equals("select", StringComparison.OrdinalIgnoreCase) || first.Equals("with", StringComparison.OrdinalIgnoreCase)) return await SelectAsync(text, session, ct);
         throw new PgException(PgException.SyntaxError, $"syntax error at or near \"{SqlText.Shorten(first)}\": Magpie answers SELECT over its indexes, RQL (from …), SHOW and SET");
     }
 
     /// <summary>In the index when its SQL reads the statement exactly; anything it refuses (its grammar or its plans) evaluated over the index's rows.</summary>
-    private async Task<PgOutcome> SelectAsync(string text, CancellationToken ct)
+    private async Task<PgOutcome> SelectAsync(string text, PgSessionInfo session, CancellationToken ct)
     {
+        if (PgDialect.ReadsCatalog(text)) return await evaluator.RunAsync(text, session, ct);
         SqlSelect select;
         try { select = SqlParser.Parse(text); }
-        catch (PgException e) when (e.SqlState is PgException.SyntaxError or PgException.FeatureNotSupported) { return await evaluator.RunAsync(text, ct); }
-        if (!SqlRunner.OrdersExactly(select)) return await evaluator.RunAsync(text, ct);
+        catch (PgException e) when (e.SqlState is PgException.SyntaxError or PgException.FeatureNotSupported) { return await evaluator.RunAsync(text, session, ct); }
+        if (!SqlRunner.OrdersExactly(select)) return await evaluator.RunAsync(text, session, ct);
         try { return await sql.RunAsync(select, ct); }
-        catch (PgException e) when (e.SqlState == PgException.FeatureNotSupported) { return await evaluator.RunAsync(text, ct); }
+        catch (PgException e) when (e.SqlState == PgException.FeatureNotSupported) { return await evaluator.RunAsync(text, session, ct); }
     }
 
     /// <summary>

@@ -37,7 +37,7 @@ public sealed class PgSampleFixture : IAsyncLifetime
     public async Task DisposeAsync() => await Magpie.DisposeAsync();
 
     public string ConnectionString(string? user = "grafana", string? password = null) =>
-        $"Host=127.0.0.1;Port={Magpie.PgPort};Username={user};Database=magpie;Pooling=false;Server Compatibility Mode=NoTypeLoading" + (password is null ? "" : $";Password={password}");
+        $"Host=127.0.0.1;Port={Magpie.PgPort};Username={user};Database=magpie;Pooling=false" + (password is null ? "" : $";Password={password}");
 }
 
 /// <summary>
@@ -293,8 +293,8 @@ public sealed class PostgresEndpointTests(PgSampleFixture fx) : IClassFixture<Pg
         var many = await PsqlAsync("SELECT * FROM range(200000)");
         Assert.Contains("54000", many.Error);
         Assert.Contains("add a LIMIT", many.Error);
-        var session = await PsqlAsync("SELECT current_user || 'x'");
-        Assert.Contains("0A000", session.Error);
+        // The session's names are the session's, not DuckDB's.
+        Assert.Equal("grafana|magpie|grafanax", (await PsqlAsync("SELECT current_user, current_database(), current_user || 'x'")).Output.Trim());
 
         await using var connection = new NpgsqlConnection(fx.ConnectionString());
         await connection.OpenAsync();

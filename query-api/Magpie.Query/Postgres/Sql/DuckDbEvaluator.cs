@@ -1,6 +1,8 @@
 using System.Globalization;
 using System.Numerics;
-using System.Text.Json;
+using System.Text;
+using System.Text.Json.Nodes;
+using Magpie.Query.Postgres.Catalog;
 using DuckDB.NET.Data;
 
 namespace Magpie.Query.Postgres.Sql;
@@ -11,9 +13,11 @@ namespace Magpie.Query.Postgres.Sql;
 /// is evaluated by DuckDB, a maintained SQL engine whose parser is PostgreSQL's grammar, set to PostgreSQL's semantics where the
 /// two differ (NULLs last ascending and first descending, integer division, UTC). Each index the statement reads becomes a
 /// table of the same name and columns, filled from one snapshot of the index (a field a document lacks is NULL, as SQL has it);
-/// then the statement runs as written. Every input has a limit: rows read per table, result rows, DuckDB's memory and threads.
+/// then the statement runs as PostgreSQL means it (<see cref="PgDialect"/>). A statement that reads the catalogs also sees the
+/// session's rows of pg_class, pg_attribute, information_schema and the settings (<see cref="PgSessionCatalog"/>). Every input
+/// has a limit: rows read per table, result rows, DuckDB's memory and threads.
 /// </summary>
-public sealed class DuckDbEvaluator(IndexSchemas schemas, SqlRunner rows)
+public sealed class DuckDbEvaluator(IndexSchemas schemas, SqlRunner rows, DuckDbDatabase database)
 {
     /// <summary>Rows read from one index (past it the statement is refused, 54000: filter with RQL, or ask the index's own SQL).</summary>
     public const int MaxTableRows = 2_000_000;
@@ -21,41 +25,30 @@ public sealed class DuckDbEvaluator(IndexSchemas schemas, SqlRunner rows)
     /// <summary>Rows a statement evaluated here may answer (they are held until sent).</summary>
     public const int MaxResultRows = 100_000;
 
-    /// <summary>Functions whose DuckDB answer is DuckDB's, not this session's (DuckDB's user, database, version): refused rather than answered wrongly.</summary>
-    private static readonly string[] SessionFunctions =
-        ["current_database", "current_catalog", "current_schema", "version", "current_setting", "pg_backend_pid", "inet_server"];
-
-    /// <summary>The same values written without parentheses (SQL's special names): DuckDB reads them as column names it answers itself.</summary>
-    private static readonly HashSet<string> SessionNames = new(StringComparer.OrdinalIgnoreCase)
-        { "current_user", "session_user", "current_role", "current_catalog", "current_schema", "user" };
-
-    public async Task<PgOutcome> RunAsync(string sql, CancellationToken ct)
+    public async Task<PgOutcome> RunAsync(string sql, PgSessionInfo session, CancellationToken ct)
     {
-        using var connection = new DuckDBConnection("DataSource=:memory:");
-        await connection.OpenAsync(ct);
-        // No files, no extensions, no settings changed by a statement: the engine sees only the tables filled here.
-        foreach (var setting in (string[])["SET default_null_order = 'nulls_last_on_asc_first_on_desc'", "SET integer_division = true",
-                     "SET TimeZone = 'UTC'", "SET threads = 2", "SET memory_limit = '1GB'", "SET enable_external_access = false",
-                     "SET autoinstall_known_extensions = false", "SET autoload_known_extensions = false", "SET lock_configuration = true"])
-            Execute(connection, setting);
-        var tree = TreeOf(connection, sql);
-        var functions = FunctionsOf(tree);
-        if (SessionFunctions.FirstOrDefault(f => functions.Any(n => n.StartsWith(f, StringComparison.Ordinal))) is { } session)
-            throw new PgException(PgException.FeatureNotSupported, $"{session}() is not answered by Magpie's endpoint yet");
+        var text = PgDialect.Prepare(sql, session);
+        using var connection = database.Open();
+        var tree = TreeOf(connection, text);
+        if (PgDialect.Rewrite(text, tree) is { } rewritten) text = SqlOf(connection, rewritten);
         var tables = new List<(string Table, string Index, IReadOnlyList<PgColumn> Columns)>();
         foreach (var table in TablesOf(tree))
         {
             var index = schemas.Resolve(table)!;
             tables.Add((table, index, await schemas.ColumnsAsync(index, ct)));
         }
-        // `user` is a column where a table has one; otherwise it is the session's, which DuckDB would answer with its own.
-        if (ColumnNamesOf(tree).FirstOrDefault(n => SessionNames.Contains(n) && !tables.Any(t => t.Columns.Any(c => string.Equals(c.Name, n, StringComparison.OrdinalIgnoreCase)))) is { } name)
-            throw new PgException(PgException.FeatureNotSupported, $"{name} is not answered by Magpie's endpoint yet");
+        PgSessionCatalog.WriteFunctions(connection, session);
+        if (PgDialect.ReadsCatalog(sql))
+        {
+            var all = new List<(string, IReadOnlyList<PgColumn>)>();
+            foreach (var index in schemas.Tables) all.Add((index, await schemas.ColumnsAsync(index, ct)));
+            PgSessionCatalog.Write(connection, session, all);
+        }
         foreach (var (table, index, columns) in tables) await LoadAsync(connection, table, index, columns, ct);
         try
         {
             using var command = connection.CreateCommand();
-            command.CommandText = sql;
+            command.CommandText = text;
             // A statement timeout or a client's cancel interrupts DuckDB itself, not only the wait for it.
             using var interrupt = ct.Register(command.Cancel);
             using var reader = await command.ExecuteReaderAsync(ct);
@@ -74,75 +67,80 @@ public sealed class DuckDbEvaluator(IndexSchemas schemas, SqlRunner rows)
         catch (DuckDBException e) { throw Problem(e); }
     }
 
-    private static void Execute(DuckDBConnection connection, string sql)
-    {
-        using var command = connection.CreateCommand();
-        command.CommandText = sql;
-        command.ExecuteNonQuery();
-    }
-
     /// <summary>The statement's syntax tree, as DuckDB's parser (PostgreSQL's grammar) reads it; a statement it can't parse is a syntax error.</summary>
-    private static JsonElement TreeOf(DuckDBConnection connection, string sql)
+    private static JsonNode TreeOf(DuckDBConnection connection, string sql)
     {
         using var command = connection.CreateCommand();
         // A string literal (its quotes doubled): json_serialize_sql takes no parameter.
         command.CommandText = "SELECT json_serialize_sql('" + sql.Replace("'", "''") + "')";
-        var tree = JsonDocument.Parse((string)command.ExecuteScalar()!).RootElement.Clone();
-        if (tree.TryGetProperty("error", out var error) && error.ValueKind == JsonValueKind.True)
-            throw new PgException(PgException.SyntaxError, tree.TryGetProperty("error_message", out var m) ? m.GetString()! : "syntax error");
+        var tree = JsonNode.Parse((string)command.ExecuteScalar()!)!;
+        if (tree["error"]?.GetValue<bool>() == true)
+            throw new PgException(PgException.SyntaxError, PgDialect.Text(tree["error_message"]) ?? "syntax error");
+        if (tree["statements"] is not JsonArray { Count: 1 })
+            throw new PgException(PgException.SyntaxError, "cannot insert multiple commands into a prepared statement");
         return tree;
     }
 
-    /// <summary>The Magpie indexes a statement reads: its base tables (not its CTEs, not a catalog's) that name an index.</summary>
-    private IReadOnlyList<string> TablesOf(JsonElement tree)
+    /// <summary>A syntax tree back to the statement's text.</summary>
+    private static string SqlOf(DuckDBConnection connection, JsonNode tree)
+    {
+        using var command = connection.CreateCommand();
+        command.CommandText = "SELECT json_deserialize_sql($tree::JSON)";
+        command.Parameters.Add(new DuckDBParameter("tree", tree.ToJsonString()));
+        return (string)command.ExecuteScalar()!;
+    }
+
+    /// <summary>
+    /// The Magpie indexes a statement reads: its base tables (not its CTEs, not a catalog's) that name an index. A pg_ table
+    /// that isn't one of Magpie's catalogs is refused: DuckDB would answer it with its own.
+    /// </summary>
+    private IReadOnlyList<string> TablesOf(JsonNode tree)
     {
         var tables = new HashSet<string>(StringComparer.Ordinal);
         var ctes = new HashSet<string>(StringComparer.OrdinalIgnoreCase);
         foreach (var node in Nodes(tree))
         {
-            if (node.TryGetProperty("cte_map", out var map) && map.TryGetProperty("map", out var entries) && entries.ValueKind == JsonValueKind.Array)
-                foreach (var entry in entries.EnumerateArray())
-                    if (entry.TryGetProperty("key", out var key) && key.ValueKind == JsonValueKind.String) ctes.Add(key.GetString()!);
-            if (node.TryGetProperty("type", out var type) && type.ValueKind == JsonValueKind.String && type.GetString() == "BASE_TABLE"
-                && node.TryGetProperty("schema_name", out var schema) && schema.GetString() is "" or "public"
-                && node.GetProperty("table_name").GetString() is { } name)
+            if (node["cte_map"]?["map"] is JsonArray entries)
+                foreach (var entry in entries)
+                    if (PgDialect.Text(entry?["key"]) is { } key) ctes.Add(key);
+            if (PgDialect.Text(node["type"]) == "BASE_TABLE" && PgDialect.Text(node["table_name"]) is { } name
+                && PgDialect.Text(node["schema_name"]) is "" or "public" && PgDialect.Text(node["catalog_name"]) is null or "")
+            {
+                if (database.IsCatalogTable(name)) continue;
+                if (name.StartsWith("pg_", StringComparison.OrdinalIgnoreCase) && schemas.Resolve(name) is null)
+                    throw new PgException(PgException.FeatureNotSupported, $"the catalog {SqlText.Shorten(name)} is not served by Magpie's endpoint");
                 tables.Add(name);
+            }
         }
         return [.. tables.Where(t => !ctes.Contains(t) && schemas.Resolve(t) is not null)];
     }
 
-    private static IEnumerable<string> ColumnNamesOf(JsonElement tree) =>
-        Nodes(tree).Where(n => n.TryGetProperty("class", out var c) && c.GetString() == "COLUMN_REF" && n.TryGetProperty("column_names", out var names) && names.GetArrayLength() == 1)
-            .Select(n => n.GetProperty("column_names")[0].GetString()!);
-
-    private static HashSet<string> FunctionsOf(JsonElement tree) =>
-        [.. Nodes(tree).Where(n => n.TryGetProperty("class", out var c) && c.GetString() == "FUNCTION")
-            .Select(n => n.GetProperty("function_name").GetString()!.ToLowerInvariant())];
-
-    private static IEnumerable<JsonElement> Nodes(JsonElement e)
+    private static IEnumerable<JsonObject> Nodes(JsonNode e)
     {
-        var stack = new Stack<JsonElement>([e]);
+        var stack = new Stack<JsonNode>([e]);
         while (stack.Count > 0)
         {
-            var node = stack.Pop();
-            if (node.ValueKind == JsonValueKind.Object)
+            switch (stack.Pop())
             {
-                yield return node;
-                foreach (var p in node.EnumerateObject()) stack.Push(p.Value);
+                case JsonObject o:
+                    yield return o;
+                    foreach (var p in o) if (p.Value is not null) stack.Push(p.Value);
+                    break;
+                case JsonArray a:
+                    foreach (var item in a) if (item is not null) stack.Push(item);
+                    break;
             }
-            else if (node.ValueKind == JsonValueKind.Array)
-                foreach (var item in node.EnumerateArray()) stack.Push(item);
         }
     }
 
     /// <summary>The table named as the statement names it, with the index's columns, filled with every entry of the index.</summary>
     private async Task LoadAsync(DuckDBConnection connection, string table, string index, IReadOnlyList<PgColumn> columns, CancellationToken ct)
     {
-        Execute(connection, $"CREATE TABLE {Quote(table)} ({string.Join(", ", columns.Select(c => $"{Quote(c.Name)} {DuckType(c.Type)}"))})");
+        DuckDbDatabase.Execute(connection, $"CREATE TEMP TABLE {Quote(table)} ({string.Join(", ", columns.Select(c => $"{Quote(c.Name)} {DuckType(c.Type)}"))})");
         if (columns.Count == 0) return;
         var rql = $"from index {SqlToRql.Quote(index)} select {string.Join(", ", columns.Select((c, i) => $"{SqlToRql.Quote(c.Name)} as {SqlToRql.Quote("c" + i)}"))}";
         var types = columns.Select(c => c.Type).ToList();
-        using var appender = connection.CreateAppender(table);
+        using var appender = connection.CreateAppender("temp", "main", table);
         var count = 0;
         await foreach (var values in rows.StreamAsync(rql, types, [], ct))
         {
@@ -186,6 +184,7 @@ public sealed class DuckDbEvaluator(IndexSchemas schemas, SqlRunner rows)
         "integer" or "smallint" or "tinyint" or "usmallint" or "utinyint" => PgType.Int4,
         "double" or "float" or "real" or "decimal" => PgType.Float8,
         "boolean" => PgType.Bool,
+        "list" => PgType.Text,
         "timestamptz" or "timestamp" or "timestamp with time zone" or "date" => PgType.TimestampTz,
         _ => PgType.Text,
     };
@@ -198,9 +197,25 @@ public sealed class DuckDbEvaluator(IndexSchemas schemas, SqlRunner rows)
         (DateTime t, _) => DateTime.SpecifyKind(t, DateTimeKind.Utc),
         (DateOnly d, _) => d.ToDateTime(TimeOnly.MinValue, DateTimeKind.Utc),
         (decimal m, _) => (double)m,
+        (System.Collections.IList list, _) => ArrayText(list),
         (_, PgType.Text) => Convert.ToString(value, CultureInfo.InvariantCulture),
         _ => value,
     };
+
+    /// <summary>A list as PostgreSQL writes an array in text: <c>{a,"b c",NULL}</c>.</summary>
+    private static string ArrayText(System.Collections.IList list)
+    {
+        var b = new StringBuilder("{");
+        foreach (var item in list)
+        {
+            if (b.Length > 1) b.Append(',');
+            var text = item switch { null => null, System.Collections.IList inner => ArrayText(inner), bool v => v ? "t" : "f", _ => Convert.ToString(ValueOf(item, PgType.Text), CultureInfo.InvariantCulture) };
+            if (text is null) b.Append("NULL");
+            else if (item is System.Collections.IList || (text.Length > 0 && !text.Equals("NULL", StringComparison.OrdinalIgnoreCase) && text.All(c => c is not ('{' or '}' or ',' or '"' or '\\') && !char.IsWhiteSpace(c)))) b.Append(text);
+            else b.Append('"').Append(text.Replace("\\", "\\\\").Replace("\"", "\\\"")).Append('"');
+        }
+        return b.Append('}').ToString();
+    }
 
     /// <summary>DuckDB's error as the SQLSTATE PostgreSQL gives for the same mistake.</summary>
     private static PgException Problem(DuckDBException e)
@@ -214,6 +229,7 @@ public sealed class DuckDbEvaluator(IndexSchemas schemas, SqlRunner rows)
             _ when message.StartsWith("Binder Error: Referenced column", StringComparison.Ordinal) => PgException.UndefinedColumn,
             _ when message.StartsWith("Conversion Error", StringComparison.Ordinal) => PgException.InvalidTextRepresentation,
             _ when message.StartsWith("Out of Memory", StringComparison.Ordinal) => "53200",
+            _ when message.Contains("unrecognized configuration parameter", StringComparison.Ordinal) => PgException.UndefinedObject,
             _ when message.StartsWith("Binder Error", StringComparison.Ordinal) => "42803",
             _ => PgException.FeatureNotSupported,
         };
