@@ -29,9 +29,10 @@ public static partial class PgCatalog
         if (ShowStatement().Match(sql) is { Success: true } show)
         {
             var name = show.Groups[1].Value.Trim('"');
-            var value = SettingsOf(session).FirstOrDefault(s => string.Equals(s.Key, name, StringComparison.OrdinalIgnoreCase)).Value
-                ?? throw new PgException(PgException.UndefinedObject, $"unrecognized configuration parameter \"{SqlText.Shorten(name)}\"");
-            return PgRows.Of([new PgColumn(name.ToLowerInvariant(), PgType.Text)], [[value]]);
+            // The column is the setting's own name (SHOW timezone answers "TimeZone"), as PostgreSQL's.
+            var setting = SettingsOf(session).FirstOrDefault(s => string.Equals(s.Key, name, StringComparison.OrdinalIgnoreCase));
+            if (setting.Key is null) throw new PgException(PgException.UndefinedObject, $"unrecognized configuration parameter \"{SqlText.Shorten(name)}\"");
+            return PgRows.Of([new PgColumn(setting.Key, PgType.Text)], [[setting.Value]]);
         }
         if (SleepFunction().Match(sql) is { Success: true } sleep)
         {

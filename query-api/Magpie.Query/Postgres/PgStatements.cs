@@ -44,7 +44,9 @@ public sealed class PgStatements(SqlRunner sql, DuckDbEvaluator evaluator, Query
         catch (PgException e) when (e.SqlState is PgException.SyntaxError or PgException.FeatureNotSupported) { return await evaluator.RunAsync(text, session, ct); }
         if (!SqlRunner.OrdersExactly(select)) return await evaluator.RunAsync(text, session, ct);
         try { return await sql.RunAsync(select, ct); }
-        catch (PgException e) when (e.SqlState == PgException.FeatureNotSupported) { return await evaluator.RunAsync(text, session, ct); }
+        // The index's SQL reads aggregates only as whole select items: an aggregate inside an expression (round(avg(x))) it
+        // reports as ungrouped (42803), which the evaluator answers — or reports with the same SQLSTATE where it truly is.
+        catch (PgException e) when (e.SqlState is PgException.FeatureNotSupported or "42803") { return await evaluator.RunAsync(text, session, ct); }
     }
 
     /// <summary>

@@ -60,6 +60,9 @@ public static class PgSessionCatalog
         DuckDbDatabase.Execute(connection, $"CREATE TEMP MACRO current_setting(n) AS CASE lower(n) {settings} ELSE {unknown} END, "
             + $"(n, missing_ok) AS CASE lower(n) {settings} ELSE CASE WHEN missing_ok THEN NULL ELSE {unknown} END END");
         DuckDbDatabase.Execute(connection, $"CREATE TEMP MACRO current_database() AS {Literal(session.Database)}");
+        foreach (var name in (string[])["current_user", "session_user", "current_role", "user"])
+            DuckDbDatabase.Execute(connection, $"CREATE TEMP MACRO \"{name}\"() AS {Literal(session.User)}");
+        DuckDbDatabase.Execute(connection, $"CREATE TEMP MACRO \"current_catalog\"() AS {Literal(session.Database)}");
         DuckDbDatabase.Execute(connection, $"CREATE TEMP MACRO version() AS {Literal($"PostgreSQL {PgCatalog.Version} (Magpie: RQL and SQL over its indexes)")}");
         // 10 is the owner of everything (PostgreSQL's bootstrap superuser), here the session's user; 6171 owns schema public.
         DuckDbDatabase.Execute(connection, $"CREATE TEMP MACRO pg_get_userbyid(o) AS CASE o WHEN 10 THEN {Literal(session.User)} WHEN 6171 THEN 'pg_database_owner' ELSE 'unknown (OID=' || o || ')' END");

@@ -184,7 +184,7 @@ public sealed class DuckDbEvaluator(IndexSchemas schemas, SqlRunner rows, DuckDb
         "integer" or "smallint" or "tinyint" or "usmallint" or "utinyint" => PgType.Int4,
         "double" or "float" or "real" or "decimal" => PgType.Float8,
         "boolean" => PgType.Bool,
-        "list" => PgType.Text,
+        "list" => PgType.TextArray,
         "timestamptz" or "timestamp" or "timestamp with time zone" or "date" => PgType.TimestampTz,
         _ => PgType.Text,
     };
@@ -197,25 +197,10 @@ public sealed class DuckDbEvaluator(IndexSchemas schemas, SqlRunner rows, DuckDb
         (DateTime t, _) => DateTime.SpecifyKind(t, DateTimeKind.Utc),
         (DateOnly d, _) => d.ToDateTime(TimeOnly.MinValue, DateTimeKind.Utc),
         (decimal m, _) => (double)m,
-        (System.Collections.IList list, _) => ArrayText(list),
+        (System.Collections.IList list, _) => list,
         (_, PgType.Text) => Convert.ToString(value, CultureInfo.InvariantCulture),
         _ => value,
     };
-
-    /// <summary>A list as PostgreSQL writes an array in text: <c>{a,"b c",NULL}</c>.</summary>
-    private static string ArrayText(System.Collections.IList list)
-    {
-        var b = new StringBuilder("{");
-        foreach (var item in list)
-        {
-            if (b.Length > 1) b.Append(',');
-            var text = item switch { null => null, System.Collections.IList inner => ArrayText(inner), bool v => v ? "t" : "f", _ => Convert.ToString(ValueOf(item, PgType.Text), CultureInfo.InvariantCulture) };
-            if (text is null) b.Append("NULL");
-            else if (item is System.Collections.IList || (text.Length > 0 && !text.Equals("NULL", StringComparison.OrdinalIgnoreCase) && text.All(c => c is not ('{' or '}' or ',' or '"' or '\\') && !char.IsWhiteSpace(c)))) b.Append(text);
-            else b.Append('"').Append(text.Replace("\\", "\\\\").Replace("\"", "\\\"")).Append('"');
-        }
-        return b.Append('}').ToString();
-    }
 
     /// <summary>DuckDB's error as the SQLSTATE PostgreSQL gives for the same mistake.</summary>
     private static PgException Problem(DuckDBException e)
@@ -227,6 +212,7 @@ public sealed class DuckDbEvaluator(IndexSchemas schemas, SqlRunner rows, DuckDb
             _ when message.StartsWith("Catalog Error: Table", StringComparison.Ordinal) => PgException.UndefinedTable,
             _ when message.StartsWith("Catalog Error: Scalar Function", StringComparison.Ordinal) || message.Contains("No function matches", StringComparison.Ordinal) => PgException.UndefinedFunction,
             _ when message.StartsWith("Binder Error: Referenced column", StringComparison.Ordinal) => PgException.UndefinedColumn,
+            _ when message.Contains("specifier", StringComparison.Ordinal) && message.Contains("not recognized", StringComparison.Ordinal) => "22023",
             _ when message.StartsWith("Conversion Error", StringComparison.Ordinal) => PgException.InvalidTextRepresentation,
             _ when message.StartsWith("Out of Memory", StringComparison.Ordinal) => "53200",
             _ when message.Contains("unrecognized configuration parameter", StringComparison.Ordinal) => PgException.UndefinedObject,

@@ -38,7 +38,7 @@ public static class PgDialect
     /// <summary>
     /// The text as DuckDB must read it: <c>pg_catalog.x</c> is <c>x</c> (PostgreSQL searches pg_catalog first);
     /// <c>information_schema.x</c> is the table <c>information_schema_x</c>; <c>COLLATE "C"</c> or the default collation is the
-    /// only order Magpie has and is dropped; current_user, session_user, user and current_catalog are the session's.
+    /// only order Magpie has and is dropped; current_user, session_user, user, current_catalog and current_schema are the session's.
     /// </summary>
     public static string Prepare(string sql, PgSessionInfo session)
     {
@@ -74,13 +74,9 @@ public static class PgDialect
                 }
             }
             else if (!quoted && !dotBefore && !dotAfter && !FollowedByParenthesis(sql, end))
-                replacement = word.ToLowerInvariant() switch
-                {
-                    "current_user" or "session_user" or "current_role" or "user" => Literal(session.User),
-                    "current_catalog" => Literal(session.Database),
-                    "current_schema" => Literal("public"),
-                    _ => null,
-                };
+                // The session's names are its functions (PgSessionCatalog), which also name the column as PostgreSQL does.
+                replacement = word.ToLowerInvariant() is "current_user" or "session_user" or "current_role" or "user" or "current_catalog" or "current_schema"
+                    ? Quote(word.ToLowerInvariant()) + "()" : null;
             if (replacement is null) continue;
             b.Append(sql, at, start - at).Append(replacement);
             at = end;
@@ -91,7 +87,7 @@ public static class PgDialect
     /// <summary>
     /// The syntax tree rewritten where DuckDB's reading differs from PostgreSQL's, or null when it needs nothing:
     /// <c>~</c>/<c>!~</c> match anywhere in the text (DuckDB's reading matches the whole text), <c>~*</c>/<c>!~*</c> ignoring case;
-    /// <c>FROM generate_series(…) AS i</c> names its column <c>i</c>.
+    /// <c>FROM generate_series(…) AS i</c> names its column <c>i</c>; unnamed result columns get PostgreSQL's names.
     /// </summary>
     public static JsonNode? Rewrite(string sql, JsonNode tree)
     {
@@ -135,8 +131,59 @@ public static class PgDialect
                 changed = true;
             }
         }
+        changed |= NameColumns(tree);
         return changed ? tree : null;
     }
+
+    /// <summary>
+    /// PostgreSQL's names for the outermost select list's unnamed columns (DuckDB names them after their text): a column its
+    /// name, a function or aggregate its function's name, CASE "case", a cast what it casts (else the type), anything else
+    /// "?column?". Grafana names series after them.
+    /// </summary>
+    private static bool NameColumns(JsonNode tree)
+    {
+        var changed = false;
+        var node = tree["statements"]?[0]?["node"];
+        while (node is not null && Text(node["type"]) == "SET_OPERATION_NODE") node = node["left"];
+        if (node?["select_list"] is not JsonArray items) return false;
+        foreach (var item in items)
+        {
+            if (item is null || Text(item["alias"]) is { Length: > 0 } || Text(item["class"]) is "STAR" or "COLUMNS") continue;
+            if (Text(item["class"]) == "COLUMN_REF") continue;   // DuckDB names it as PostgreSQL does
+            item["alias"] = NameOf(item) ?? "?column?";
+            changed = true;
+        }
+        return changed;
+    }
+
+    private static string? NameOf(JsonNode item) => Text(item["class"]) switch
+    {
+        "COLUMN_REF" => item["column_names"] is JsonArray { Count: > 0 } names ? Text(names[^1]) : null,
+        "FUNCTION" when item["is_operator"]?.GetValue<bool>() != true => Text(item["function_name"]) switch
+        {
+            "count_star" => "count",
+            "date_part" => "extract",   // extract(field FROM x) reads as date_part
+            "regexp_matches" or "regexp_full_match" or "~~" or "!~~" or "~~*" or "!~~*" or null => null,
+            var f => f.ToLowerInvariant(),
+        },
+        "WINDOW" => Text(item["function_name"]) is { } w ? (w == "count_star" ? "count" : w.ToLowerInvariant()) : null,
+        "AGGREGATE" => Text(item["function_name"])?.ToLowerInvariant(),
+        "CASE" => "case",
+        "CAST" => (item["child"] is { } child ? NameOf(child) : null) ?? CastName(item["cast_type"]),
+        "OPERATOR" when Text(item["type"]) == "OPERATOR_COALESCE" => "coalesce",
+        "SUBQUERY" when Text(item["subquery_type"]) == "EXISTS" => "exists",
+        _ => null,
+    };
+
+    /// <summary>The type a cast names, as PostgreSQL's internal type name (int4, float8, text, …).</summary>
+    private static string? CastName(JsonNode? type) => Text(type?["id"]) switch
+    {
+        "INTEGER" => "int4", "BIGINT" => "int8", "SMALLINT" => "int2", "DOUBLE" => "float8", "FLOAT" => "float4", "VARCHAR" => "text",
+        "BOOLEAN" => "bool", "TIMESTAMP WITH TIME ZONE" => "timestamptz", "TIMESTAMP" => "timestamp", "DATE" => "date", "DECIMAL" => "numeric",
+        "INTERVAL" => "interval", "UNBOUND" => Text(type?["type_info"]?["name"]),
+        _ => null,
+    };
+
 
     /// <summary>A syntax tree node's string property, or null (absent, or not a string).</summary>
     public static string? Text(JsonNode? node) => node is JsonValue v && v.TryGetValue<string>(out var s) ? s : null;
