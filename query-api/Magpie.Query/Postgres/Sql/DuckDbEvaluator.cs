@@ -44,7 +44,11 @@ public sealed class DuckDbEvaluator(IndexSchemas schemas, SqlRunner rows, DuckDb
             foreach (var index in schemas.Tables) all.Add((index, await schemas.ColumnsAsync(index, ct)));
             PgSessionCatalog.Write(connection, session, all);
         }
-        foreach (var (table, index, columns) in tables) await LoadAsync(connection, table, index, columns, ct);
+        foreach (var (table, index, columns) in tables)
+        {
+            var (needed, where) = ReadPlanOf(tree, table, connection);
+            await LoadAsync(connection, table, index, columns, needed, where is null ? null : SqlRunner.Condition(where, columns), ct);
+        }
         try
         {
             using var command = connection.CreateCommand();
@@ -133,19 +137,70 @@ public sealed class DuckDbEvaluator(IndexSchemas schemas, SqlRunner rows, DuckDb
         }
     }
 
+    /// <summary>
+    /// What a statement needs of an index: the columns it names (all of them where it reads a whole row: <c>*</c>, a join, the
+    /// table itself as a value), and the part of its WHERE the index answers exactly (each AND-ed term the index's SQL
+    /// reads, over a single table), so that only those rows and columns are streamed. DuckDB still applies the whole WHERE.
+    /// </summary>
+    private static (HashSet<string>? Columns, string? Where) ReadPlanOf(JsonNode tree, string table, DuckDBConnection connection)
+    {
+        var nodes = Nodes(tree).ToList();
+        var names = new HashSet<string>(StringComparer.OrdinalIgnoreCase) { table };
+        foreach (var n in nodes.Where(n => PgDialect.Text(n["type"]) == "BASE_TABLE" && PgDialect.Text(n["table_name"]) == table))
+            if (PgDialect.Text(n["alias"]) is { Length: > 0 } alias) names.Add(alias);
+        var references = nodes.Where(n => PgDialect.Text(n["class"]) == "COLUMN_REF").Select(n => n["column_names"] as JsonArray).OfType<JsonArray>()
+            .Select(a => a.Select(PgDialect.Text).OfType<string>().ToList()).ToList();
+        HashSet<string>? columns = nodes.Any(n => PgDialect.Text(n["class"]) is "STAR" or "COLUMNS" || PgDialect.Text(n["type"]) == "JOIN")
+            || references.Any(r => r.Count == 1 && names.Contains(r[0]))
+            ? null : new(references.Where(r => r.Count > 0).Select(r => r[^1]), StringComparer.OrdinalIgnoreCase);
+
+        if (tree["statements"]?[0]?["node"] is not JsonObject select || PgDialect.Text(select["type"]) != "SELECT_NODE"
+            || select["cte_map"]?["map"] is JsonArray { Count: > 0 } || PgDialect.Text(select["from_table"]?["type"]) != "BASE_TABLE"
+            || select["where_clause"] is not JsonObject where)
+            return (columns, null);
+        var terms = PgDialect.Text(where["type"]) == "CONJUNCTION_AND" && where["children"] is JsonArray children ? [.. children.OfType<JsonObject>()] : new List<JsonObject> { where };
+        var texts = new List<string>();
+        foreach (var term in terms)
+        {
+            if (Nodes(term).Any(n => PgDialect.Text(n["class"]) is "SUBQUERY" or "WINDOW" or "LAMBDA")) continue;
+            var copy = term.DeepClone();
+            foreach (var reference in Nodes(copy).Where(n => PgDialect.Text(n["class"]) == "COLUMN_REF"))
+                if (reference["column_names"] is JsonArray { Count: 2 } parts && names.Contains(PgDialect.Text(parts[0]) ?? "")) parts.RemoveAt(0);
+            texts.Add(TermText(connection, copy));
+        }
+        return (columns, texts.Count == 0 ? null : texts.Select(t => $"({t})").Aggregate((a, b) => $"{a} AND {b}"));
+    }
+
+    /// <summary>An expression of a syntax tree as SQL text (DuckDB writes it back as the select list of <c>SELECT 1</c>).</summary>
+    private static string TermText(DuckDBConnection connection, JsonNode term)
+    {
+        var tree = TreeOf(connection, "SELECT 1");
+        tree["statements"]![0]!["node"]!["select_list"] = new JsonArray(term);
+        var text = SqlOf(connection, tree);
+        return text.StartsWith("SELECT ", StringComparison.Ordinal) ? text[7..] : text;
+    }
+
     /// <summary>The table named as the statement names it, with the index's columns, filled with every entry of the index.</summary>
-    private async Task LoadAsync(DuckDBConnection connection, string table, string index, IReadOnlyList<PgColumn> columns, CancellationToken ct)
+    private async Task LoadAsync(DuckDBConnection connection, string table, string index, IReadOnlyList<PgColumn> columns, HashSet<string>? needed,
+        string? condition, CancellationToken ct)
     {
         DuckDbDatabase.Execute(connection, $"CREATE TEMP TABLE {Quote(table)} ({string.Join(", ", columns.Select(c => $"{Quote(c.Name)} {DuckType(c.Type)}"))})");
-        if (columns.Count == 0) return;
-        var rql = $"from index {SqlToRql.Quote(index)} select {string.Join(", ", columns.Select((c, i) => $"{SqlToRql.Quote(c.Name)} as {SqlToRql.Quote("c" + i)}"))}";
-        var types = columns.Select(c => c.Type).ToList();
+        // The columns the statement names are read; the others stay NULL (it never reads them).
+        var read = columns.Select((c, i) => (Column: c, Position: i)).Where(c => needed is null || needed.Contains(c.Column.Name)).ToList();
+        if (read.Count == 0 && needed is not null) read = columns.Take(1).Select((c, i) => (c, i)).ToList();   // count(*): one column, for the rows
+        if (read.Count == 0) return;
+        var rql = $"from index {SqlToRql.Quote(index)}{(condition is null ? "" : " where " + condition)} select {string.Join(", ", read.Select((c, i) => $"{SqlToRql.Quote(c.Column.Name)} as {SqlToRql.Quote("c" + i)}"))}";
+        var types = read.Select(c => c.Column.Type).ToList();
         using var appender = connection.CreateAppender("temp", "main", table);
         var count = 0;
-        await foreach (var values in rows.StreamAsync(rql, types, [], ct))
+        var full = new object?[columns.Count];
+        await foreach (var streamed in rows.StreamAsync(rql, types, [], ct))
         {
             if (++count > MaxTableRows)
                 throw new PgException(PgException.ProgramLimitExceeded, $"\"{SqlText.Shorten(table)}\" holds more than {MaxTableRows:N0} rows, the most a statement evaluated outside the index reads");
+            Array.Clear(full);
+            for (var i = 0; i < read.Count; i++) full[read[i].Position] = streamed[i];
+            var values = full;
             var row = appender.CreateRow();
             for (var i = 0; i < values.Length; i++)
             {

@@ -39,6 +39,25 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
     }
 
     /// <summary>
+    /// The RQL condition for a WHERE clause (SQL text) over an index's columns, when the index answers it exactly; null
+    /// when it doesn't (the caller then reads every row).
+    /// </summary>
+    public static string? Condition(string where, IReadOnlyList<PgColumn> columns)
+    {
+        try
+        {
+            var select = SqlParser.Parse($"SELECT * FROM t WHERE {where}");
+            if (select.Where is null) return null;
+            string Field(string name) => columns.FirstOrDefault(c => c.Name == name)?.Name
+                ?? columns.FirstOrDefault(c => string.Equals(c.Name, name, StringComparison.OrdinalIgnoreCase))?.Name
+                ?? throw new PgException(PgException.UndefinedColumn, name);
+            if (Calls(select).Any()) return null;   // search(), functions: the evaluator's
+            return new SqlToRql(Field, f => columns.First(c => c.Name == f).Type).Condition(select.Where);
+        }
+        catch (PgException) { return null; }
+    }
+
+    /// <summary>
     /// Whether the index orders a statement's rows as PostgreSQL would. It sorts a field's terms with missing values first and text
     /// ignoring case; PostgreSQL puts NULLs last ascending (first descending), compares text byte by byte and timestamps as
     /// instants: a row query with ORDER BY is evaluated outside the index instead — unless it asks Magpie's own full text
