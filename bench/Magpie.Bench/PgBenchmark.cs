@@ -15,7 +15,7 @@ public static class PgBenchmark
 
     public static readonly IndexDefinition Definition = new()
     {
-        Maps = ["map('Posts', p => ({ CreationDate: p.CreationDate, Score: p.Score, ViewCount: p.ViewCount }))"],
+        Maps = ["map('Posts', p => ({ CreationDate: p.CreationDate, Score: p.Score, ViewCount: p.ViewCount, Host: 'host-' + (p.OwnerUserId % 8) }))"],
     };
 
     /// <summary>The same index with its fields stored: a SELECT of them is answered from the index, no document read.</summary>
@@ -31,6 +31,34 @@ public static class PgBenchmark
         SELECT floor(extract(epoch from "CreationDate")/2592000)*2592000 AS "time", count(*) AS "posts", avg("Score") AS "score"
         FROM "Bench/Pg" WHERE "CreationDate" BETWEEN '2008-01-01T00:00:00Z' AND '2025-01-01T00:00:00Z' GROUP BY 1 ORDER BY 1
         """;
+
+    /// <summary>A multi-series panel: one day of 5-minute buckets, one series per host (two grouping keys).</summary>
+    public const string MultiSeries = """
+        SELECT floor(extract(epoch from "CreationDate")/300)*300 AS "time", "Host" AS metric, count(*) AS "value"
+        FROM "Bench/Pg" WHERE "CreationDate" BETWEEN '2016-06-01T00:00:00Z' AND '2016-06-02T00:00:00Z' GROUP BY 1, 2 ORDER BY 1, 2
+        """;
+
+    /// <summary>A template variable's query.</summary>
+    public const string Distinct = """SELECT DISTINCT "Host" FROM "Bench/Pg" ORDER BY 1""";
+
+    /// <summary>Each run's milliseconds to the last row, and the rows of the last run.</summary>
+    public static async Task<(List<double> Ms, long Rows)> LatencyAsync(string connection, string sql, int runs)
+    {
+        await using var db = new NpgsqlConnection(connection);
+        await db.OpenAsync();
+        var ms = new List<double>();
+        long rows = 0;
+        for (var i = 0; i < runs; i++)
+        {
+            await using var cmd = new NpgsqlCommand(sql, db);
+            var watch = Stopwatch.StartNew();
+            await using var reader = await cmd.ExecuteReaderAsync();
+            rows = 0;
+            while (await reader.ReadAsync()) rows++;
+            ms.Add(watch.Elapsed.TotalMilliseconds);
+        }
+        return (ms, rows);
+    }
 
     public static async Task<(long Rows, TimeSpan Elapsed)> StreamAsync(string connection, string index = Name)
     {

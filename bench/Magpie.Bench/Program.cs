@@ -664,11 +664,16 @@ async Task RunPgAsync()
     await PgBenchmark.TimeGroupedAsync(connection, 3);   // warm-up (JIT, facet columns)
     Console.WriteLine($"time-grouped aggregate, {runs} runs…");
     var grouped = await PgBenchmark.TimeGroupedAsync(connection, runs);
+    await PgBenchmark.LatencyAsync(connection, PgBenchmark.MultiSeries, 3);
+    var series = await PgBenchmark.LatencyAsync(connection, PgBenchmark.MultiSeries, runs);
+    await PgBenchmark.LatencyAsync(connection, PgBenchmark.Distinct, 3);
+    var distinct = await PgBenchmark.LatencyAsync(connection, PgBenchmark.Distinct, runs);
     await PgBenchmark.StreamAsync(connection);            // warm-up
     var streamed = await PgBenchmark.StreamAsync(connection);
     await PgBenchmark.StreamAsync(connection, PgBenchmark.StoredName);
     var stored = await PgBenchmark.StreamAsync(connection, PgBenchmark.StoredName);
     StopMagpie(magpie);
+    if (distinct.Rows != 8) throw new InvalidOperationException($"expected 8 hosts, SELECT DISTINCT gave {distinct.Rows}");
     if (grouped.Posts != n || streamed.Rows != n || stored.Rows != n)
         throw new InvalidOperationException($"expected {n} posts, the aggregate counted {grouped.Posts}, the streams gave {streamed.Rows} and {stored.Rows}");
     var storedRate = stored.Rows / stored.Elapsed.TotalSeconds;
@@ -677,12 +682,16 @@ async Task RunPgAsync()
     Console.WriteLine($"streamed SELECT of {streamed.Rows:N0} rows, documents read: {streamed.Rows / streamed.Elapsed.TotalSeconds:N0} rows/s ({streamed.Elapsed.TotalSeconds:F1} s)");
     Console.WriteLine($"streamed SELECT of {stored.Rows:N0} rows, stored fields: {storedRate:N0} rows/s ({stored.Elapsed.TotalSeconds:F1} s), {storedRate / (streamed.Rows / streamed.Elapsed.TotalSeconds):F2}x");
     Console.WriteLine($"time-grouped aggregate ({grouped.Buckets} buckets over {grouped.Posts:N0} posts): p50 {P(0.5):F1} ms, p99 {P(0.99):F1} ms ({runs} runs, {Environment.ProcessorCount} cores)");
+    Console.WriteLine($"multi-series panel ({series.Rows} rows): p50 {IndexBenchmark.Percentile(series.Ms, 0.5):F1} ms, p99 {IndexBenchmark.Percentile(series.Ms, 0.99):F1} ms");
+    Console.WriteLine($"SELECT DISTINCT variable ({distinct.Rows} rows): p50 {IndexBenchmark.Percentile(distinct.Ms, 0.5):F1} ms, p99 {IndexBenchmark.Percentile(distinct.Ms, 0.99):F1} ms");
     Console.WriteLine(JsonSerializer.Serialize(new
     {
         benchmark = "pg", docs = n, cores = Environment.ProcessorCount, runs,
         stream_rows_per_s = Math.Round(streamed.Rows / streamed.Elapsed.TotalSeconds), stream_seconds = Math.Round(streamed.Elapsed.TotalSeconds, 1),
         stored_stream_rows_per_s = Math.Round(storedRate), stored_ratio = Math.Round(storedRate / (streamed.Rows / streamed.Elapsed.TotalSeconds), 2),
         grouped_p50_ms = Math.Round(P(0.5), 1), grouped_p99_ms = Math.Round(P(0.99), 1), buckets = grouped.Buckets,
+        series_p50_ms = Math.Round(IndexBenchmark.Percentile(series.Ms, 0.5), 1), series_rows = series.Rows,
+        distinct_p50_ms = Math.Round(IndexBenchmark.Percentile(distinct.Ms, 0.5), 1), distinct_rows = distinct.Rows,
     }));
 }
 

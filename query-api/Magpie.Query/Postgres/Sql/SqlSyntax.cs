@@ -63,6 +63,10 @@ public sealed class SqlParser
     private SqlSelect Select()
     {
         Expect("select");
+        // SELECT DISTINCT of plain columns is their GROUP BY (a template variable's query); anything else is the evaluator's.
+        var distinct = Current.Is("distinct");
+        if (distinct && Next.Is("on")) throw new PgException(PgException.FeatureNotSupported, "DISTINCT ON is evaluated outside the index");
+        if (distinct) _at++;
         var items = new List<SqlItem>();
         do
         {
@@ -95,7 +99,7 @@ public sealed class SqlParser
                 var desc = false;
                 if (Current.Is("desc")) { desc = true; _at++; }
                 else if (Current.Is("asc")) _at++;
-                if (Current.Is("nulls")) { _at++; _at++; }   // NULLS FIRST|LAST: accepted, nulls sort as they do
+                if (Current.Is("nulls")) throw new PgException(PgException.FeatureNotSupported, "NULLS FIRST/LAST is evaluated outside the index");
                 order.Add(new SqlOrder(e, desc));
             } while (Accept(","));
         }
@@ -106,6 +110,12 @@ public sealed class SqlParser
             else if (Current.Is("offset")) { _at++; offset = Count(); }
         }
         if (Current.Kind != SqlTokenKind.End) throw Error($"syntax error at or near \"{Current.Text}\"");
+        if (distinct)
+        {
+            if (group.Count > 0 || items.Any(i => i.Expr is not SqlColumn))
+                throw new PgException(PgException.FeatureNotSupported, "SELECT DISTINCT of anything but columns is evaluated outside the index");
+            group.AddRange(items.Select(i => i.Expr));
+        }
         return new SqlSelect(items, from, where, group, order, limit, offset);
     }
 

@@ -140,6 +140,11 @@ public static class GrafanaQueries
             "SELECT count(*) FROM metrics WHERE NOT (status = 'ok') OR status IS NULL",
             "SELECT count(*) FROM metrics WHERE status NOT IN ('ok', 'OK')",
             "SELECT count(*) FROM metrics WHERE status <> ALL (ARRAY['ok', 'OK'])",
+            "SELECT status, count(*) FROM metrics GROUP BY 1 ORDER BY 1 NULLS FIRST",
+            "SELECT region, count(*) FROM metrics GROUP BY 1 ORDER BY 1 DESC NULLS LAST",
+            "SELECT DISTINCT host FROM metrics WHERE cpu > 99 ORDER BY 1 DESC",
+            "SELECT DISTINCT host, status FROM metrics WHERE host LIKE 'web%' ORDER BY 1, 2",
+            "SELECT DISTINCT ON (status) status, host FROM metrics ORDER BY status, time",
         ];
         foreach (var sql in computed) yield return sql;
         // Catalogs: what Grafana, psql and generic tools read.
