@@ -5,10 +5,10 @@ namespace Magpie.Query.Postgres;
 /// <summary>Statement text handling that must respect quotes and comments: splitting a simple query at ';', putting bound parameters in.</summary>
 public static class SqlText
 {
-    /// <summary>The statements of a simple query; empty and comment-only ones are dropped (an all-empty query gives none).</summary>
     /// <summary>A name or piece of a statement as an error quotes it: at most <paramref name="max"/> characters, then "…".</summary>
     public static string Shorten(string text, int max = 64) => text.Length <= max ? text : string.Concat(text.AsSpan(0, max), "…");
 
+    /// <summary>The statements of a simple query; empty and comment-only ones are dropped (an all-empty query gives none).</summary>
     public static List<string> Split(string sql)
     {
         var parts = new List<string>();
@@ -54,12 +54,12 @@ public static class SqlText
         return parts;
     }
 
-    /// <summary>$1, $2, … replaced by the bound values (already SQL literals), outside quotes.</summary>
     /// <summary>Whether a statement is RQL (<c>from …</c>), which the endpoint runs as written, rather than SQL.</summary>
     public static bool IsRql(string statement) =>
         statement.AsSpan().TrimStart().StartsWith("from", StringComparison.OrdinalIgnoreCase)
         && (statement.TrimStart().Length == 4 || !char.IsLetterOrDigit(statement.TrimStart()[4]));
 
+    /// <summary>$1, $2, … replaced by the bound values (already SQL literals), outside quotes.</summary>
     public static string Substitute(string sql, IReadOnlyList<string> values)
     {
         if (values.Count == 0) return sql;

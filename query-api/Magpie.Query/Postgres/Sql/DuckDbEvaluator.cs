@@ -37,6 +37,8 @@ public sealed class DuckDbEvaluator(IndexSchemas schemas, SqlRunner rows, DuckDb
             var index = schemas.Resolve(table)!;
             tables.Add((table, index, await schemas.ColumnsAsync(index, ct)));
         }
+        if (PgDialect.QualifyShadowedColumns(tree, t => tables.FirstOrDefault(x => x.Table == t) is { Columns: { } c } ? [.. c.Select(x => x.Name)] : null))
+            text = SqlOf(connection, tree);
         PgSessionCatalog.WriteFunctions(connection, session);
         if (PgDialect.ReadsCatalog(sql))
         {

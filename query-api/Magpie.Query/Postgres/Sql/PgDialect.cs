@@ -185,6 +185,34 @@ public static class PgDialect
     };
 
 
+    /// <summary>
+    /// In PostgreSQL a name in the select list, WHERE, GROUP BY or HAVING is the table's column even where a select item is
+    /// named the same (<c>SELECT round(avg(cpu)) AS cpu, stddev(cpu)</c>); DuckDB would read the alias there. Such names
+    /// are qualified with their table (one table in FROM), so DuckDB reads them as PostgreSQL does. True when any was.
+    /// </summary>
+    public static bool QualifyShadowedColumns(JsonNode tree, Func<string, IReadOnlyList<string>?> columnsOf)
+    {
+        if (tree["statements"]?[0]?["node"] is not JsonObject select || Text(select["type"]) != "SELECT_NODE"
+            || select["from_table"] is not JsonObject from || Text(from["type"]) != "BASE_TABLE" || Text(from["table_name"]) is not { } table
+            || columnsOf(table) is not { } columns || select["select_list"] is not JsonArray items)
+            return false;
+        var aliases = new HashSet<string>(items.Select(i => Text(i?["alias"])).OfType<string>().Where(a => a.Length > 0), StringComparer.OrdinalIgnoreCase);
+        var shadowed = new HashSet<string>(columns.Where(aliases.Contains), StringComparer.OrdinalIgnoreCase);
+        if (shadowed.Count == 0) return false;
+        var qualifier = Text(from["alias"]) is { Length: > 0 } alias ? alias : table;
+        var changed = false;
+        IEnumerable<JsonNode?> scopes = [.. items, select["where_clause"], select["having"], .. select["group_expressions"] as JsonArray ?? []];
+        foreach (var scope in scopes.OfType<JsonNode>())
+            foreach (var reference in Objects(scope).Where(n => Text(n["class"]) == "COLUMN_REF"))
+                if (reference["column_names"] is JsonArray { Count: 1 } names && Text(names[0]) is { } name && shadowed.Contains(name)
+                    && !ReferenceEquals(reference, scope))   // a select item that is the column itself stays as written
+                {
+                    names.Insert(0, qualifier);
+                    changed = true;
+                }
+        return changed;
+    }
+
     /// <summary>A syntax tree node's string property, or null (absent, or not a string).</summary>
     public static string? Text(JsonNode? node) => node is JsonValue v && v.TryGetValue<string>(out var s) ? s : null;
 

@@ -110,6 +110,10 @@ public sealed class SqlParser
             else if (Current.Is("offset")) { _at++; offset = Count(); }
         }
         if (Current.Kind != SqlTokenKind.End) throw Error($"syntax error at or near \"{Current.Text}\"");
+        // GROUP BY a name that is also a select item's alias: PostgreSQL groups by the table's column of that name.
+        if (group.OfType<SqlColumn>().Any(g => items.Any(i => string.Equals(i.Alias, g.Name, StringComparison.OrdinalIgnoreCase)
+                && !(i.Expr is SqlColumn c && string.Equals(c.Name, g.Name, StringComparison.OrdinalIgnoreCase)))))
+            throw new PgException(PgException.FeatureNotSupported, "GROUP BY a name that is also an alias is evaluated outside the index");
         if (distinct)
         {
             if (group.Count > 0 || items.Any(i => i.Expr is not SqlColumn))

@@ -99,6 +99,11 @@ public static class GrafanaQueries
             "SELECT count(*) FILTER (WHERE status = 'error') AS errors, count(*) FILTER (WHERE status IS NULL) AS unknown, count(*) AS total FROM metrics",
             "SELECT sum(CASE WHEN lower(status) = 'ok' THEN 1 ELSE 0 END) AS ok, sum(CASE WHEN status IS NULL THEN 1 ELSE 0 END) AS missing FROM metrics",
             "SELECT host, round(avg(cpu)) AS mean, round(stddev_samp(cpu) * 1000) AS sd FROM metrics GROUP BY 1 ORDER BY 1",
+            // A select item named as a column: elsewhere in the select list, WHERE and GROUP BY the name is the column.
+            "SELECT host, round(avg(cpu)) AS cpu, round(stddev_samp(cpu) * 1000) AS sd FROM metrics GROUP BY 1 ORDER BY 1",
+            "SELECT cpu * 2 AS cpu, cpu + 1 AS next FROM metrics WHERE cpu > 99 ORDER BY time LIMIT 5",
+            "SELECT host AS status, count(*) FROM metrics GROUP BY status ORDER BY 1, 2",
+            "SELECT lower(host) AS host, count(*) FROM metrics m WHERE host LIKE 'Web%' GROUP BY 1 ORDER BY 1",
             "SELECT coalesce(region, 'none') AS region, count(*) FROM metrics GROUP BY 1 ORDER BY 1",
             "SELECT upper(host) AS h, count(*) FROM metrics GROUP BY 1 ORDER BY 1",
             "SELECT date_trunc('hour', time) AS \"time\", count(*) FROM metrics WHERE time < '2026-11-01T12:00:00Z' GROUP BY 1 ORDER BY 1",
