@@ -45,8 +45,8 @@ public static class PgSessionCatalog
             DROP TABLE magpie_columns;
             DROP TABLE magpie_tables
             """);
-        foreach (var (name, value) in PgCatalog.SettingsOf(session))
-            Run(connection, session, "UPDATE pg_settings SET setting = $value, reset_val = $value WHERE lower(name) = lower($name)", ("name", name), ("value", value));
+        var values = string.Join(", ", PgCatalog.SettingsOf(session).Select(s => $"({PgDialect.Literal(s.Key)}, {PgDialect.Literal(s.Value)})"));
+        DuckDbDatabase.Execute(connection, $"UPDATE pg_settings SET setting = v.value, reset_val = v.value FROM (VALUES {values}) v(name, value) WHERE lower(pg_settings.name) = lower(v.name)");
     }
 
     /// <summary>
@@ -55,28 +55,26 @@ public static class PgSessionCatalog
     /// </summary>
     public static void WriteFunctions(DuckDBConnection connection, PgSessionInfo session)
     {
-        var settings = string.Join(" ", PgCatalog.SettingsOf(session).Select(s => $"WHEN {Literal(s.Key.ToLowerInvariant())} THEN {Literal(s.Value)}"));
+        var settings = string.Join(" ", PgCatalog.SettingsOf(session).Select(s => $"WHEN {PgDialect.Literal(s.Key.ToLowerInvariant())} THEN {PgDialect.Literal(s.Value)}"));
         var unknown = "error('unrecognized configuration parameter \"' || n || '\"')";
         DuckDbDatabase.Execute(connection, $"CREATE TEMP MACRO current_setting(n) AS CASE lower(n) {settings} ELSE {unknown} END, "
             + $"(n, missing_ok) AS CASE lower(n) {settings} ELSE CASE WHEN missing_ok THEN NULL ELSE {unknown} END END");
-        DuckDbDatabase.Execute(connection, $"CREATE TEMP MACRO current_database() AS {Literal(session.Database)}");
+        DuckDbDatabase.Execute(connection, $"CREATE TEMP MACRO current_database() AS {PgDialect.Literal(session.Database)}");
         foreach (var name in (string[])["current_user", "session_user", "current_role", "user"])
-            DuckDbDatabase.Execute(connection, $"CREATE TEMP MACRO \"{name}\"() AS {Literal(session.User)}");
-        DuckDbDatabase.Execute(connection, $"CREATE TEMP MACRO \"current_catalog\"() AS {Literal(session.Database)}");
-        DuckDbDatabase.Execute(connection, $"CREATE TEMP MACRO version() AS {Literal($"PostgreSQL {PgCatalog.Version} (Magpie: RQL and SQL over its indexes)")}");
+            DuckDbDatabase.Execute(connection, $"CREATE TEMP MACRO \"{name}\"() AS {PgDialect.Literal(session.User)}");
+        DuckDbDatabase.Execute(connection, $"CREATE TEMP MACRO \"current_catalog\"() AS {PgDialect.Literal(session.Database)}");
+        DuckDbDatabase.Execute(connection, $"CREATE TEMP MACRO version() AS {PgDialect.Literal($"PostgreSQL {PgCatalog.Version} (Magpie: RQL and SQL over its indexes)")}");
         // 10 is the owner of everything (PostgreSQL's bootstrap superuser), here the session's user; 6171 owns schema public.
-        DuckDbDatabase.Execute(connection, $"CREATE TEMP MACRO pg_get_userbyid(o) AS CASE o WHEN 10 THEN {Literal(session.User)} WHEN 6171 THEN 'pg_database_owner' ELSE 'unknown (OID=' || o || ')' END");
+        DuckDbDatabase.Execute(connection, $"CREATE TEMP MACRO pg_get_userbyid(o) AS CASE o WHEN 10 THEN {PgDialect.Literal(session.User)} WHEN 6171 THEN 'pg_database_owner' ELSE 'unknown (OID=' || o || ')' END");
     }
 
-    private static string Literal(string value) => "'" + value.Replace("'", "''") + "'";
-
-    private static void Run(DuckDBConnection connection, PgSessionInfo session, string script, params (string Name, string Value)[] values)
+    private static void Run(DuckDBConnection connection, PgSessionInfo session, string script)
     {
         foreach (var sql in script.Split(";\n"))
         {
             using var command = connection.CreateCommand();
             command.CommandText = sql;
-            foreach (var (name, value) in (ReadOnlySpan<(string, string)>)[("user", session.User), ("database", session.Database), .. values])
+            foreach (var (name, value) in (ReadOnlySpan<(string, string)>)[("user", session.User), ("database", session.Database)])
                 if (sql.Contains("$" + name, StringComparison.Ordinal)) command.Parameters.Add(new DuckDBParameter(name, value));
             command.ExecuteNonQuery();
         }

@@ -10,8 +10,10 @@ namespace Magpie.Query.Postgres.Sql;
 /// </summary>
 public sealed class DuckDbDatabase : IDisposable
 {
+    private static readonly string[] CatalogScript = [.. Statements(Resource("PgCatalog.sql"))];
+
     private static readonly HashSet<string> CatalogTables = new(
-        Statements(Resource("PgCatalog.sql")).Select(s => System.Text.RegularExpressions.Regex.Match(s, @"^CREATE (?:TEMP )?TABLE ([a-z_]+) "))
+        CatalogScript.Select(s => System.Text.RegularExpressions.Regex.Match(s, @"^CREATE (?:TEMP )?TABLE ([a-z_]+) "))
             .Where(m => m.Success).Select(m => m.Groups[1].Value), StringComparer.OrdinalIgnoreCase);
 
     /// <summary>Whether a table name (unqualified, as a statement reads it once <see cref="PgDialect.Prepare"/> ran) is one of the catalogs.</summary>
@@ -40,7 +42,7 @@ public sealed class DuckDbDatabase : IDisposable
             Execute(root, setting);
         Execute(root, "CREATE SCHEMA magpie_template");
         var sessionTables = new List<string>();
-        foreach (var statement in Statements(Resource("PgCatalog.sql")))
+        foreach (var statement in CatalogScript)
         {
             // The root connection has the session's tables too (empty), for the functions over them to be created.
             if (statement.StartsWith("CREATE TEMP TABLE", StringComparison.Ordinal)) sessionTables.Add(statement);

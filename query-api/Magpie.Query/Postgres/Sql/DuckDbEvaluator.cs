@@ -104,7 +104,7 @@ public sealed class DuckDbEvaluator(IndexSchemas schemas, SqlRunner rows, DuckDb
     {
         var tables = new HashSet<string>(StringComparer.Ordinal);
         var ctes = new HashSet<string>(StringComparer.OrdinalIgnoreCase);
-        foreach (var node in Nodes(tree))
+        foreach (var node in PgDialect.Nodes(tree))
         {
             if (node["cte_map"]?["map"] is JsonArray entries)
                 foreach (var entry in entries)
@@ -121,24 +121,6 @@ public sealed class DuckDbEvaluator(IndexSchemas schemas, SqlRunner rows, DuckDb
         return [.. tables.Where(t => !ctes.Contains(t) && schemas.Resolve(t) is not null)];
     }
 
-    private static IEnumerable<JsonObject> Nodes(JsonNode e)
-    {
-        var stack = new Stack<JsonNode>([e]);
-        while (stack.Count > 0)
-        {
-            switch (stack.Pop())
-            {
-                case JsonObject o:
-                    yield return o;
-                    foreach (var p in o) if (p.Value is not null) stack.Push(p.Value);
-                    break;
-                case JsonArray a:
-                    foreach (var item in a) if (item is not null) stack.Push(item);
-                    break;
-            }
-        }
-    }
-
     /// <summary>
     /// What a statement needs of an index: the columns it names (all of them where it reads a whole row: <c>*</c>, a join, the
     /// table itself as a value), and the part of its WHERE the index answers exactly (each AND-ed term the index's SQL
@@ -146,7 +128,7 @@ public sealed class DuckDbEvaluator(IndexSchemas schemas, SqlRunner rows, DuckDb
     /// </summary>
     private static (HashSet<string>? Columns, string? Where) ReadPlanOf(JsonNode tree, string table, DuckDBConnection connection)
     {
-        var nodes = Nodes(tree).ToList();
+        var nodes = PgDialect.Nodes(tree).ToList();
         var names = new HashSet<string>(StringComparer.OrdinalIgnoreCase) { table };
         foreach (var n in nodes.Where(n => PgDialect.Text(n["type"]) == "BASE_TABLE" && PgDialect.Text(n["table_name"]) == table))
             if (PgDialect.Text(n["alias"]) is { Length: > 0 } alias) names.Add(alias);
@@ -161,16 +143,19 @@ public sealed class DuckDbEvaluator(IndexSchemas schemas, SqlRunner rows, DuckDb
             || select["where_clause"] is not JsonObject where)
             return (columns, null);
         var terms = PgDialect.Text(where["type"]) == "CONJUNCTION_AND" && where["children"] is JsonArray children ? [.. children.OfType<JsonObject>()] : new List<JsonObject> { where };
-        var texts = new List<string>();
+        var kept = new JsonArray();
         foreach (var term in terms)
         {
-            if (Nodes(term).Any(n => PgDialect.Text(n["class"]) is "SUBQUERY" or "WINDOW" or "LAMBDA")) continue;
+            if (PgDialect.Nodes(term).Any(n => PgDialect.Text(n["class"]) is "SUBQUERY" or "WINDOW" or "LAMBDA")) continue;
             var copy = term.DeepClone();
-            foreach (var reference in Nodes(copy).Where(n => PgDialect.Text(n["class"]) == "COLUMN_REF"))
+            foreach (var reference in PgDialect.Nodes(copy).Where(n => PgDialect.Text(n["class"]) == "COLUMN_REF"))
                 if (reference["column_names"] is JsonArray { Count: 2 } parts && names.Contains(PgDialect.Text(parts[0]) ?? "")) parts.RemoveAt(0);
-            texts.Add(TermText(connection, copy));
+            kept.Add(copy);
         }
-        return (columns, texts.Count == 0 ? null : texts.Select(t => $"({t})").Aggregate((a, b) => $"{a} AND {b}"));
+        if (kept.Count == 0) return (columns, null);
+        var conjunction = kept.Count == 1 ? kept[0]!.DeepClone()
+            : new JsonObject { ["class"] = "CONJUNCTION", ["type"] = "CONJUNCTION_AND", ["alias"] = "", ["query_location"] = ulong.MaxValue, ["children"] = kept };
+        return (columns, TermText(connection, conjunction));
     }
 
     /// <summary>An expression of a syntax tree as SQL text (DuckDB writes it back as the select list of <c>SELECT 1</c>).</summary>
@@ -186,7 +171,7 @@ public sealed class DuckDbEvaluator(IndexSchemas schemas, SqlRunner rows, DuckDb
     private async Task LoadAsync(DuckDBConnection connection, string table, string index, IReadOnlyList<PgColumn> columns, HashSet<string>? needed,
         string? condition, CancellationToken ct)
     {
-        DuckDbDatabase.Execute(connection, $"CREATE TEMP TABLE {Quote(table)} ({string.Join(", ", columns.Select(c => $"{Quote(c.Name)} {DuckType(c.Type)}"))})");
+        DuckDbDatabase.Execute(connection, $"CREATE TEMP TABLE {PgDialect.Quote(table)} ({string.Join(", ", columns.Select(c => $"{PgDialect.Quote(c.Name)} {DuckType(c.Type)}"))})");
         // The columns the statement names are read; the others stay NULL (it never reads them).
         var read = columns.Select((c, i) => (Column: c, Position: i)).Where(c => needed is null || needed.Contains(c.Column.Name)).ToList();
         if (read.Count == 0 && needed is not null) read = columns.Take(1).Select((c, i) => (c, i)).ToList();   // count(*): one column, for the rows
@@ -221,8 +206,6 @@ public sealed class DuckDbEvaluator(IndexSchemas schemas, SqlRunner rows, DuckDb
             row.EndRow();
         }
     }
-
-    private static string Quote(string identifier) => "\"" + identifier.Replace("\"", "\"\"") + "\"";
 
     private static string DuckType(PgType type) => type switch
     {

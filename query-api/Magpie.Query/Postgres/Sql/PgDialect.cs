@@ -92,7 +92,7 @@ public static class PgDialect
     public static JsonNode? Rewrite(string sql, JsonNode tree)
     {
         var changed = false;
-        foreach (var node in Objects(tree).ToList())
+        foreach (var node in Nodes(tree).ToList())
         {
             if (Text(node["class"]) == "FUNCTION" && Text(node["function_name"]) is { } name)
             {
@@ -203,7 +203,7 @@ public static class PgDialect
         var changed = false;
         IEnumerable<JsonNode?> scopes = [.. items, select["where_clause"], select["having"], .. select["group_expressions"] as JsonArray ?? []];
         foreach (var scope in scopes.OfType<JsonNode>())
-            foreach (var reference in Objects(scope).Where(n => Text(n["class"]) == "COLUMN_REF"))
+            foreach (var reference in Nodes(scope).Where(n => Text(n["class"]) == "COLUMN_REF"))
                 if (reference["column_names"] is JsonArray { Count: 1 } names && Text(names[0]) is { } name && shadowed.Contains(name)
                     && !ReferenceEquals(reference, scope))   // a select item that is the column itself stays as written
                 {
@@ -216,7 +216,8 @@ public static class PgDialect
     /// <summary>A syntax tree node's string property, or null (absent, or not a string).</summary>
     public static string? Text(JsonNode? node) => node is JsonValue v && v.TryGetValue<string>(out var s) ? s : null;
 
-    private static IEnumerable<JsonObject> Objects(JsonNode node)
+    /// <summary>Every object of a syntax tree, the root's included.</summary>
+    public static IEnumerable<JsonObject> Nodes(JsonNode node)
     {
         var stack = new Stack<JsonNode>([node]);
         while (stack.Count > 0)
@@ -242,9 +243,11 @@ public static class PgDialect
 
     private static string Unquote(string word, bool quoted) => quoted ? word[1..^1].Replace("\"\"", "\"") : word;
 
-    private static string Quote(string identifier) => "\"" + identifier.Replace("\"", "\"\"") + "\"";
+    /// <summary>A name as SQL quotes it.</summary>
+    public static string Quote(string identifier) => "\"" + identifier.Replace("\"", "\"\"") + "\"";
 
-    private static string Literal(string value) => "'" + value.Replace("'", "''") + "'";
+    /// <summary>A string as an SQL literal.</summary>
+    public static string Literal(string value) => "'" + value.Replace("'", "''") + "'";
 
     /// <summary>The identifiers and keywords of a statement (outside literals and comments), quoted ones with their quotes.</summary>
     private static IEnumerable<(int Start, int Length, bool Quoted)> Words(string sql)
