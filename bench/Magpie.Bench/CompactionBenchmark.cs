@@ -5,7 +5,7 @@ using System.Text.Json;
 namespace Magpie.Bench;
 
 /// <summary>
-/// Issue 19's compaction figure: one embedded Magpie writes <c>docs</c> synthetic posts, then updates every one of them
+/// The compaction figure: one embedded Magpie writes <c>docs</c> synthetic posts, then updates every one of them
 /// <c>rounds</c> times over HTTP bulk; the same run is made with compaction off and on (the only difference). Reported per
 /// side: ingest docs/s per round (compaction runs while the next rounds are written), and the disk the document store uses
 /// at the end (after the last pass settled).

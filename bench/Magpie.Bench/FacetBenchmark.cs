@@ -6,7 +6,7 @@ using Magpie.Contracts.Indexes;
 namespace Magpie.Bench;
 
 /// <summary>
-/// The facet benchmark of issue 6, over the real magpie process and HTTP on both sides. Three facets over 1M synthetic
+/// The facet benchmark, over the real magpie process and HTTP on both sides. Three facets over 1M synthetic
 /// posts: <c>Tag</c> (the first tag, 20 values), <c>Owner</c> (5,000 values), five <c>Score</c> ranges; for match-all
 /// and for a 10% filter (<c>Views &lt; 25000</c>). Facet side: one <c>select facet(…)</c> query (every value returned).
 /// Per-term side (the seed's first design): one count query per value and per range (<c>where Tag = $v</c>, page size 1),

@@ -14,7 +14,7 @@ using Magpie.Producers;
 namespace Magpie.Bench;
 
 /// <summary>
-/// The index benchmark of issue 3. One full-text index over synthetic posts (Title, Body search; Tags exact;
+/// The index benchmark. One full-text index over synthetic posts (Title, Body search; Tags exact;
 /// Score, CreationDate numeric/date). The pipeline side is everything a user runs: HTTP bulk writes, the
 /// store, the change feed (FasterLog tail, or Kafka), the JS map in Jint, Lucene writes and commits, until
 /// the index holds every document. The raw side is the limit: the same Lucene fields built in C# straight

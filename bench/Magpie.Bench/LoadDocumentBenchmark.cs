@@ -8,7 +8,7 @@ using Magpie.Producers;
 namespace Magpie.Bench;
 
 /// <summary>
-/// Issue 44's LoadDocument figures: indexing the synthetic posts with a map that loads each post's owner (<c>users/{OwnerUserId}</c>)
+/// LoadDocument figures: indexing the synthetic posts with a map that loads each post's owner (<c>users/{OwnerUserId}</c>)
 /// against the same map without the load, and the seconds from renaming the user who owns most posts until every one of them
 /// answers with the new name.
 /// </summary>

@@ -5,8 +5,8 @@ namespace Magpie.Bench;
 
 /// <summary>
 /// How fast this machine is right now, printed beside a run so runs of different sittings can be read against each other.
-/// Its speed drifts from day to day, and its parts do not drift together (docs/BENCHMARKS.md): on 2026-11-25 a first-touch
-/// page fault cost 14–18 µs, on 2026-11-26 2.6–2.8 µs while Lucene took three times the CPU per post with a register loop at
+/// Its speed drifts from day to day, and its parts do not drift together (docs/BENCHMARKS.md): one day a first-touch
+/// page fault cost 14–18 µs, the next 2.6–2.8 µs while Lucene took three times the CPU per post with a register loop at
 /// full speed. The pipelines take many more first-touch faults and touch more memory than the raw side, so the ratio to raw
 /// moves with these too.
 /// </summary>
@@ -14,7 +14,7 @@ internal static class MachineGauge
 {
     /// <param name="LoopNsPerStep">One step of a dependent integer loop (no memory), on one core: plain CPU speed.</param>
     /// <param name="CacheNsPerRead">One read of a random place in 4 MB (each read depends on the last): what a core gets of the
-    /// shared last-level cache, which neighbours on the host take from it (2026-11-26: 35–89 ns, near memory's 114–184; 1 MB: 8 ns).</param>
+    /// shared last-level cache, which neighbours on the host take from it (35–89 ns measured on a busy day, near memory's 114–184; 1 MB: 8 ns).</param>
     /// <param name="MemoryNsPerRead">The same over 64 MB: memory latency, what indexing (hash tables, postings, the GC's marking)
     /// waits on most.</param>
     /// <param name="CopyGBPerSecond">Copying 128 MB already touched: memory bandwidth.</param>

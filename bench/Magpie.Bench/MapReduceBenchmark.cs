@@ -7,7 +7,7 @@ using Magpie.Producers;
 namespace Magpie.Bench;
 
 /// <summary>
-/// Issue 4's throughput benchmark: posts per user per day (count and sum of score) over synthetic posts already in
+/// Map/reduce throughput: posts per user per day (count and sum of score) over synthetic posts already in
 /// the store, end to end in the embedded magpie — change feed, the JS map, keys, reduce trees, the results and the
 /// reduce state into Lucene, commits — until the index is not stale. The other side is the plain map index with the
 /// same map over the same documents, built alone in the same process just before: the ratio is what the reduce costs.

@@ -8,7 +8,7 @@ using Magpie.Producers;
 namespace Magpie.Bench;
 
 /// <summary>
-/// Issue 44's patch-by-query figure: <c>from Posts update { this.Score += 1; }</c> over every synthetic post through
+/// The patch-by-query figure: <c>from Posts update { this.Score += 1; }</c> over every synthetic post through
 /// <c>POST /operations/queries</c>, against a client sending the same changes itself with <c>POST /bulk_docs</c> (each post with its
 /// Score one higher, bodies serialized before the clock starts).
 /// </summary>

@@ -5,7 +5,7 @@ using Npgsql;
 namespace Magpie.Bench;
 
 /// <summary>
-/// The PostgreSQL endpoint benchmark of issue 7, with Npgsql over a real connection: rows per second of a streamed
+/// The PostgreSQL endpoint benchmark, with Npgsql over a real connection: rows per second of a streamed
 /// SELECT of every post, and the latency of a Grafana-style time-grouped aggregate (what <c>$__timeGroupAlias</c>,
 /// <c>$__timeFilter</c> expand to) over all of them.
 /// </summary>

@@ -15,9 +15,9 @@ using Magpie.Tests.Fixtures;
 //        dotnet run -c Release --project bench/Magpie.Bench -- freshness [--docs N] [--rate R] [--probes P] [--poll-ms MS] [--trace FILE]
 //        dotnet run -c Release --project bench/Magpie.Bench -- reduce-tree [--updates U]
 //        dotnet run -c Release --project bench/Magpie.Bench -- map-reduce [--docs N]
-//        dotnet run -c Release --project bench/Magpie.Bench -- facets [--docs N] [--runs R] [--per-term-runs P]
+//        dotnet run -c Release --project bench/Magpie.Bench -- facets [--docs N] [--runs R] [--per-term-runs P] [--warmup-seconds S]
 //        dotnet run -c Release --project bench/Magpie.Bench -- subscriptions [--docs N]
-//        dotnet run -c Release --project bench/Magpie.Bench -- pg [--docs N] [--runs R]
+//        dotnet run -c Release --project bench/Magpie.Bench -- pg [--docs N] [--runs R] [--warmup-seconds S]
 //        dotnet run -c Release --project bench/Magpie.Bench -- load-document [--docs N]   (a map that load()s each post's owner vs the same map without; a rename)
 //        dotnet run -c Release --project bench/Magpie.Bench -- patch-by-query [--docs N] (update by query vs POST /bulk_docs of the same changes)
 //        dotnet run -c Release --project bench/Magpie.Bench -- faults [--rounds N] [--outage-seconds S] [--kafka]
@@ -379,7 +379,7 @@ async Task RunIndexAsync()
         ingest.Kill();
         indexer.Kill();
     }
-    // Raw again, last: this machine's speed swings between neighbouring minutes (raw 7.6k–16.9k docs/s within one hour, 2026-11-27),
+    // Raw again, last: this machine's speed swings between neighbouring minutes (raw 7.6k–16.9k docs/s within one hour once),
     // so every ratio is taken against raw's rate over both runs around the pipelines (all posts over all the time), not one minute of it.
     var rawLast = await RawAsync("raw-last");
     var rawRate = 2 * n / (rawFirst.Run.Elapsed + rawLast.Run.Elapsed).TotalSeconds;
@@ -581,6 +581,7 @@ async Task RunFacetsAsync()
     var n = (int)Arg("--docs", 1_000_000);
     var runs = (int)Arg("--runs", 30);
     var perTermRuns = (int)Arg("--per-term-runs", 3);
+    var warmupSeconds = Arg("--warmup-seconds", 5);   // whole seconds
     using var loaded = await StartLoadedAsync("facets", n);
     var (magpie, http) = (loaded.Process, loaded.Http);
     await IndexBenchmark.DefineAsync(http, FacetBenchmark.Name, FacetBenchmark.Definition);
@@ -592,13 +593,13 @@ async Task RunFacetsAsync()
     {
         // The first query after a refresh builds the columns (cold); then warm-up and the measured runs.
         var (cold, _) = await FacetBenchmark.FacetsAsync(http, filter, 1);
-        await FacetBenchmark.FacetsAsync(http, filter, 3);
+        await WarmUpAsync(() => FacetBenchmark.FacetsAsync(http, filter, 1), warmupSeconds);
         var (facets, answer) = await FacetBenchmark.FacetsAsync(http, filter, runs);
         Console.WriteLine($"{label}: facets p50 {facets.P50:F1} ms; per-term rounds…");
         await FacetBenchmark.PerTermAsync(http, filter, answer, 1);   // warm-up, and checks that both sides count the same
         var perTerm = await FacetBenchmark.PerTermAsync(http, filter, answer, perTermRuns);
         var queries = answer[0].GetProperty("values").GetArrayLength() + answer[1].GetProperty("values").GetArrayLength() + FacetBenchmark.Ranges.Length;
-        await FacetBenchmark.QueryAloneAsync(http, filter, 3);
+        await WarmUpAsync(() => FacetBenchmark.QueryAloneAsync(http, filter, 1), warmupSeconds);
         var alone = await FacetBenchmark.QueryAloneAsync(http, filter, runs);
         rows.Add((label, cold.Ms[0], facets, perTerm, queries, alone));
     }
@@ -653,6 +654,7 @@ async Task RunPgAsync()
 {
     var n = (int)Arg("--docs", 1_000_000);
     var runs = (int)Arg("--runs", 30);
+    var warmupSeconds = Arg("--warmup-seconds", 5);   // whole seconds
     var pgPort = FreePort.Next();
     using var loaded = await StartLoadedAsync("pg", n, null, "--pg-port", pgPort.ToString(CultureInfo.InvariantCulture));
     var (magpie, http) = (loaded.Process, loaded.Http);
@@ -661,12 +663,12 @@ async Task RunPgAsync()
     await IndexBenchmark.WaitIndexedAsync([http], n, TimeSpan.FromMinutes(30), PgBenchmark.Name);
     await IndexBenchmark.WaitIndexedAsync([http], n, TimeSpan.FromMinutes(30), PgBenchmark.StoredName);
     var connection = $"Host=127.0.0.1;Port={pgPort};Username=bench;Database=magpie;Pooling=false;Server Compatibility Mode=NoTypeLoading;Command Timeout=600";
-    await PgBenchmark.TimeGroupedAsync(connection, 3);   // warm-up (JIT, facet columns)
+    await WarmUpAsync(() => PgBenchmark.TimeGroupedAsync(connection, 1), warmupSeconds);   // JIT, facet columns
     Console.WriteLine($"time-grouped aggregate, {runs} runs…");
     var grouped = await PgBenchmark.TimeGroupedAsync(connection, runs);
-    await PgBenchmark.LatencyAsync(connection, PgBenchmark.MultiSeries, 3);
+    await WarmUpAsync(() => PgBenchmark.LatencyAsync(connection, PgBenchmark.MultiSeries, 1), warmupSeconds);
     var series = await PgBenchmark.LatencyAsync(connection, PgBenchmark.MultiSeries, runs);
-    await PgBenchmark.LatencyAsync(connection, PgBenchmark.Distinct, 3);
+    await WarmUpAsync(() => PgBenchmark.LatencyAsync(connection, PgBenchmark.Distinct, 1), warmupSeconds);
     var distinct = await PgBenchmark.LatencyAsync(connection, PgBenchmark.Distinct, runs);
     await PgBenchmark.StreamAsync(connection);            // warm-up
     var streamed = await PgBenchmark.StreamAsync(connection);
@@ -890,7 +892,7 @@ async Task RunFaultsAsync()
     }));
 }
 
-// Issue 19: disk used after updating every document N times, with and without change-log compaction, and ingest meanwhile.
+// Disk used after updating every document N times, with and without change-log compaction, and ingest meanwhile.
 async Task RunCompactionAsync()
 {
     var n = (int)Arg("--docs", 200_000);
@@ -1024,9 +1026,19 @@ static TimeSpan MachineSteal() =>
     File.Exists("/proc/stat") ? TimeSpan.FromSeconds(long.Parse(File.ReadLines("/proc/stat").First().Split(' ', StringSplitOptions.RemoveEmptyEntries)[8]) / 100.0) : TimeSpan.Zero;
 
 /// <summary>
+/// Runs a query at least three times and for at least <paramref name="seconds"/>, unmeasured: the runtime recompiles hot
+/// methods at tier 1 only after 30 calls and a quiet spell, so a few warm-up runs left small runs' p50s on tier-0 code.
+/// </summary>
+static async Task WarmUpAsync(Func<Task> once, double seconds)
+{
+    var watch = Stopwatch.StartNew();
+    for (var runs = 0; runs < 3 || watch.Elapsed.TotalSeconds < seconds; runs++) await once();
+}
+
+/// <summary>
 /// Waits until the processes are idle (under a tenth of a core each over two half seconds in a row; at most 30 s) and says how
 /// long that took. After a warm-up the runtime is still compiling the hot methods again at tier 1 on a background thread:
-/// 2.2 s of CPU in magpie's first 5 s of index-phases' ingest, 2026-11-28 (perf), a fifth of that phase's CPU. Every measured
+/// 2.2 s of CPU in magpie's first 5 s of index-phases' ingest in one perf profile, a fifth of that phase's CPU. Every measured
 /// side, raw included, starts from a quiet process, so the figures are steady state, not the JIT's backlog.
 /// </summary>
 static async Task WaitQuietAsync(string what, params Process[] processes)

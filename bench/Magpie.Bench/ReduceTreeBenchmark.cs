@@ -5,7 +5,7 @@ using Magpie.Scripting;
 namespace Magpie.Bench;
 
 /// <summary>
-/// Issue 4's update cost vs group size: one reduce key with 1k, 100k and 1M map entries (posts of one user:
+/// A reduce's update cost vs group size: one reduce key with 1k, 100k and 1M map entries (posts of one user:
 /// count and score), built once; then the time to apply one changed document — its page and the path to the
 /// root re-reduced by the JS aggregate on Jint — against a naive full re-reduce of the whole group with the
 /// same aggregate, in the same run.

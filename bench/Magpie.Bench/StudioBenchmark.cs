@@ -5,7 +5,7 @@ using Microsoft.Playwright;
 namespace Magpie.Bench;
 
 /// <summary>
-/// Issue 46's figures, in Chromium: Studio's overview with 20 indexes and 5 ETL tasks — the server time of the API calls of its
+/// Studio's figures, in Chromium: Studio's overview with 20 indexes and 5 ETL tasks — the server time of the API calls of its
 /// first load and of each refresh (the browser's resource timings: request sent to response received) — and a query page of 25
 /// results: milliseconds from the API's answer to the table drawn (the page records it, <c>#output[data-rendered]</c>).
 /// </summary>

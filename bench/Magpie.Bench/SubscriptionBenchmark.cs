@@ -5,7 +5,7 @@ using Magpie.Producers.Subscriptions;
 namespace Magpie.Bench;
 
 /// <summary>
-/// The subscription benchmark of issue 6: documents per second delivered to a <see cref="SubscriptionWorker"/> whose
+/// The subscription benchmark: documents per second delivered to a <see cref="SubscriptionWorker"/> whose
 /// handler acknowledges at once (every batch: long-poll request, documents read from the change log, matched,
 /// serialized, sent, acked and the position persisted), over a store already holding the posts.
 /// </summary>

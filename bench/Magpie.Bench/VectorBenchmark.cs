@@ -9,7 +9,7 @@ using Magpie.Producers;
 namespace Magpie.Bench;
 
 /// <summary>
-/// Issue 45's vector figures: n vectors of 384 dimensions (deterministic, clustered), top-20 by cosine, exact, unfiltered and with a
+/// Vector search figures: n vectors of 384 dimensions (deterministic, clustered), top-20 by cosine, exact, unfiltered and with a
 /// filter keeping a tenth, from 1 client and 16; beside them, in this process, a plain <see cref="TensorPrimitives"/> loop over the
 /// same vectors (the floor an exact scan can reach); int8 copies' recall@20 and speed; the memory the vectors take.
 /// </summary>

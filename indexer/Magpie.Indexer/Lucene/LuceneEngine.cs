@@ -83,8 +83,8 @@ public sealed class LuceneEngine(ILogger log, long facetCacheBytes = 256L << 20,
 
     /// <summary>
     /// Why a folder that failed to open can't be read by this engine, or null for a failure that is not about its format (a lock
-    /// held, a disk error): segments written by a newer Lucene (the Java host's Lucene 8 writes segments format 10; 4.8 reads up
-    /// to 3, and Lucene.Net reports it as a plain IOException) or files Lucene calls corrupt.
+    /// held, a disk error): segments written by a newer Lucene (Java's Lucene 8 writes segments format 10; 4.8 reads up to 3, and
+    /// Lucene.Net reports it as a plain IOException) or files Lucene calls corrupt.
     /// </summary>
     private static string? ForeignFormat(string directory, IOException failure)
     {
@@ -101,7 +101,7 @@ public sealed class LuceneEngine(ILogger log, long facetCacheBytes = 256L << 20,
             stream.ReadExactly(name);
             stream.ReadExactly(header);
             var version = System.Buffers.Binary.BinaryPrimitives.ReadInt32BigEndian(header);
-            return version > SegmentInfos.VERSION_48 ? $"segments format {version}, newer than Lucene 4.8's {SegmentInfos.VERSION_48}: written by the Java host's Lucene 8" : null;
+            return version > SegmentInfos.VERSION_48 ? $"segments format {version}, newer than Lucene 4.8's {SegmentInfos.VERSION_48}: written by a newer Lucene" : null;
         }
         catch (IOException) { return null; }
     }
