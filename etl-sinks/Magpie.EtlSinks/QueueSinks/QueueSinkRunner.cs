@@ -50,36 +50,33 @@ public sealed class QueueSinkRunner(string name, QueueSinkDefinition sink, EtlCo
             return;
         }
         var backoff = new Backoff(TimeSpan.FromMilliseconds(sink.Reconnect.InitialDelayMs), TimeSpan.FromMilliseconds(sink.Reconnect.MaxDelayMs));
-        while (!ct.IsCancellationRequested)
+        IMessageSource? source = null;
+        try
         {
-            var source = Sources?.Invoke() ?? (connection.IsKafka ? new KafkaSource(connection, sink, name) : new RabbitMqSource(connection, sink, name));
-            DateTimeOffset? nextAttempt = null;
-            try
+            await SupervisedLoop.RunAsync(async ct =>
             {
-                await source.OpenAsync(ct);
+                var opened = Sources?.Invoke() ?? (connection.IsKafka ? new KafkaSource(connection, sink, name) : new RabbitMqSource(connection, sink, name));
+                await CloseAsync(Interlocked.Exchange(ref source, opened));
+                await opened.OpenAsync(ct);
                 Stats.Running();
                 backoff.Reset();
-                await ConsumeAsync(source, writer, ct);
-            }
-            catch (OperationCanceledException) when (ct.IsCancellationRequested) { break; }
-            catch (Exception e)
+                await ConsumeAsync(opened, writer, ct);
+            }, backoff, async (e, delay) =>
             {
                 var needsUser = e is EtlTargetException { NeedsUser: true };
-                var delay = backoff.Next();
-                nextAttempt = DateTimeOffset.UtcNow + delay;
-                Stats.Interrupted(needsUser ? EtlTaskState.Failed : EtlTaskState.Reconnecting, e.Message, nextAttempt.Value);
+                Stats.Interrupted(needsUser ? EtlTaskState.Failed : EtlTaskState.Reconnecting, e.Message, DateTimeOffset.UtcNow + delay);
                 log.LogWarning("queue sink {Sink}: {Error}; starting over in {Delay} s", name, e.Message, delay.TotalSeconds);
-            }
-            finally
-            {
-                try { await source.DisposeAsync().AsTask().WaitAsync(EtlTaskRunner.TargetCloseTimeout); }
-                catch (Exception e) { log.LogWarning("queue sink {Sink}: closing its {Connection} client: {Error}", name, sink.Connection, e.Message); }
-            }
-            if (nextAttempt is not { } due) continue;
-            var wait = due - DateTimeOffset.UtcNow;
-            if (wait > TimeSpan.Zero)
-                try { await Task.Delay(wait, ct); } catch (OperationCanceledException) { break; }
+                await CloseAsync(Interlocked.Exchange(ref source, null));
+            }, ct);
         }
+        finally { await CloseAsync(Interlocked.Exchange(ref source, null)); }
+    }
+
+    private async Task CloseAsync(IMessageSource? source)
+    {
+        if (source is null) return;
+        try { await source.DisposeAsync().AsTask().WaitAsync(EtlTaskRunner.TargetCloseTimeout); }
+        catch (Exception e) { log.LogWarning("queue sink {Sink}: closing its {Connection} client: {Error}", name, sink.Connection, e.Message); }
     }
 
     /// <summary>

@@ -55,35 +55,28 @@ public sealed class EtlTaskRunner(string name, EtlTaskDefinition task, EtlConnec
         }
         Stats.Resumed(_position);
         var backoff = new Backoff(TimeSpan.FromMilliseconds(task.Reconnect.InitialDelayMs), TimeSpan.FromMilliseconds(task.Reconnect.MaxDelayMs));
-        while (!ct.IsCancellationRequested)
+        IMessageTarget? target = null;
+        try
         {
-            var target = CreateTarget();
-            DateTimeOffset? nextAttempt = null;
-            try
+            await SupervisedLoop.RunAsync(async ct =>
             {
-                await target.OpenAsync(_transforms.SelectMany(t => t.Script.Destinations).Distinct().ToList(), ct);
+                var opened = CreateTarget();
+                await CloseAsync(Interlocked.Exchange(ref target, opened));
+                await opened.OpenAsync(_transforms.SelectMany(t => t.Script.Destinations).Distinct().ToList(), ct);
                 Stats.Running();
                 backoff.Reset();
-                await PublishFromFeedAsync(target, ct);
-            }
-            catch (OperationCanceledException) when (ct.IsCancellationRequested) { break; }
-            catch (Exception e)
+                await PublishFromFeedAsync(opened, ct);
+            }, backoff, async (e, delay) =>
             {
-                // Said before the client is let go: closing a client whose broker has just vanished can take a while itself.
-                var needsUser = e is EtlTargetException { NeedsUser: true };
-                var state = needsUser ? EtlTaskState.Failed : EtlTaskState.Reconnecting;
-                var delay = backoff.Next();
-                nextAttempt = DateTimeOffset.UtcNow + delay;
-                Stats.Interrupted(state, e.Message, nextAttempt.Value);
+                // Said before the client is let go: closing a client whose broker has just vanished can take a while itself
+                // (and counts towards the delay, so the next attempt comes when the status says it will).
+                var state = e is EtlTargetException { NeedsUser: true } ? EtlTaskState.Failed : EtlTaskState.Reconnecting;
+                Stats.Interrupted(state, e.Message, DateTimeOffset.UtcNow + delay);
                 log.LogWarning("ETL task {Task}: {Error}; retrying in {Delay} s", name, e.Message, delay.TotalSeconds);
-            }
-            finally { await CloseAsync(target); }
-            if (nextAttempt is not { } due) continue;
-            // The close's time counts towards the delay, so the next attempt comes when the status said it would.
-            var wait = due - DateTimeOffset.UtcNow;
-            if (wait > TimeSpan.Zero)
-                try { await Task.Delay(wait, ct); } catch (OperationCanceledException) { break; }
+                await CloseAsync(Interlocked.Exchange(ref target, null));
+            }, ct);
         }
+        finally { await CloseAsync(Interlocked.Exchange(ref target, null)); }
     }
 
     /// <summary>How long a target's client may take to close before the task goes on without waiting for it.</summary>
@@ -93,8 +86,9 @@ public sealed class EtlTaskRunner(string name, EtlTaskDefinition task, EtlConnec
     /// Closes the client, but never lets a close that hangs (a broker gone mid-handshake) hold the task: after
     /// <see cref="TargetCloseTimeout"/> the close finishes in the background and the task reconnects with a new client.
     /// </summary>
-    private async Task CloseAsync(IMessageTarget target)
+    private async Task CloseAsync(IMessageTarget? target)
     {
+        if (target is null) return;
         var closing = Task.Run(async () => await target.DisposeAsync());
         try
         {

@@ -1,3 +1,4 @@
+using Magpie.Contracts;
 using System.Security.Cryptography;
 using System.Text;
 using Magpie.Contracts.Documents;
@@ -347,9 +348,9 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
             key.Name, key.Version, key.Shard, key.MapSide ? " (map side)" : "");
         _ = Task.Run(async () =>
         {
-            var until = DateTime.UtcNow + options.ReplacedGrace;
+            await Task.Delay(options.ReplacedGrace);
             // Streams holding a snapshot keep it open (their snapshots are released when they end, or by the leases' keep-alive).
-            while (DateTime.UtcNow < until || run.Worker.HeldSnapshots > 0 && !_disposed) await Task.Delay(100);
+            await Waits.UntilAsync(() => run.Worker.HeldSnapshots == 0 || _disposed, Timeout.InfiniteTimeSpan, CancellationToken.None, poll: TimeSpan.FromMilliseconds(100));
             lock (_workers)
             {
                 _retiring.Remove(key);

@@ -14,6 +14,8 @@ public sealed partial class IndexWorker
     /// <summary>The current attempt's stop: a retry of failed documents (<see cref="Retry"/>) ends it, and the next attempt retries them first.</summary>
     private CancellationTokenSource? _attempt;
     private IReadOnlySet<string>? _retry;
+    /// <summary>Raised with a retry: a worker waiting out a failure's back-off starts its next attempt at once.</summary>
+    private readonly Signal _retried = new();
 
     /// <summary>
     /// Maps the documents that failed (kept across restarts) again, as they are now, without a rebuild: the worker resumes from its
@@ -26,6 +28,7 @@ public sealed partial class IndexWorker
         if (ids.Count == 0) return 0;
         Volatile.Write(ref _retry, ids);
         try { _attempt?.Cancel(); } catch (ObjectDisposedException) { }
+        _retried.Raise();
         return ids.Count;
     }
 

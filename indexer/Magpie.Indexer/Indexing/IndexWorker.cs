@@ -32,6 +32,8 @@ public sealed partial class IndexWorker(string name, IndexDefinition definition,
     private Task _loop = Task.CompletedTask;
     private ChangeFeedPosition _position = ChangeFeedPosition.Beginning;
     private ChangeFeedPosition? _sourcePosition;
+    /// <summary>Raised at every refresh: what waiters for a position check again.</summary>
+    private readonly Signal _refreshed = new();
     private long _lastCommit = Stopwatch.GetTimestamp();
     private readonly Lock _commitLock = new();
     private Task _committing = Task.CompletedTask;
@@ -112,13 +114,7 @@ public sealed partial class IndexWorker(string name, IndexDefinition definition,
     /// <summary>Completes when the index has seen its source up to <paramref name="target"/> (per source partition); false on timeout.</summary>
     public async Task<bool> WaitForPositionAsync(IReadOnlyDictionary<string, long> target, TimeSpan timeout, CancellationToken ct = default)
     {
-        var deadline = DateTime.UtcNow + timeout;
-        while (!Reached(SourcePosition, target))
-        {
-            if (DateTime.UtcNow >= deadline) return false;
-            await Task.Delay(5, ct);
-        }
-        return true;
+        return await Waits.UntilAsync(() => Reached(SourcePosition, target), timeout, ct, _refreshed);
     }
 
     public static bool Reached(ChangeFeedPosition position, IReadOnlyDictionary<string, long> target) =>
@@ -188,68 +184,64 @@ public sealed partial class IndexWorker(string name, IndexDefinition definition,
         catch (TimeoutException) { return false; }
     }
 
-    private async Task RunAsync(CancellationToken ct)
-    {
-        var backoff = (retry ?? RetryDelays.Default).Start();
-        while (!ct.IsCancellationRequested)
+    private async Task RunAsync(CancellationToken ct) =>
+        await SupervisedLoop.RunAsync(AttemptAsync, (retry ?? RetryDelays.Default).Start(), (e, delay) =>
         {
-            IIndexStage? stage = null;
-            using var attempt = CancellationTokenSource.CreateLinkedTokenSource(ct);
-            _attempt = attempt;
-            var token = attempt.Token;
-            try
+            Status.Failed(e.Message);
+            log.LogWarning("index {Index}: {Error}; retrying in {Delay} s", name, e.Message, delay.TotalSeconds);
+            // The next attempt resumes from the last commit, state and position together: what this one wrote since is rolled
+            // back. Reusing the open index would load the stage's state from the last refreshed reader, which may be behind the
+            // commit's position (a backlog refreshes once a second) — the map stage would then miss what it already published.
+            CloseIndex();
+            return ValueTask.CompletedTask;
+        }, ct, wake: _retried);
+
+    private async Task AttemptAsync(CancellationToken ct)
+    {
+        IIndexStage? stage = null;
+        using var attempt = CancellationTokenSource.CreateLinkedTokenSource(ct);
+        _attempt = attempt;
+        var token = attempt.Token;
+        try
+        {
+            stage = stages(Status, token);
+            await stage.PrepareAsync(token);
+            Index ??= engine.Open(directory);
+            var position = await ResumeAsync(Index, stage, token);
+            if (await stage.CatchUpAsync(Index, position, token) is { } caughtUp)
             {
-                stage = stages(Status, token);
-                await stage.PrepareAsync(token);
-                Index ??= engine.Open(directory);
-                var position = await ResumeAsync(Index, stage, token);
-                if (await stage.CatchUpAsync(Index, position, token) is { } caughtUp)
-                {
-                    log.LogInformation("index {Index}: shard {Shard} taken over at {Position} (was {Was})", name, Shard,
-                        JsonSerializer.Serialize(caughtUp.Next), JsonSerializer.Serialize(position.Next));
-                    await Index.CommitAsync(Commit(caughtUp, Status.IndexedEtag), token);
-                    position = caughtUp;
-                }
-                Volatile.Write(ref _durable, position);
-                _position = position;
-                ReleaseWaiters(Status.IndexedEtag);
-                var retried = Interlocked.Exchange(ref _retry, null) is { } ids ? await RetriedAsync(ids, position, token) : null;
-                await IndexFromAsync(Index, stage, position, retried, token);
+                log.LogInformation("index {Index}: shard {Shard} taken over at {Position} (was {Was})", name, Shard,
+                    JsonSerializer.Serialize(caughtUp.Next), JsonSerializer.Serialize(position.Next));
+                await Index.CommitAsync(Commit(caughtUp, Status.IndexedEtag), token);
+                position = caughtUp;
             }
-            catch (OperationCanceledException) when (ct.IsCancellationRequested) { break; }
-            catch (OperationCanceledException) when (Volatile.Read(ref _retry) is not null)
-            {
-                // A retry ended the attempt: resume from the last commit at once, what this attempt wrote since rolled back.
-                CloseIndex();
-            }
-            catch (Exception e) when (e is ScriptSyntaxException or IndexErroredException)
-            {
-                // A saved definition this version refuses (stricter script rules), or one that fails most documents: retrying
-                // cannot help. The index stays in error, the process and every other index run on, and a reset, a new
-                // definition or a retry of the failed documents starts it again.
-                var reason = e is ScriptSyntaxException ? $"definition quarantined: {e.Message}" : e.Message;
-                Status.Failed(reason);
-                log.LogError("index {Index}: {Reason}", name, reason);
-                try { await Task.Delay(Timeout.Infinite, token); }
-                catch (OperationCanceledException) when (!ct.IsCancellationRequested) { CloseIndex(); }
-                catch (OperationCanceledException) { break; }
-            }
-            catch (Exception e)
-            {
-                Status.Failed(e.Message);
-                var delay = backoff.Next();
-                log.LogWarning("index {Index}: {Error}; retrying in {Delay} s", name, e.Message, delay.TotalSeconds);
-                // The next attempt resumes from the last commit, state and position together: what this one wrote since is rolled
-                // back. Reusing the open index would load the stage's state from the last refreshed reader, which may be behind the
-                // commit's position (a backlog refreshes once a second) — the map stage would then miss what it already published.
-                CloseIndex();
-                try { await Task.Delay(delay, token); } catch (OperationCanceledException) when (!ct.IsCancellationRequested) { } catch (OperationCanceledException) { break; }
-            }
-            finally
-            {
-                (stage as IDisposable)?.Dispose();
-                _attempt = null;
-            }
+            Volatile.Write(ref _durable, position);
+            _position = position;
+            ReleaseWaiters(Status.IndexedEtag);
+            _refreshed.Raise();
+            var retried = Interlocked.Exchange(ref _retry, null) is { } ids ? await RetriedAsync(ids, position, token) : null;
+            await IndexFromAsync(Index, stage, position, retried, token);
+        }
+        catch (OperationCanceledException) when (!ct.IsCancellationRequested && Volatile.Read(ref _retry) is not null)
+        {
+            // A retry ended the attempt: resume from the last commit at once, what this attempt wrote since rolled back.
+            CloseIndex();
+        }
+        catch (Exception e) when (e is ScriptSyntaxException or IndexErroredException)
+        {
+            // A saved definition this version refuses (stricter script rules), or one that fails most documents: retrying
+            // cannot help. The index stays in error, the process and every other index run on, and a reset, a new
+            // definition or a retry of the failed documents starts it again.
+            var reason = e is ScriptSyntaxException ? $"definition quarantined: {e.Message}" : e.Message;
+            Status.Failed(reason);
+            log.LogError("index {Index}: {Reason}", name, reason);
+            try { await Task.Delay(Timeout.Infinite, token); }
+            catch (OperationCanceledException) when (!ct.IsCancellationRequested) { CloseIndex(); }
+        }
+        finally
+        {
+            (stage as IDisposable)?.Dispose();
+            _attempt = null;
         }
     }
 
@@ -427,6 +419,7 @@ public sealed partial class IndexWorker(string name, IndexDefinition definition,
         if (source is not null) _sourcePosition = source;
         Status.Refreshed(etag, state.Entries, ms);
         ReleaseWaiters(etag);
+        _refreshed.Raise();
     }
 
     /// <summary>

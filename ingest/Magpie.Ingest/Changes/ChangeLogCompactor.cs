@@ -1,3 +1,4 @@
+using Magpie.Contracts;
 using Magpie.Ingest.Documents;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
@@ -66,16 +67,17 @@ public sealed class ChangeLogCompactor(DocumentStore store, ChangeLogReaders rea
         _skipped = pass.Skipped ? pass : null;
         if (pass.Skipped) return false;
         var waitingSince = DateTime.UtcNow;
-        while (readers.Lowest() is { } lowest && lowest.Address < pass.CopiesEnd)
+        await Waits.UntilAsync(() =>
         {
+            if (readers.Lowest() is not { } lowest || lowest.Address >= pass.CopiesEnd) return true;
             _waitingFor = lowest.Reader;
             if (DateTime.UtcNow - waitingSince > TimeSpan.FromMinutes(1))
             {
                 log.LogInformation("change log compaction waits for {Reader} (at {Address}) to pass {End}", lowest.Reader, lowest.Address, pass.CopiesEnd);
                 waitingSince = DateTime.UtcNow;
             }
-            await Task.Delay(200, ct);
-        }
+            return false;
+        }, Timeout.InfiniteTimeSpan, ct, poll: TimeSpan.FromMilliseconds(200));
         _waitingFor = null;
         await store.TruncateUntilAsync(pass.Until);
         _last = pass;

@@ -27,6 +27,7 @@ public sealed class ChangeRelay(ChangeLogTail tail, ChangeLogReaders readers, In
     /// <summary>The saved position's address, kept here so compaction asks without reading the file.</summary>
     private long _durableAddress;
     private long _confirmedEtag = -1;
+    private readonly Signal _confirmed = new();
     private readonly ConcurrentDictionary<int, long> _confirmedEnds = new();
 
     /// <summary>
@@ -36,12 +37,7 @@ public sealed class ChangeRelay(ChangeLogTail tail, ChangeLogReaders readers, In
     /// </summary>
     public async Task<IReadOnlyDictionary<int, long>?> PublishedAsync(long etag, TimeSpan timeout, CancellationToken ct)
     {
-        var deadline = DateTime.UtcNow + timeout;
-        while (Interlocked.Read(ref _confirmedEtag) < etag)
-        {
-            if (DateTime.UtcNow >= deadline) return null;
-            await Task.Delay(5, ct);
-        }
+        if (!await Waits.UntilAsync(() => Interlocked.Read(ref _confirmedEtag) >= etag, timeout, ct, _confirmed)) return null;
         return new Dictionary<int, long>(_confirmedEnds);
     }
 
@@ -82,22 +78,16 @@ public sealed class ChangeRelay(ChangeLogTail tail, ChangeLogReaders readers, In
         _durableAddress = _position.Load()?.Address ?? 0;
         using var tracked = readers.Track("kafka relay", () => Interlocked.Read(ref _durableAddress));
         var backoff = options.Retry.Start();
-        while (!stoppingToken.IsCancellationRequested)
+        await SupervisedLoop.RunAsync(async ct =>
         {
             var published = Interlocked.Read(ref _published);
-            try
-            {
-                await RunAsync(stoppingToken);
-            }
-            catch (OperationCanceledException) when (stoppingToken.IsCancellationRequested) { }
-            catch (Exception e)
-            {
-                if (Interlocked.Read(ref _published) != published) backoff.Reset();   // it got somewhere before failing
-                var delay = backoff.Next();
-                logger.LogWarning("change relay stopped ({Error}); resuming from the last confirmed position in {Delay}", e.Message, delay);
-                await Task.Delay(delay, stoppingToken).ContinueWith(_ => { });
-            }
-        }
+            try { await RunAsync(ct); }
+            finally { if (Interlocked.Read(ref _published) != published) backoff.Reset(); }   // it got somewhere before failing
+        }, backoff, (e, delay) =>
+        {
+            logger.LogWarning("change relay stopped ({Error}); resuming from the last confirmed position in {Delay}", e.Message, delay);
+            return ValueTask.CompletedTask;
+        }, stoppingToken);
     }
 
     private async Task RunAsync(CancellationToken ct)
@@ -151,6 +141,7 @@ public sealed class ChangeRelay(ChangeLogTail tail, ChangeLogReaders readers, In
             _position.Save(read.NextAddress, lastEtag);
             Interlocked.Exchange(ref _durableAddress, read.NextAddress);
             Interlocked.Exchange(ref _confirmedEtag, lastEtag);
+            _confirmed.Raise();
             Interlocked.Add(ref _published, batch.Count);
         }
     }

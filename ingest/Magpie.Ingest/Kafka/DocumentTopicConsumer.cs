@@ -31,24 +31,9 @@ public sealed class DocumentTopicConsumer(DocumentStore store, IngestOptions opt
     protected override Task ExecuteAsync(CancellationToken stoppingToken) =>
         Task.Factory.StartNew(() => Loop(stoppingToken), stoppingToken, TaskCreationOptions.LongRunning, TaskScheduler.Default);
 
-    private void Loop(CancellationToken stoppingToken)
-    {
-        var backoff = options.Retry.Start();
-        while (!stoppingToken.IsCancellationRequested)
-        {
-            try
-            {
-                Run(stoppingToken);
-            }
-            catch (OperationCanceledException) when (stoppingToken.IsCancellationRequested) { }
-            catch (Exception e)
-            {
-                var delay = backoff.Next();
-                logger.LogWarning("input topic consumer stopped ({Error}); uncommitted messages will be re-read, restarting in {Delay}", e.Message, delay);
-                stoppingToken.WaitHandle.WaitOne(delay);
-            }
-        }
-    }
+    private void Loop(CancellationToken stoppingToken) =>
+        SupervisedLoop.Run(Run, options.Retry.Start(), (e, delay) =>
+            logger.LogWarning("input topic consumer stopped ({Error}); uncommitted messages will be re-read, restarting in {Delay}", e.Message, delay), stoppingToken);
 
     private void Run(CancellationToken ct)
     {

@@ -1,3 +1,4 @@
+using Magpie.Contracts;
 using System.Net.Http.Json;
 using Confluent.Kafka;
 using Magpie.Contracts.Indexes;
@@ -20,12 +21,7 @@ public sealed class KafkaIndexWaiter(ChangeRelay relay, IndexerGroup group, Http
         var deadline = DateTime.UtcNow + timeout;
         if (await relay.PublishedAsync(etag, timeout, ct) is not { } ends) return false;
         var target = ends.Where(e => e.Value > 0).ToDictionary();
-        while (true)
-        {
-            if (await AskOwnersAsync(target, deadline - DateTime.UtcNow, ct)) return true;
-            if (DateTime.UtcNow >= deadline) return false;
-            await Task.Delay(100, ct);
-        }
+        return await Waits.UntilAsync(c => new ValueTask<bool>(AskOwnersAsync(target, deadline - DateTime.UtcNow, c)), deadline - DateTime.UtcNow, ct, poll: TimeSpan.FromMilliseconds(100));
     }
 
     private async Task<bool> AskOwnersAsync(Dictionary<int, long> target, TimeSpan left, CancellationToken ct)

@@ -1,6 +1,7 @@
 using System.Buffers;
 using System.Net;
 using System.Text.Json;
+using Magpie.Contracts;
 
 namespace Magpie.Producers.Sinks;
 
@@ -16,6 +17,7 @@ public sealed class HttpBulkSink(Uri baseUrl, HttpClient? client = null, string?
     public async Task SendAsync(IReadOnlyList<DocumentWrite> batch, CancellationToken ct)
     {
         var body = Serialize(batch);
+        var backoff = new Backoff(TimeSpan.FromMilliseconds(200), TimeSpan.FromSeconds(10));
         for (var attempt = 1; ; attempt++)
         {
             using var content = new ByteArrayContent(body);
@@ -26,7 +28,8 @@ public sealed class HttpBulkSink(Uri baseUrl, HttpClient? client = null, string?
             if (response.IsSuccessStatusCode) return;
             if (response.StatusCode == HttpStatusCode.ServiceUnavailable && attempt < 20)
             {
-                await Task.Delay(response.Headers.RetryAfter?.Delta ?? TimeSpan.FromMilliseconds(200 * attempt), ct);
+                var delay = backoff.Next();
+                await Task.Delay(response.Headers.RetryAfter?.Delta ?? delay, ct);
                 continue;
             }
             var detail = await response.Content.ReadAsStringAsync(ct);

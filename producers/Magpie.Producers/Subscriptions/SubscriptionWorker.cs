@@ -168,20 +168,10 @@ public sealed class SubscriptionWorker(HttpClient http, SubscriptionWorkerOption
     }
 
     /// <summary>Runs <paramref name="call"/> until it succeeds: unreachable server, timeouts and 5xx back off and retry; 4xx end the run.</summary>
-    private async Task<T> RetryingAsync<T>(Func<CancellationToken, Task<T>> call, CancellationToken ct)
-    {
-        var backoff = new Backoff(options.RetryDelay, options.MaxRetryDelay);
-        while (true)
-        {
-            try { return await call(ct); }
-            catch (Exception e) when (e is HttpRequestException { StatusCode: null or >= HttpStatusCode.InternalServerError }
-                                      || e is TaskCanceledException && !ct.IsCancellationRequested)
-            {
-                OnRetry?.Invoke(e);
-                await Task.Delay(backoff.Next(), ct);
-            }
-        }
-    }
+    private Task<T> RetryingAsync<T>(Func<CancellationToken, Task<T>> call, CancellationToken ct) =>
+        SupervisedLoop.CallAsync(call, new Backoff(options.RetryDelay, options.MaxRetryDelay),
+            e => e is HttpRequestException { StatusCode: null or >= HttpStatusCode.InternalServerError } || e is TaskCanceledException,
+            OnRetry, ct);
 
     private async Task ThrowIfFailedAsync(HttpResponseMessage r, CancellationToken ct)
     {

@@ -18,6 +18,7 @@ namespace Magpie.Query.Shards;
 public sealed class InputOffsets(string bootstrapServers, ILogger<InputOffsets> log) : BackgroundService
 {
     private readonly ConcurrentDictionary<int, InputApplied> _applied = new();
+    private readonly Signal _received = new();
 
     /// <summary>The next offset applied of each input partition known here (a header on query answers).</summary>
     public IReadOnlyDictionary<string, long> Applied => _applied.ToDictionary(a => a.Key.ToString(System.Globalization.CultureInfo.InvariantCulture), a => a.Value.NextOffset);
@@ -28,42 +29,27 @@ public sealed class InputOffsets(string bootstrapServers, ILogger<InputOffsets> 
     /// </summary>
     public async Task<Dictionary<string, long>?> WaitAsync(IReadOnlyDictionary<string, long> offsets, TimeSpan timeout, CancellationToken ct)
     {
-        var deadline = DateTime.UtcNow + timeout;
-        while (true)
-        {
-            var records = offsets.Select(o => int.TryParse(o.Key, out var p) && _applied.TryGetValue(p, out var r) && r.NextOffset >= o.Value ? r : null).ToList();
-            if (records.All(r => r is not null))
-            {
-                var target = new Dictionary<string, long>();
-                foreach (var (partition, next) in records.SelectMany(r => r!.Changes)) target[partition] = Math.Max(next, target.GetValueOrDefault(partition));
-                return target;
-            }
-            if (DateTime.UtcNow >= deadline) return null;
-            await Task.Delay(10, ct);
-        }
+        List<InputApplied?> Records() => offsets.Select(o => int.TryParse(o.Key, out var p) && _applied.TryGetValue(p, out var r) && r.NextOffset >= o.Value ? r : null).ToList();
+        if (!await Waits.UntilAsync(() => Records().All(r => r is not null), timeout, ct, _received)) return null;
+        var target = new Dictionary<string, long>();
+        foreach (var (partition, next) in Records().SelectMany(r => r!.Changes)) target[partition] = Math.Max(next, target.GetValueOrDefault(partition));
+        return target;
     }
 
-    protected override Task ExecuteAsync(CancellationToken ct) => Task.Factory.StartNew(() =>
+    protected override Task ExecuteAsync(CancellationToken ct) => Task.Factory.StartNew(() => SupervisedLoop.Run(_ =>
     {
+        using var consumer = KafkaClients.BuildConsumer<string, byte[]>(KafkaClients.Consumer(bootstrapServers, $"magpie-input-progress-{Guid.NewGuid():N}"), log);
+        consumer.Assign(new TopicPartitionOffset(Topics.InputProgress, 0, Offset.Beginning));
         while (!ct.IsCancellationRequested)
         {
-            try
+            if (consumer.Consume(TimeSpan.FromMilliseconds(200)) is not { IsPartitionEOF: false, Message.Value: { } value }) continue;
+            if (JsonSerializer.Deserialize<InputApplied>(value, WireJson.Web) is { } record)
             {
-                using var consumer = KafkaClients.BuildConsumer<string, byte[]>(KafkaClients.Consumer(bootstrapServers, $"magpie-input-progress-{Guid.NewGuid():N}"), log);
-                consumer.Assign(new TopicPartitionOffset(Topics.InputProgress, 0, Offset.Beginning));
-                while (!ct.IsCancellationRequested)
-                {
-                    if (consumer.Consume(TimeSpan.FromMilliseconds(200)) is not { IsPartitionEOF: false, Message.Value: { } value }) continue;
-                    if (JsonSerializer.Deserialize<InputApplied>(value, WireJson.Web) is { } record)
-                        _applied.AddOrUpdate(record.Partition, record, (_, was) => record.NextOffset >= was.NextOffset ? record : was);
-                }
-            }
-            catch (OperationCanceledException) when (ct.IsCancellationRequested) { }
-            catch (Exception e) when (e is KafkaException or JsonException)
-            {
-                log.LogWarning("reading {Topic}: {Error}; again in 1 s", Topics.InputProgress, e.Message);
-                ct.WaitHandle.WaitOne(1000);
+                _applied.AddOrUpdate(record.Partition, record, (_, was) => record.NextOffset >= was.NextOffset ? record : was);
+                _received.Raise();
             }
         }
-    }, ct, TaskCreationOptions.LongRunning, TaskScheduler.Default);
+    }, new Backoff(TimeSpan.FromSeconds(1), TimeSpan.FromSeconds(1)),
+        (e, delay) => log.LogWarning("reading {Topic}: {Error}; again in {Delay}", Topics.InputProgress, e.Message, delay), ct),
+        ct, TaskCreationOptions.LongRunning, TaskScheduler.Default);
 }

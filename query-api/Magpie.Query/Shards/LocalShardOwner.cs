@@ -1,3 +1,4 @@
+using Magpie.Contracts;
 using System.Diagnostics;
 using System.Text.Json;
 using Magpie.Contracts.Documents;
@@ -42,14 +43,14 @@ public sealed class LocalShardOwner(IIndexDefinitions definitions, ILocalShards 
         List<ILocalShard> Workers() => local.Shards(name, request.Version).Where(w => request.Partitions?.Contains(w.Shard) ?? true).ToList();
         bool Ready(List<ILocalShard> w) => w.Count > 0 && w.Count >= (request.Partitions?.Count ?? 0) && w.All(x => x.Searcher is not null);
         var workers = Workers();
-        while (!Ready(workers) && DateTime.UtcNow < deadline)
+        await Waits.UntilAsync(() =>
         {
-            // The version asked for was replaced here: the coordinator asks again for the one that serves now.
-            if (workers.Count == 0 && request.Version is { } version && local.Replaced(name, version))
-                throw new QueryProblem(409, $"version {version} of index '{name}' was replaced by its rebuild; ask for the serving version") { Code = QueryProblem.VersionReplaced };
-            await Task.Delay(20, ct);
             workers = Workers();
-        }
+            // The version asked for was replaced here: the coordinator asks again for the one that serves now.
+            if (!Ready(workers) && workers.Count == 0 && request.Version is { } version && local.Replaced(name, version))
+                throw new QueryProblem(409, $"version {version} of index '{name}' was replaced by its rebuild; ask for the serving version") { Code = QueryProblem.VersionReplaced };
+            return Ready(workers);
+        }, deadline - DateTime.UtcNow, ct);
         if (!definitions.Current.ContainsKey(name)) throw new QueryProblem(404, $"index '{name}' does not exist");
         if (!Ready(workers)) throw new QueryProblem(503, $"index '{name}' is not running here yet ({Starting(workers, request.Partitions)})");
 

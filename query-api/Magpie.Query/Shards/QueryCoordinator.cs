@@ -1,3 +1,4 @@
+using Magpie.Contracts;
 using System.Runtime.CompilerServices;
 using System.Text.Json;
 using Magpie.Contracts.Indexes;
@@ -39,7 +40,7 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
             try { return await ask(version); }
             catch (QueryProblem e) when (e.Code == QueryProblem.VersionReplaced && DateTime.UtcNow < deadline)
             {
-                while (definitions.Current.GetValueOrDefault(index)?.Fingerprint() == version && DateTime.UtcNow < deadline) await Task.Delay(50, ct);
+                await Waits.UntilAsync(() => definitions.Current.GetValueOrDefault(index)?.Fingerprint() != version, deadline - DateTime.UtcNow, ct);
             }
         }
     }
@@ -171,11 +172,8 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
         var layout = await directory.LayoutAsync(ct);
         // Indexers joining (or a rebalance): a query that waits for non-stale results also waits for every partition to have an owner.
         var deadline = DateTime.UtcNow + TimeSpan.FromMilliseconds(Math.Clamp(request.TimeoutMs, 0, 300_000));
-        while (wait && !layout.Complete && DateTime.UtcNow < deadline)
-        {
-            await Task.Delay(250, ct);
-            layout = await directory.LayoutAsync(ct);
-        }
+        if (wait && !layout.Complete)
+            await Waits.UntilAsync(async c => (layout = await directory.LayoutAsync(c)).Complete, deadline - DateTime.UtcNow, ct, poll: TimeSpan.FromMilliseconds(250));
         if (layout.Owners.Count == 0) throw new QueryProblem(503, $"no indexer holds shards of '{index}' yet");
         // Non-stale means every change the store holds now, also those the relay has yet to publish: the topic's end alone missed them.
         if (wait && layout.Target is not null && relayed is not null)

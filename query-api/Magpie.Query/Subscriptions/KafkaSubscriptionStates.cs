@@ -69,31 +69,22 @@ public sealed class KafkaSubscriptionStates(string bootstrapServers, ILogger<Kaf
     }
 
     /// <summary>Applies every record in log order: the same state machine in every query process.</summary>
-    private void Read()
-    {
-        while (!_stop.IsCancellationRequested)
+    private void Read() =>
+        SupervisedLoop.Run(_ =>
         {
-            try
+            using var consumer = KafkaClients.BuildConsumer<string, byte[]>(KafkaClients.Consumer(bootstrapServers, $"magpie-subscriptions-{Guid.NewGuid():N}"), log);
+            var start = _latest.IsEmpty ? Offset.Beginning : new Offset(_latest.Values.Max(l => l.Offset) + 1);
+            consumer.Assign(new TopicPartitionOffset(Topics.Subscriptions, 0, start));
+            var end = consumer.QueryWatermarkOffsets(new TopicPartition(Topics.Subscriptions, 0), TimeSpan.FromSeconds(30)).High;
+            if (end.Value <= start.Value || start == Offset.Beginning && end.Value == 0) _caughtUp.TrySetResult();
+            while (!_stop.IsCancellationRequested)
             {
-                using var consumer = KafkaClients.BuildConsumer<string, byte[]>(KafkaClients.Consumer(bootstrapServers, $"magpie-subscriptions-{Guid.NewGuid():N}"), log);
-                var start = _latest.IsEmpty ? Offset.Beginning : new Offset(_latest.Values.Max(l => l.Offset) + 1);
-                consumer.Assign(new TopicPartitionOffset(Topics.Subscriptions, 0, start));
-                var end = consumer.QueryWatermarkOffsets(new TopicPartition(Topics.Subscriptions, 0), TimeSpan.FromSeconds(30)).High;
-                if (end.Value <= start.Value || start == Offset.Beginning && end.Value == 0) _caughtUp.TrySetResult();
-                while (!_stop.IsCancellationRequested)
-                {
-                    if (consumer.Consume(TimeSpan.FromMilliseconds(200)) is not { IsPartitionEOF: false } r) continue;
-                    Apply(r.Message.Key, r.Offset.Value, r.Message.Value);
-                    if (r.Offset.Value + 1 >= end.Value) _caughtUp.TrySetResult();
-                }
+                if (consumer.Consume(TimeSpan.FromMilliseconds(200)) is not { IsPartitionEOF: false } r) continue;
+                Apply(r.Message.Key, r.Offset.Value, r.Message.Value);
+                if (r.Offset.Value + 1 >= end.Value) _caughtUp.TrySetResult();
             }
-            catch (Exception e) when (!_stop.IsCancellationRequested)
-            {
-                log.LogWarning("reading magpie.subscriptions: {Error}; reading on in 1 s", e.Message);
-                _stop.Token.WaitHandle.WaitOne(TimeSpan.FromSeconds(1));
-            }
-        }
-    }
+        }, new Backoff(TimeSpan.FromSeconds(1), TimeSpan.FromSeconds(1)),
+            (e, delay) => log.LogWarning("reading magpie.subscriptions: {Error}; reading on in {Delay}", e.Message, delay), _stop.Token);
 
     private void Apply(string name, long offset, byte[]? value)
     {

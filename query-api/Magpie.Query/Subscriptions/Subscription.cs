@@ -1,3 +1,4 @@
+using Magpie.Contracts;
 using System.Text.Json;
 using System.Text.Json.Nodes;
 using Magpie.Contracts.Changes;
@@ -74,7 +75,7 @@ public sealed class Subscription(string name, DocumentMatcher matcher, IChangeFe
     public async Task<SubscriptionBatch?> NextAsync(string worker, OpeningStrategy strategy, int maxDocs, TimeSpan wait, CancellationToken ct)
     {
         var deadline = DateTimeOffset.UtcNow + wait;
-        while (!await TryHoldAsync(worker, strategy, deadline, ct)) await Task.Delay(TimeSpan.FromMilliseconds(100), ct);   // WaitForFree
+        await Waits.UntilAsync(c => new ValueTask<bool>(TryHoldAsync(worker, strategy, deadline, c)), Timeout.InfiniteTimeSpan, ct, poll: TimeSpan.FromMilliseconds(100));   // WaitForFree
         // One read of the feed at a time; the wait for changes happens outside any lock, so acks and other workers get answers meanwhile.
         await _read.WaitAsync(ct);
         try
