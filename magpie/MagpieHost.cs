@@ -28,7 +28,7 @@ public static class MagpieHost
 
     public static WebApplication Build(WebApplicationBuilder builder, MagpieSettings settings)
     {
-        var modules = Targets.ModulesOf(settings.Target);
+        var modules = ModuleGraph.ModulesOf(settings.Target);
         builder.Logging.ClearProviders();
         builder.Logging.AddSimpleConsole(o => { o.SingleLine = true; o.TimestampFormat = "HH:mm:ss "; });
         // A start that fails (a port in use) is told in one line by `magpie run`, not also as the host's stack trace.
@@ -37,7 +37,7 @@ public static class MagpieHost
         if (SettingsCheck.Problem(settings) is { } outOfRange) throw new ModuleUnmetException(outOfRange);
         foreach (var m in modules)
             if (m.Unmet(settings) is { } why) throw new ModuleUnmetException($"module '{m.Name}' can't start: {why}");
-        var security = HostSecurity.From(settings, Targets.CallsIndexers(modules, settings.Embedded));
+        var security = HostSecurity.From(settings, ModuleGraph.CallsIndexers(modules, settings.Embedded));
         if (!settings.Embedded) KafkaClients.UseCluster(settings.Kafka!, settings.KafkaClient);
         if (settings.Unsecured && !security.Loopback)
             startup.LogWarning("--unsecured: listening on {Address} with no API key required; anyone who reaches port {Port} can read, write, define indexes and ETL", settings.BindAddress, settings.HttpPort);

@@ -15,7 +15,7 @@ using Microsoft.Extensions.Logging;
 namespace Magpie.Indexer;
 
 /// <summary>
-/// The indexer: definitions, one worker per index and shard, the /indexes API. Embedded: definitions in
+/// The indexer: one worker per index and shard, the /indexes API, over the definitions (<see cref="AddIndexDefinitions"/>). Embedded: definitions in
 /// a file, one shard = the in-process change feed. Kafka mode: definitions in magpie.indexes, shards =
 /// the partitions of magpie.changes this process owns in the indexer consumer group.
 /// </summary>
@@ -24,7 +24,6 @@ public static class IndexerModule
     public static IServiceCollection AddIndexer(this IServiceCollection services, IndexerOptions options)
     {
         services.AddSingleton(options);
-        services.AddIndexDefinitions(options);
         services.AddSingleton<IIndexShards>(sp => options.Kafka is { } kafka
             ? new KafkaPartitionShards(kafka, options.IndexerGroup, options.AdvertisedUrl, options.KafkaPartitions, options.KafkaReplicationFactor,
                 sp.GetRequiredService<ILoggerFactory>().CreateLogger("Magpie.Indexer.Shards"))
@@ -54,11 +53,11 @@ public static class IndexerModule
         return services;
     }
 
-    /// <summary>The definitions alone (a query process reads them too); started before anything that uses them.</summary>
     /// <summary>Documents run one at a time through a definition and a query as an index would run them (subscriptions filter with it).</summary>
     public static IServiceCollection AddDocumentFilters(this IServiceCollection services, IndexerOptions options) =>
         services.AddSingleton<Magpie.Contracts.Search.IDocumentFilters>(new Lucene.LuceneDocumentFilters(options.ScriptLimits));
 
+    /// <summary>The definitions (the indexer needs them, a query process reads them too); registered before anything that uses them.</summary>
     public static IServiceCollection AddIndexDefinitions(this IServiceCollection services, IndexerOptions options)
     {
         services.AddSingleton<IIndexDefinitionLog>(sp => options.Kafka is { } kafka

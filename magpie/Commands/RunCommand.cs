@@ -13,10 +13,10 @@ public static class RunCommand
         target.Validators.Add(result =>
         {
             if (result.GetValueOrDefault<string?>() is not { } value) return;
-            try { Targets.Parse(value); }
+            try { ModuleGraph.Parse(value); }
             catch (ArgumentException e) { result.AddError(e.Message); }
         });
-        var listTargets = new Option<bool>("--list-targets") { Description = "Print each target, its modules and what it needs, then exit" };
+        var listTargets = new Option<bool>("--list-targets") { Description = "Print each target with the modules it runs, and each module with what it needs, then exit" };
         var dataDir = new Option<string?>("--data-dir") { Description = "Data directory (default ./data)" };
         var httpPort = new Option<int?>("--http-port") { Description = "HTTP port (default 8080)" };
         var kafka = new Option<string?>("--kafka") { Description = "Kafka bootstrap servers; absent = embedded, no Kafka" };
@@ -30,8 +30,7 @@ public static class RunCommand
         {
             if (parse.GetValue(listTargets))
             {
-                foreach (var (name, modules, needs) in Targets.Described)
-                    Console.WriteLine($"{name,-10} modules: {modules,-36} needs: {needs}");
+                foreach (var line in ModuleGraph.Describe()) Console.WriteLine(line);
                 return 0;
             }
             var builder = MagpieHost.CreateBuilder();

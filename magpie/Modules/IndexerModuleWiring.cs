@@ -3,17 +3,14 @@ using Magpie.Hosting.Security;
 using Magpie.Hosting.Health;
 using Magpie.Indexer;
 using Magpie.Indexer.Indexing;
-using Magpie.Query;
 using Microsoft.AspNetCore.Builder;
 
 namespace Magpie.Modules;
 
 /// <summary>
-/// indexer: index definitions and one worker per index and shard on Lucene.Net, in-process. Needs: a data directory
-/// and the change feed — embedded when
-/// ingest runs in the same process (one shard, definitions in the data directory); otherwise Kafka:
-/// definitions in magpie.indexes, shards = the partitions of magpie.changes this process owns in the
-/// indexer consumer group, answered to query processes on POST /shards/queries.
+/// indexer: one worker per index and shard on Lucene.Net, in process, and the /indexes API. Needs: index-definitions, a data
+/// directory and the change feed — the local store's when ingest runs in the same process (one shard); otherwise Kafka: shards
+/// = the partitions of magpie.changes this process owns in the indexer consumer group.
 /// </summary>
 public sealed class IndexerModuleWiring(bool ingestInProcess) : IMagpieModule
 {
@@ -31,16 +28,15 @@ public sealed class IndexerModuleWiring(bool ingestInProcess) : IMagpieModule
     public void AddServices(WebApplicationBuilder builder, MagpieSettings settings, HostSecurity security)
     {
         builder.Services.AddIndexer(_options = Options(settings, ingestInProcess, security));
-        builder.Services.AddLocalShards();
         builder.Services.AddReadinessCheck("indexes", (sp, ct) => sp.GetRequiredService<IndexRegistry>().UnansweringAsync(TimeSpan.FromSeconds(2), ct));
     }
 
     public void Map(WebApplication app, MagpieSettings settings)
     {
         app.MapIndexer(_options ?? throw new InvalidOperationException("the indexer's services were not added"));
-        if (!ingestInProcess) app.MapShardQueries();
     }
 
+    /// <summary>The indexer stage's settings, read from <see cref="MagpieSettings"/> in this one place (definitions and filters use them too).</summary>
     internal static IndexerOptions Options(MagpieSettings s, bool embedded, HostSecurity security) => new()
     {
         IngestUrl = s.IngestUrl,

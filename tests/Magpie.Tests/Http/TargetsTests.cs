@@ -23,12 +23,17 @@ public sealed class TargetsTests
     }
 
     [Fact]
-    public async Task List_targets_says_each_target_its_modules_and_needs_and_a_bad_combination_is_refused()
+    public async Task List_targets_draws_the_module_graph_and_a_bad_combination_is_refused()
     {
         var (exit, output) = await MagpieCli.RunAsync(TimeSpan.FromMinutes(1), "run", "--list-targets");
         Assert.Equal(0, exit);
-        foreach (var target in new[] { "all", "ingest", "indexer", "query", "sinks", "ingest,…" })
-            Assert.Contains(output.Split('\n'), line => line.StartsWith(target + " ", StringComparison.Ordinal) && line.Contains("needs: "));
+        var lines = output.Split('\n').Select(l => l.Trim()).ToList();
+        // Each target with the modules it runs, dependencies first; each module with what it needs.
+        Assert.Contains("indexer  runs index-definitions, indexer, shard-search", lines);
+        Assert.Contains("query    runs index-definitions, document-filters, query, postgres, studio", lines);
+        Assert.Contains(lines, l => l.StartsWith("all      runs ingest, index-definitions, document-filters, indexer, shard-search, query, postgres, studio, sinks", StringComparison.Ordinal));
+        Assert.Contains(lines, l => l.StartsWith("shard-search ", StringComparison.Ordinal) && l.Contains("needs indexer;"));
+        Assert.Contains(lines, l => l.StartsWith("postgres ", StringComparison.Ordinal) && l.Contains("needs query;"));
         var (badExit, bad) = await MagpieCli.RunAsync(TimeSpan.FromMinutes(1), "run", "--target", "indexer,query", "--http-port", FreePort.Next().ToString());
         Assert.NotEqual(0, badExit);
         Assert.Contains("run them as separate processes, or add ingest", bad);
