@@ -30,7 +30,8 @@ public sealed record ProcessLayout(bool Store, bool WholeIndex);
 /// place that says so. A target is <c>all</c>, one target, or targets joined by commas: the process runs the named modules and
 /// every module they need, each once, in this declaration order (dependencies first). Modules in one process talk in process:
 /// with <c>ingest</c>, the indexer, the query module and the sinks read the local store's change feed and indexes (as
-/// <c>all</c> does). Without <c>ingest</c>, each target goes through Kafka and runs one per process.
+/// <c>all</c> does). Without <c>ingest</c>, they go through Kafka as separate processes would (<c>indexer,query</c>: the query
+/// module asks this process's indexer over HTTP like any other owner of shards).
 /// </summary>
 public static class ModuleGraph
 {
@@ -76,8 +77,6 @@ public static class ModuleGraph
             if (!known.Contains(name))
                 throw new ArgumentException($"unknown target '{name}' in '{target}' (expected all, or one or more of {string.Join(", ", known)} joined by commas)");
         if (names.Distinct().Count() != names.Length) throw new ArgumentException($"target '{target}' names a module twice");
-        if (names.Length > 1 && !names.Contains("ingest"))
-            throw new ArgumentException($"target '{target}': modules without ingest talk through Kafka and run one per process; run them as separate processes, or add ingest");
         return [.. known.Where(names.Contains)];
     }
 
@@ -111,7 +110,7 @@ public static class ModuleGraph
     /// <summary>What <c>magpie run --list-targets</c> prints: each target with the modules it runs, then each module with what it needs.</summary>
     public static IEnumerable<string> Describe()
     {
-        yield return "targets (--target all, one, or several joined by commas with ingest):";
+        yield return "targets (--target all, one, or several joined by commas):";
         foreach (var (name, _) in Targets)
             yield return $"  {name,-8} runs {string.Join(", ", Resolve(name).Select(n => n.Name))}";
         yield return $"  {"all",-8} runs {string.Join(", ", Resolve("all").Select(n => n.Name))}";

@@ -34,8 +34,12 @@ public sealed class TargetsTests
         Assert.Contains(lines, l => l.StartsWith("all      runs ingest, index-definitions, document-filters, indexer, shard-search, query, postgres, studio, sinks", StringComparison.Ordinal));
         Assert.Contains(lines, l => l.StartsWith("shard-search ", StringComparison.Ordinal) && l.Contains("needs indexer;"));
         Assert.Contains(lines, l => l.StartsWith("postgres ", StringComparison.Ordinal) && l.Contains("needs query;"));
+        // Without ingest, the indexer reads the change feed from Kafka: combined without --kafka, one line says so.
         var (badExit, bad) = await MagpieCli.RunAsync(TimeSpan.FromMinutes(1), "run", "--target", "indexer,query", "--http-port", FreePort.Next().ToString());
         Assert.NotEqual(0, badExit);
-        Assert.Contains("run them as separate processes, or add ingest", bad);
+        Assert.Contains("module 'indexer' can't start: the indexer target alone reads magpie.changes from Kafka: set --kafka", bad);
+        var (unknownExit, unknown) = await MagpieCli.RunAsync(TimeSpan.FromMinutes(1), "run", "--target", "indexer,search", "--http-port", FreePort.Next().ToString());
+        Assert.NotEqual(0, unknownExit);
+        Assert.Contains("unknown target 'search'", unknown);
     }
 }
