@@ -1,4 +1,5 @@
 using Magpie.EtlSinks.Messages;
+using Magpie.EtlSinks.Brokers;
 
 namespace Magpie.EtlSinks.Delivery;
 
@@ -9,14 +10,4 @@ public interface IMessageTarget : IAsyncDisposable
     Task OpenAsync(IReadOnlyCollection<string> destinations, CancellationToken ct);
 
     Task PublishAsync(IReadOnlyList<OutgoingMessage> messages, CancellationToken ct);
-}
-
-/// <summary>
-/// Publishing failed. <see cref="NeedsUser"/>: nothing will change until someone fixes the configuration or
-/// the broker's topology (bad credentials, unknown exchange, type clash) → the task shows <c>failed</c>;
-/// otherwise the broker is unreachable → <c>reconnecting</c>. Both are retried with back-off.
-/// </summary>
-public sealed class EtlTargetException(string message, bool needsUser, Exception? inner = null) : Exception(message, inner)
-{
-    public bool NeedsUser { get; } = needsUser;
 }

@@ -4,6 +4,7 @@ using Confluent.Kafka.Admin;
 using Magpie.EtlSinks.Configuration;
 using Magpie.EtlSinks.Messages;
 using Magpie.Kafka;
+using Magpie.EtlSinks.Brokers;
 
 namespace Magpie.EtlSinks.Delivery;
 
@@ -66,14 +67,14 @@ public sealed class KafkaTarget(EtlConnection connection, EtlTaskDefinition task
         _ensured.UnionWith(missing);
     }
 
-    private static EtlTargetException Classify(Exception e) => e switch
+    private static BrokerException Classify(Exception e) => e switch
     {
-        EtlTargetException t => t,
+        BrokerException t => t,
         KafkaException { Error.Code: ErrorCode.TopicAuthorizationFailed or ErrorCode.UnknownTopicOrPart or ErrorCode.Local_UnknownTopic or ErrorCode.TopicException } k
-            => new EtlTargetException($"Kafka refused: {k.Error.Reason}", needsUser: true, e),
-        ArgumentException => new EtlTargetException($"bad Kafka connection options: {e.Message}", needsUser: true, e),
-        KafkaException k => new EtlTargetException($"Kafka unavailable: {k.Error.Reason}", needsUser: false, e),
-        _ => new EtlTargetException($"Kafka: {e.GetType().Name}: {e.Message}", needsUser: false, e),
+            => new BrokerException($"Kafka refused: {k.Error.Reason}", needsUser: true, e),
+        ArgumentException => new BrokerException($"bad Kafka connection options: {e.Message}", needsUser: true, e),
+        KafkaException k => new BrokerException($"Kafka unavailable: {k.Error.Reason}", needsUser: false, e),
+        _ => new BrokerException($"Kafka: {e.GetType().Name}: {e.Message}", needsUser: false, e),
     };
 
     public ValueTask DisposeAsync()

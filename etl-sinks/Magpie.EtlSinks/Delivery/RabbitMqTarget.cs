@@ -4,6 +4,7 @@ using Magpie.EtlSinks.Messages;
 using RabbitMQ.Client;
 using RabbitMQ.Client.Events;
 using RabbitMQ.Client.Exceptions;
+using Magpie.EtlSinks.Brokers;
 
 namespace Magpie.EtlSinks.Delivery;
 
@@ -34,19 +35,9 @@ public sealed class RabbitMqTarget(EtlConnection connection, EtlTaskDefinition t
         {
             var uri = new Uri(connection.Url!);
             _hostAddress = $"rabbitmq://{uri.Host}:{(uri.Port > 0 ? uri.Port : 5672)}";
-            var factory = new ConnectionFactory
-            {
-                Uri = uri,
-                AutomaticRecoveryEnabled = false,
-                TopologyRecoveryEnabled = false,
-                RequestedHeartbeat = TimeSpan.FromSeconds(10),
-                RequestedConnectionTimeout = TimeSpan.FromSeconds(10),
-                ClientProvidedName = $"magpie-etl-{taskName}",
-            };
-            _connection = await factory.CreateConnectionAsync(ct);
+            _connection = await RabbitMqClients.ConnectAsync(connection.Url!, $"magpie-etl-{taskName}", ct);
             _connection.ConnectionShutdownAsync += (_, e) => Closed(e);
-            _channel = await _connection.CreateChannelAsync(new CreateChannelOptions(
-                publisherConfirmationsEnabled: true, publisherConfirmationTrackingEnabled: true), ct);
+            _channel = await RabbitMqClients.ConfirmingChannelAsync(_connection, ct);
             _channel.ChannelShutdownAsync += (_, e) => Closed(e);
             if (task.SkipAutomaticDeclaration) return;
             foreach (var exchange in destinations.Concat(task.Queues?.Select(q => q.Exchange) ?? []))
@@ -134,31 +125,7 @@ public sealed class RabbitMqTarget(EtlConnection connection, EtlTaskDefinition t
     }
 
     /// <summary>Broker replies that need a person (404 unknown exchange, 403 access refused, 406 declaration clash) vs. a broker that is just away.</summary>
-    private static EtlTargetException Classify(Exception e)
-    {
-        var reason = e switch
-        {
-            // AlreadyClosedException is an OperationInterruptedException.
-            OperationInterruptedException oi => oi.ShutdownReason,
-            _ => null,
-        };
-        if (reason is { ReplyCode: 404 or 403 or 406 or 530 })
-            return new EtlTargetException($"RabbitMQ refused: {reason.ReplyCode} {reason.ReplyText}", needsUser: true, e);
-        if (e is BrokerUnreachableException { InnerException: AuthenticationFailureException auth })
-            return new EtlTargetException($"RabbitMQ authentication failed: {auth.Message}", needsUser: true, e);
-        if (e is UriFormatException or ArgumentException)
-            return new EtlTargetException($"bad RabbitMQ connection string: {e.Message}", needsUser: true, e);
-        var detail = e switch
-        {
-            BrokerUnreachableException b => $"RabbitMQ unreachable: {b.InnerException?.Message ?? b.Message}",
-            PublishException p => $"RabbitMQ did not confirm message #{p.PublishSequenceNumber} ({(p.IsReturn ? "returned" : "nacked")})",
-            TimeoutException => $"RabbitMQ did not confirm within {ConfirmTimeout.TotalSeconds:0} s",
-            SocketException or IOException => $"RabbitMQ connection lost: {e.Message}",
-            _ when reason is not null => $"RabbitMQ connection closed: {reason.ReplyCode} {reason.ReplyText}",
-            _ => $"RabbitMQ: {e.GetType().Name}: {e.Message}",
-        };
-        return new EtlTargetException(detail, needsUser: false, e);
-    }
+    private static BrokerException Classify(Exception e) => RabbitMqClients.Classify(e, ConfirmTimeout);
 
     public async ValueTask DisposeAsync()
     {

@@ -5,6 +5,7 @@ using Magpie.Contracts;
 using Magpie.EtlSinks.Configuration;
 using Magpie.EtlSinks.Delivery;
 using Magpie.Kafka;
+using Magpie.EtlSinks.Brokers;
 
 namespace Magpie.EtlSinks.QueueSinks;
 
@@ -126,14 +127,14 @@ public sealed class KafkaSource(EtlConnection connection, QueueSinkDefinition si
         return Task.FromResult<long?>(lag);
     }
 
-    private static EtlTargetException Classify(Exception e) => e switch
+    private static BrokerException Classify(Exception e) => e switch
     {
-        EtlTargetException t => t,
+        BrokerException t => t,
         KafkaException { Error.Code: ErrorCode.TopicAuthorizationFailed or ErrorCode.GroupAuthorizationFailed or ErrorCode.TopicException } k
-            => new EtlTargetException($"Kafka refused: {k.Error.Reason}", needsUser: true, e),
-        ArgumentException => new EtlTargetException($"bad Kafka connection options: {e.Message}", needsUser: true, e),
-        KafkaException k => new EtlTargetException($"Kafka unavailable: {k.Error.Reason}", needsUser: false, e),
-        _ => new EtlTargetException($"Kafka: {e.GetType().Name}: {e.Message}", needsUser: false, e),
+            => new BrokerException($"Kafka refused: {k.Error.Reason}", needsUser: true, e),
+        ArgumentException => new BrokerException($"bad Kafka connection options: {e.Message}", needsUser: true, e),
+        KafkaException k => new BrokerException($"Kafka unavailable: {k.Error.Reason}", needsUser: false, e),
+        _ => new BrokerException($"Kafka: {e.GetType().Name}: {e.Message}", needsUser: false, e),
     };
 
     public ValueTask DisposeAsync()

@@ -1,5 +1,6 @@
 using System.Diagnostics.Metrics;
 using Magpie.EtlSinks.Tasks;
+using Magpie.EtlSinks.Brokers;
 
 namespace Magpie.EtlSinks.QueueSinks;
 
@@ -38,7 +39,7 @@ public static class QueueSinkMetrics
                 .Select(s => new Measurement<long>(s.Lag!.Value, new KeyValuePair<string, object?>("sink", s.Name))),
             "{message}", "Messages waiting in the broker for a sink.");
         EtlMetrics.Meter.CreateObservableGauge("magpie.sink.running", () => supervisor.AllStats()
-                .Select(s => new Measurement<int>(s.State == EtlTaskState.Running ? 1 : 0,
+                .Select(s => new Measurement<int>(s.State == RunnerState.Running ? 1 : 0,
                     new KeyValuePair<string, object?>("sink", s.Name), new KeyValuePair<string, object?>("state", s.State))),
             "{sink}", "1 while a sink is running; its state label says what else it is doing (reconnecting, failed, disabled).");
     }

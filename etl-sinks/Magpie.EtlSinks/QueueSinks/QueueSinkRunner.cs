@@ -7,6 +7,7 @@ using Magpie.EtlSinks.Delivery;
 using Magpie.EtlSinks.Tasks;
 using Magpie.Scripting;
 using Microsoft.Extensions.Logging;
+using Magpie.EtlSinks.Brokers;
 
 namespace Magpie.EtlSinks.QueueSinks;
 
@@ -63,8 +64,8 @@ public sealed class QueueSinkRunner(string name, QueueSinkDefinition sink, EtlCo
                 await ConsumeAsync(opened, writer, ct);
             }, backoff, async (e, delay) =>
             {
-                var needsUser = e is EtlTargetException { NeedsUser: true };
-                Stats.Interrupted(needsUser ? EtlTaskState.Failed : EtlTaskState.Reconnecting, e.Message, DateTimeOffset.UtcNow + delay);
+                var needsUser = e is BrokerException { NeedsUser: true };
+                Stats.Interrupted(needsUser ? RunnerState.Failed : RunnerState.Reconnecting, e.Message, DateTimeOffset.UtcNow + delay);
                 log.LogWarning("queue sink {Sink}: {Error}; starting over in {Delay} s", name, e.Message, delay.TotalSeconds);
                 await CloseAsync(Interlocked.Exchange(ref source, null));
             }, ct);

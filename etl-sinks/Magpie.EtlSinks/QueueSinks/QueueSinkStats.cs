@@ -1,4 +1,5 @@
 using Magpie.EtlSinks.Tasks;
+using Magpie.EtlSinks.Brokers;
 
 namespace Magpie.EtlSinks.QueueSinks;
 
@@ -19,16 +20,16 @@ public sealed class QueueSinkStats(string name, IReadOnlyList<string> sources)
     private const int KeptErrors = 20;
     private readonly Lock _lock = new();
     private readonly Queue<SinkError> _errors = new();
-    private string _state = EtlTaskState.Starting;
+    private string _state = RunnerState.Starting;
     private string? _lastError;
     private long? _lag;
     private long _received, _applied, _writes, _redeliveries, _skipped, _deadLettered, _reconnects;
     private DateTimeOffset? _lastBatchAt, _nextAttemptAt;
     private TimeSpan _receive, _script, _write, _deadLetter, _acknowledge;
 
-    public void Disabled() { lock (_lock) _state = EtlTaskState.Disabled; }
+    public void Disabled() { lock (_lock) _state = RunnerState.Disabled; }
 
-    public void Running() { lock (_lock) { _state = EtlTaskState.Running; _nextAttemptAt = null; } }
+    public void Running() { lock (_lock) { _state = RunnerState.Running; _nextAttemptAt = null; } }
 
     public void Lag(long? lag) { lock (_lock) _lag = lag; }
 
@@ -57,7 +58,7 @@ public sealed class QueueSinkStats(string name, IReadOnlyList<string> sources)
     {
         lock (_lock)
         {
-            if (state == EtlTaskState.Reconnecting) _reconnects++;
+            if (state == RunnerState.Reconnecting) _reconnects++;
             _state = state;
             _lastError = message;
             _nextAttemptAt = retryAt;
@@ -66,7 +67,7 @@ public sealed class QueueSinkStats(string name, IReadOnlyList<string> sources)
         QueueSinkMetrics.Interrupted(name);
     }
 
-    public void Failed(string message) { lock (_lock) { _state = EtlTaskState.Failed; _lastError = message; Remember(new SinkError(DateTimeOffset.UtcNow, message, null)); } }
+    public void Failed(string message) { lock (_lock) { _state = RunnerState.Failed; _lastError = message; Remember(new SinkError(DateTimeOffset.UtcNow, message, null)); } }
 
     public QueueSinkStatsSnapshot Snapshot()
     {

@@ -5,6 +5,7 @@ using Magpie.EtlSinks.Delivery;
 using RabbitMQ.Client;
 using RabbitMQ.Client.Events;
 using RabbitMQ.Client.Exceptions;
+using Magpie.EtlSinks.Brokers;
 
 namespace Magpie.EtlSinks.QueueSinks;
 
@@ -28,20 +29,10 @@ public sealed class RabbitMqSource(EtlConnection connection, QueueSinkDefinition
     {
         try
         {
-            var factory = new ConnectionFactory
-            {
-                Uri = new Uri(connection.Url!),
-                AutomaticRecoveryEnabled = false,
-                TopologyRecoveryEnabled = false,
-                RequestedHeartbeat = TimeSpan.FromSeconds(10),
-                RequestedConnectionTimeout = TimeSpan.FromSeconds(10),
-                ClientProvidedName = $"magpie-sink-{sinkName}",
-            };
-            _connection = await factory.CreateConnectionAsync(ct);
+            _connection = await RabbitMqClients.ConnectAsync(connection.Url!, $"magpie-sink-{sinkName}", ct);
             _connection.ConnectionShutdownAsync += (_, e) => Closed(e);
             foreach (var queue in sink.Queues!.Append(sink.DeadLetterOf(sinkName))) await EnsureQueueAsync(queue, ct);
-            _channel = await _connection.CreateChannelAsync(new CreateChannelOptions(
-                publisherConfirmationsEnabled: true, publisherConfirmationTrackingEnabled: true), ct);
+            _channel = await RabbitMqClients.ConfirmingChannelAsync(_connection, ct);
             _channel.ChannelShutdownAsync += (_, e) => Closed(e);
             await _channel.BasicQosAsync(0, (ushort)Math.Min(ushort.MaxValue, sink.BatchSize * 2), global: false, ct);
             foreach (var queue in sink.Queues!)
@@ -86,7 +77,7 @@ public sealed class RabbitMqSource(EtlConnection connection, QueueSinkDefinition
 
     private Task Closed(ShutdownEventArgs reason)
     {
-        _inbox.Writer.TryComplete(new EtlTargetException($"RabbitMQ connection closed: {reason.ReplyCode} {reason.ReplyText}", needsUser: false));
+        _inbox.Writer.TryComplete(new BrokerException($"RabbitMQ connection closed: {reason.ReplyCode} {reason.ReplyText}", needsUser: false));
         return Task.CompletedTask;
     }
 
@@ -133,16 +124,7 @@ public sealed class RabbitMqSource(EtlConnection connection, QueueSinkDefinition
         return waiting + _inbox.Reader.Count;
     }
 
-    private static EtlTargetException Classify(Exception e) => e switch
-    {
-        EtlTargetException t => t,
-        OperationInterruptedException { ShutdownReason.ReplyCode: 403 or 404 or 406 or 530 } oi =>
-            new EtlTargetException($"RabbitMQ refused: {oi.ShutdownReason!.ReplyCode} {oi.ShutdownReason.ReplyText}", needsUser: true, e),
-        BrokerUnreachableException { InnerException: AuthenticationFailureException auth } =>
-            new EtlTargetException($"RabbitMQ authentication failed: {auth.Message}", needsUser: true, e),
-        BrokerUnreachableException b => new EtlTargetException($"RabbitMQ unreachable: {b.InnerException?.Message ?? b.Message}", needsUser: false, e),
-        _ => new EtlTargetException($"RabbitMQ: {e.Message}", needsUser: false, e),
-    };
+    private static BrokerException Classify(Exception e) => RabbitMqClients.Classify(e, RabbitMqTarget.ConfirmTimeout);
 
     public async ValueTask DisposeAsync()
     {

@@ -1,4 +1,5 @@
 using System.Diagnostics.Metrics;
+using Magpie.EtlSinks.Brokers;
 
 namespace Magpie.EtlSinks.Tasks;
 
@@ -36,7 +37,7 @@ public static class EtlMetrics
                 .Select(s => new Measurement<long>(s.Lag!.Value, new KeyValuePair<string, object?>("task", s.Name))),
             "{change}", "Changes of the feed a task has not published yet.");
         Meter.CreateObservableGauge("magpie.etl.running", () => supervisor.AllStats()
-                .Select(s => new Measurement<int>(s.State == EtlTaskState.Running ? 1 : 0,
+                .Select(s => new Measurement<int>(s.State == RunnerState.Running ? 1 : 0,
                     new KeyValuePair<string, object?>("task", s.Name), new KeyValuePair<string, object?>("state", s.State))),
             "{task}", "1 while a task is running; its state label says what else it is doing (reconnecting, failed, disabled).");
     }

@@ -2,6 +2,7 @@ using Magpie.Contracts.Changes;
 using Magpie.EtlSinks.Configuration;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
+using Magpie.EtlSinks.Brokers;
 
 namespace Magpie.EtlSinks.Tasks;
 
@@ -37,7 +38,7 @@ public sealed class EtlSupervisor : IHostedService
     {
         if (!_config.Current.Tasks.TryGetValue(name, out var task)) return null;
         if (_runners.Get(name) is { } runner) return runner.Snapshot();
-        var state = task.Disabled ? EtlTaskState.Disabled : EtlTaskState.Starting;
+        var state = task.Disabled ? RunnerState.Disabled : RunnerState.Starting;
         return new EtlTaskStatsSnapshot(name, state, 0, null, 0, 0, 0, 0, 0, null, null, null, new EtlTimeSpent(0, 0, 0, 0), []);
     }
 

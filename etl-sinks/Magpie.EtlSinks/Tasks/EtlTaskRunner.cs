@@ -8,6 +8,7 @@ using Magpie.EtlSinks.Messages;
 using Magpie.EtlSinks.Scripts;
 using Magpie.Scripting;
 using Microsoft.Extensions.Logging;
+using Magpie.EtlSinks.Brokers;
 
 namespace Magpie.EtlSinks.Tasks;
 
@@ -70,7 +71,7 @@ public sealed class EtlTaskRunner(string name, EtlTaskDefinition task, EtlConnec
             {
                 // Said before the client is let go: closing a client whose broker has just vanished can take a while itself
                 // (and counts towards the delay, so the next attempt comes when the status says it will).
-                var state = e is EtlTargetException { NeedsUser: true } ? EtlTaskState.Failed : EtlTaskState.Reconnecting;
+                var state = e is BrokerException { NeedsUser: true } ? RunnerState.Failed : RunnerState.Reconnecting;
                 Stats.Interrupted(state, e.Message, DateTimeOffset.UtcNow + delay);
                 log.LogWarning("ETL task {Task}: {Error}; retrying in {Delay} s", name, e.Message, delay.TotalSeconds);
                 await CloseAsync(Interlocked.Exchange(ref target, null));

@@ -1,13 +1,5 @@
+using Magpie.EtlSinks.Brokers;
 namespace Magpie.EtlSinks.Tasks;
-
-public static class EtlTaskState
-{
-    public const string Starting = "starting";
-    public const string Running = "running";
-    public const string Reconnecting = "reconnecting";
-    public const string Failed = "failed";
-    public const string Disabled = "disabled";
-}
 
 public sealed record EtlError(DateTimeOffset At, string Message, string? DocumentId);
 
@@ -26,7 +18,7 @@ public sealed class EtlTaskStats(string name)
     private const int KeptErrors = 20;
     private readonly Lock _lock = new();
     private readonly Queue<EtlError> _errors = new();
-    private string _state = EtlTaskState.Starting;
+    private string _state = RunnerState.Starting;
     private string? _lastError;
     private long _lastEtag, _sent, _processed, _filtered, _scriptErrors, _reconnects;
     private DateTimeOffset? _lastBatchAt, _nextAttemptAt;
@@ -34,7 +26,7 @@ public sealed class EtlTaskStats(string name)
 
     public void Resumed(EtlTaskPosition p) { lock (_lock) { _lastEtag = p.LastEtag; _sent = p.MessagesSent; _processed = p.DocumentsProcessed; } }
 
-    public void Running() { lock (_lock) { _state = EtlTaskState.Running; _nextAttemptAt = null; } }
+    public void Running() { lock (_lock) { _state = RunnerState.Running; _nextAttemptAt = null; } }
 
     public void Batch(long lastEtag, int documents, int filtered, int messages)
     {
@@ -58,7 +50,7 @@ public sealed class EtlTaskStats(string name)
     {
         lock (_lock)
         {
-            if (state == EtlTaskState.Reconnecting) _reconnects++;
+            if (state == RunnerState.Reconnecting) _reconnects++;
             _state = state;
             _lastError = message;
             _nextAttemptAt = retryAt;
@@ -67,7 +59,7 @@ public sealed class EtlTaskStats(string name)
         EtlMetrics.Error(name, "delivery");
     }
 
-    public void Failed(string message) { lock (_lock) { _state = EtlTaskState.Failed; _lastError = message; Remember(new EtlError(DateTimeOffset.UtcNow, message, null)); } }
+    public void Failed(string message) { lock (_lock) { _state = RunnerState.Failed; _lastError = message; Remember(new EtlError(DateTimeOffset.UtcNow, message, null)); } }
 
     public EtlTaskStatsSnapshot Snapshot(long? lag)
     {

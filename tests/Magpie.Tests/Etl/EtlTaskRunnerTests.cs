@@ -7,6 +7,7 @@ using Magpie.EtlSinks.Delivery;
 using Magpie.EtlSinks.Messages;
 using Magpie.EtlSinks.Tasks;
 using Microsoft.Extensions.Logging.Abstractions;
+using Magpie.EtlSinks.Brokers;
 
 namespace Magpie.Tests.Etl;
 
@@ -23,7 +24,7 @@ public sealed class EtlTaskRunnerTests : IDisposable
         await using var runner = Start(reconnectMs: 100, () => { Interlocked.Increment(ref opened); return new BrokerGoneTarget(); });
 
         // The publish fails and the client's close never returns (a broker gone mid-handshake): the state says so anyway.
-        var reconnecting = await WaitAsync(() => runner.Snapshot().State == EtlTaskState.Reconnecting, TimeSpan.FromSeconds(5));
+        var reconnecting = await WaitAsync(() => runner.Snapshot().State == RunnerState.Reconnecting, TimeSpan.FromSeconds(5));
         Assert.True(reconnecting, $"state {runner.Snapshot().State}");
         Assert.Contains("connection lost", runner.Snapshot().LastError);
         Assert.Equal(1, Volatile.Read(ref opened));
@@ -38,7 +39,7 @@ public sealed class EtlTaskRunnerTests : IDisposable
         var opens = new List<DateTimeOffset>();
         await using var runner = Start(reconnectMs: 3_000, () => { lock (opens) opens.Add(DateTimeOffset.UtcNow); return new BrokerGoneTarget(TimeSpan.FromSeconds(2)); });
 
-        Assert.True(await WaitAsync(() => runner.Snapshot().State == EtlTaskState.Reconnecting, TimeSpan.FromSeconds(5)));
+        Assert.True(await WaitAsync(() => runner.Snapshot().State == RunnerState.Reconnecting, TimeSpan.FromSeconds(5)));
         var said = runner.Snapshot().NextAttemptAt ?? throw new Xunit.Sdk.XunitException("no next attempt in the status");
         Assert.True(await WaitAsync(() => { lock (opens) return opens.Count >= 2; }, TimeSpan.FromSeconds(15)), "no second attempt");
         DateTimeOffset second;
@@ -79,7 +80,7 @@ public sealed class EtlTaskRunnerTests : IDisposable
         public Task OpenAsync(IReadOnlyCollection<string> destinations, CancellationToken ct) => Task.CompletedTask;
 
         public Task PublishAsync(IReadOnlyList<OutgoingMessage> messages, CancellationToken ct) =>
-            Task.FromException(new EtlTargetException("RabbitMQ connection lost: reset by peer", needsUser: false));
+            Task.FromException(new BrokerException("RabbitMQ connection lost: reset by peer", needsUser: false));
 
         public ValueTask DisposeAsync() => new(Task.Delay(close ?? Timeout.InfiniteTimeSpan));
     }
