@@ -1,3 +1,4 @@
+using Magpie.Contracts;
 using System.Security.Cryptography;
 using System.Text;
 using System.Text.Json;
@@ -136,7 +137,7 @@ public sealed class ApiKeyStore
         while (true)
         {
             try { return new FileStream(_path + ".lock", FileMode.OpenOrCreate, FileAccess.ReadWrite, FileShare.None, 1, FileOptions.DeleteOnClose); }
-            catch (IOException) when (DateTime.UtcNow < deadline) { Thread.Sleep(50); }
+            catch (IOException) when (DateTime.UtcNow < deadline) { Waits.Pause(TimeSpan.FromMilliseconds(50), CancellationToken.None); }
         }
     }
 

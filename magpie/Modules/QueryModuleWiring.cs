@@ -1,6 +1,7 @@
 using Magpie.Hosting;
 using Magpie.Hosting.Security;
 using Magpie.Query;
+using Magpie.Query.Http;
 using Microsoft.AspNetCore.Builder;
 
 namespace Magpie.Modules;

@@ -7,7 +7,7 @@ namespace Magpie.Contracts.Indexes;
 public static class AutoMaps
 {
     /// <summary>
-    /// The auto maps' reader of a dotted path, as the query side's <c>Projections.DocumentPaths</c> reads one: through arrays (each
+    /// The auto maps' reader of a dotted path, as the query side's <c>Rql.DocumentPaths</c> reads one: through arrays (each
     /// element's property; <c>Lines[].Product</c> flattens), undefined where nothing is there (so <c>exists()</c> tells a missing
     /// field from null), the value where there is one, an array where the path found several.
     /// </summary>

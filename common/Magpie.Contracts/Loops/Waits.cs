@@ -48,6 +48,10 @@ public static class Waits
         return !stop.IsCancellationRequested;
     }
 
+    /// <summary>The same for a loop on a thread of its own (around a client whose calls block): false when stopped first.</summary>
+    public static bool Pause(TimeSpan delay, CancellationToken stop, TimeProvider? time = null) =>
+        DelayAsync(delay, time ?? TimeProvider.System, stop).GetAwaiter().GetResult();
+
     private static TimeSpan Min(TimeSpan a, TimeSpan b) => a < b ? a : b;
 }
 

@@ -131,7 +131,7 @@ public sealed class KafkaChangeFeed(string bootstrapServers, string topic = Topi
                 return t.Partitions.Select(p => new Partition(p.PartitionId)).ToList();
             if (DateTime.UtcNow >= deadline)
                 return t is null || t.Error.Code is ErrorCode.UnknownTopicOrPart or ErrorCode.NoError ? null : throw new KafkaException(t.Error);
-            ct.WaitHandle.WaitOne(250);
+            Waits.Pause(TimeSpan.FromMilliseconds(250), ct);
             ct.ThrowIfCancellationRequested();
         }
     }

@@ -117,7 +117,7 @@ public sealed class KafkaDefinitionLog(string bootstrapServers, ILogger log) : I
             catch (KafkaException e) when (!ct.IsCancellationRequested)
             {
                 log.LogWarning("reading magpie.indexes: {Error}", e.Error.Reason);
-                ct.WaitHandle.WaitOne(1000);
+                Waits.Pause(TimeSpan.FromSeconds(1), ct);
             }
         }
         consumer.Close();

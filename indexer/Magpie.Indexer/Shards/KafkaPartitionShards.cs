@@ -77,12 +77,12 @@ public sealed class KafkaPartitionShards(string bootstrapServers, string group, 
             {
                 // Another live indexer advertises the same URL: the group can hold only one of them.
                 log.LogError("indexer group membership: another indexer joined with this advertised URL ({Url}); each indexer needs its own (Magpie:AdvertisedUrl, MAGPIE__ADVERTISEDURL)", advertisedUrl);
-                _stop.Token.WaitHandle.WaitOne(5000);
+                Waits.Pause(TimeSpan.FromSeconds(5), _stop.Token);
             }
             catch (KafkaException e)
             {
                 log.LogWarning("indexer group membership: {Error}", e.Error.Reason);
-                _stop.Token.WaitHandle.WaitOne(1000);
+                Waits.Pause(TimeSpan.FromSeconds(1), _stop.Token);
             }
         }
         try { consumer.Close(); } catch (KafkaException) { }

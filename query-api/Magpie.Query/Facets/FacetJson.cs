@@ -60,26 +60,8 @@ public static class FacetJson
                     throw Bad($"\"calendar\" ({string.Join(", ", HistogramFacetSpec.CalendarUnits)}) buckets the dates of \"field\", instead of \"interval\"");
                 calendar = ce.GetString();
             }
-            result.Add(new RqlFacet(name, field, ranges, aggregations, Options(f, Bad)) { IntervalSeconds = interval, Calendar = calendar });
+            result.Add(new RqlFacet(name, field, ranges, aggregations, FacetOptions.FromJson(f, Bad)) { IntervalSeconds = interval, Calendar = calendar });
         }
         return result;
-    }
-
-    /// <summary><c>{ "top": n, "order": "countDesc|countAsc|valueAsc|valueDesc", "includeRemaining": bool }</c>; other properties are the facet's own.</summary>
-    public static FacetOptions Options(JsonElement o, Func<string, Exception> bad)
-    {
-        if (o.ValueKind != JsonValueKind.Object) throw bad("facet options are an object: { \"top\": 10, \"order\": \"countDesc\", \"includeRemaining\": true }");
-        var options = new FacetOptions();
-        if (o.TryGetProperty("top", out var top))
-            options = top.ValueKind == JsonValueKind.Number && top.TryGetInt32(out var n) && n >= 0 ? options with { Top = n } : throw bad("\"top\" is a whole number ≥ 0");
-        if (o.TryGetProperty("order", out var order))
-        {
-            var text = order.ValueKind == JsonValueKind.String ? order.GetString() : null;
-            var known = FacetOptions.Orders.FirstOrDefault(x => string.Equals(x, text, StringComparison.OrdinalIgnoreCase));
-            options = known is not null ? options with { Order = known } : throw bad($"\"order\" is one of {string.Join(", ", FacetOptions.Orders)}");
-        }
-        if (o.TryGetProperty("includeRemaining", out var rem))
-            options = rem.ValueKind is JsonValueKind.True or JsonValueKind.False ? options with { IncludeRemaining = rem.GetBoolean() } : throw bad("\"includeRemaining\" is true or false");
-        return options;
     }
 }

@@ -1,3 +1,4 @@
+using Magpie.Query.Rql;
 using System.Text.Json;
 using Magpie.Contracts.Search;
 using Magpie.Contracts.Indexes;
@@ -48,7 +49,7 @@ public sealed class IndexSchemas(IIndexDefinitions definitions, ILocalShards? lo
 
     private async Task<IReadOnlyList<PgColumn>> SampleAsync(string index, CancellationToken ct)
     {
-        var request = new CoordinatorRequest { Query = $"from index {Sql.SqlToRql.Quote(index)}" };
+        var request = new CoordinatorRequest { Query = $"from index {Rql.RqlLexer.Quote(index)}" };
         var page = await coordinator.PageAsync(request, Shards.LocalShardOwner.Parse(request.Query, null, null), 200, 0, null, false, ct);
         var types = new Dictionary<string, PgType>(StringComparer.Ordinal);
         foreach (var hit in page.Hits)

@@ -1,3 +1,4 @@
+using Magpie.Query.Rql;
 using System.Text.Json;
 using Magpie.Contracts.Indexes;
 using Magpie.Contracts.Search;

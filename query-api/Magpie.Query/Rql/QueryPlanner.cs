@@ -264,7 +264,7 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
         }
         else document = Options(m.Document!, "moreLikeThis's document");
         var texts = fields.Distinct(StringComparer.Ordinal).ToDictionary(f => f,
-            f => (IReadOnlyList<string>)Projections.DocumentPaths.Values(document, f).SelectMany(Projections.DocumentPaths.Texts).ToList(), StringComparer.Ordinal);
+            f => (IReadOnlyList<string>)DocumentPaths.Values(document, f).SelectMany(DocumentPaths.Texts).ToList(), StringComparer.Ordinal);
         SearchQuery like = new MoreLikeThisQuery(texts, options);
         return id is null ? like : new BoolQuery([like], [], [new IdQuery(id, IdMatch.Equal)]);
     }

@@ -1,3 +1,4 @@
+using System.Text.Json;
 namespace Magpie.Query.Rql;
 
 /// <summary>
@@ -32,4 +33,22 @@ public sealed record FacetOptions(int? Top = null, string Order = FacetOptions.C
 {
     public const string CountDesc = "countDesc", CountAsc = "countAsc", ValueAsc = "valueAsc", ValueDesc = "valueDesc";
     public static readonly IReadOnlyList<string> Orders = [CountDesc, CountAsc, ValueAsc, ValueDesc];
+
+    /// <summary><c>{ "top": n, "order": "countDesc|countAsc|valueAsc|valueDesc", "includeRemaining": bool }</c>; other properties are the facet's own.</summary>
+    public static FacetOptions FromJson(JsonElement o, Func<string, Exception> bad)
+    {
+        if (o.ValueKind != JsonValueKind.Object) throw bad("facet options are an object: { \"top\": 10, \"order\": \"countDesc\", \"includeRemaining\": true }");
+        var options = new FacetOptions();
+        if (o.TryGetProperty("top", out var top))
+            options = top.ValueKind == JsonValueKind.Number && top.TryGetInt32(out var n) && n >= 0 ? options with { Top = n } : throw bad("\"top\" is a whole number ≥ 0");
+        if (o.TryGetProperty("order", out var order))
+        {
+            var text = order.ValueKind == JsonValueKind.String ? order.GetString() : null;
+            var known = FacetOptions.Orders.FirstOrDefault(x => string.Equals(x, text, StringComparison.OrdinalIgnoreCase));
+            options = known is not null ? options with { Order = known } : throw bad($"\"order\" is one of {string.Join(", ", FacetOptions.Orders)}");
+        }
+        if (o.TryGetProperty("includeRemaining", out var rem))
+            options = rem.ValueKind is JsonValueKind.True or JsonValueKind.False ? options with { IncludeRemaining = rem.GetBoolean() } : throw bad("\"includeRemaining\" is true or false");
+        return options;
+    }
 }

@@ -45,6 +45,9 @@ internal sealed record RqlToken(RqlTokenKind Kind, string Text, object? Value, i
 /// </summary>
 internal static class RqlLexer
 {
+    /// <summary>A name or a value as an RQL string literal (backslash escapes), as the lexer reads it back.</summary>
+    public static string Quote(string s) => "'" + s.Replace("\\", "\\\\").Replace("'", "\\'") + "'";
+
     public static List<RqlToken> Tokenize(string text)
     {
         var tokens = new List<RqlToken>();

@@ -370,7 +370,7 @@ public sealed class RqlParser
             if (t.Kind == RqlTokenKind.Parameter)
             {
                 _at++;
-                options = Facets.FacetJson.Options(ParameterValue((string)t.Value!, t.Position), m => RqlLexer.Error(_text, t.Position, m));
+                options = FacetOptions.FromJson(ParameterValue((string)t.Value!, t.Position), m => RqlLexer.Error(_text, t.Position, m));
             }
             else if (t.Kind == RqlTokenKind.Identifier && next.IsSymbol("(") && RqlAggregation.Operations.Contains(t.Text.ToLowerInvariant()))
             {

@@ -93,7 +93,7 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
                 : m.Id.Literal as string ?? throw new QueryProblem(400, "moreLikeThis's id() is compared with a string", 1, m.Id.Position + 1);
             var fields = m.Fields.Count > 0 ? m.Fields : Planned(index, request, p => p.SearchFields());
             if (fields.Count == 0) continue;   // the planner says why
-            var rql = $"from index {Postgres.Sql.SqlToRql.Quote(index)} where id() = $id select {string.Join(", ", fields.Select(Postgres.Sql.SqlToRql.Quote))}";
+            var rql = $"from index {RqlLexer.Quote(index)} where id() = $id select {string.Join(", ", fields.Select(RqlLexer.Quote))}";
             var own = new CoordinatorRequest
             {
                 Query = rql, Parameters = new() { ["id"] = JsonSerializer.SerializeToElement(id) }, TimeoutMs = request.TimeoutMs,

@@ -1,8 +1,8 @@
+using Magpie.Query.Rql;
 using System.Globalization;
 using System.Numerics;
 using System.Text;
 using System.Text.Json.Nodes;
-using Magpie.Query.Postgres.Catalog;
 using DuckDB.NET.Data;
 
 namespace Magpie.Query.Postgres.Sql;
@@ -176,7 +176,7 @@ public sealed class DuckDbEvaluator(IndexSchemas schemas, SqlRunner rows, DuckDb
         var read = columns.Select((c, i) => (Column: c, Position: i)).Where(c => needed is null || needed.Contains(c.Column.Name)).ToList();
         if (read.Count == 0 && needed is not null) read = columns.Take(1).Select((c, i) => (c, i)).ToList();   // count(*): one column, for the rows
         if (read.Count == 0) return;
-        var rql = $"from index {SqlToRql.Quote(index)}{(condition is null ? "" : " where " + condition)} select {string.Join(", ", read.Select((c, i) => $"{SqlToRql.Quote(c.Column.Name)} as {SqlToRql.Quote("c" + i)}"))}";
+        var rql = $"from index {RqlLexer.Quote(index)}{(condition is null ? "" : " where " + condition)} select {string.Join(", ", read.Select((c, i) => $"{RqlLexer.Quote(c.Column.Name)} as {RqlLexer.Quote("c" + i)}"))}";
         var types = read.Select(c => c.Column.Type).ToList();
         using var appender = connection.CreateAppender("temp", "main", table);
         var count = 0;

@@ -1,3 +1,4 @@
+using Magpie.Query.Rql;
 using System.Runtime.CompilerServices;
 using System.Text;
 using System.Text.Json;
@@ -28,10 +29,10 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
         PgType TypeOf(string field) => columns.First(c => c.Name == field).Type;
         var rql = new SqlToRql(Field, TypeOf);
         var condition = select.Where is null ? null : rql.Condition(select.Where);
-        var from = $"from index {SqlToRql.Quote(index)}{(condition is null ? "" : " where " + condition)}";
+        var from = $"from index {RqlLexer.Quote(index)}{(condition is null ? "" : " where " + condition)}";
         // Rows whose key is NULL (a field the document lacks, or an explicit null), as a query of their own: one group in SQL.
         string NullKey(SqlColumn key) =>
-            $"from index {SqlToRql.Quote(index)} where {(condition is null ? "" : $"({condition}) and ")}({rql.Condition(new SqlIsNull(key, false))})";
+            $"from index {RqlLexer.Quote(index)} where {(condition is null ? "" : $"({condition}) and ")}({rql.Condition(new SqlIsNull(key, false))})";
 
         return select.GroupBy.Count > 0 || select.Items.Any(i => HasAggregate(i.Expr))
             ? await AggregateAsync(select, from, NullKey, Field, TypeOf, ct)
@@ -116,11 +117,11 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
         if (select.Limit == 0) return PgRows.Of(outputs.Select(o => new PgColumn(o.Name, o.Type)).ToList(), []);
         var text = new StringBuilder(from);
         if (select.OrderBy.Count > 0)
-            text.Append(" order by ").Append(string.Join(", ", select.OrderBy.Select(o => SqlToRql.Quote(OrderField(o.Expr, select, outputs, field)) + (o.Descending ? " desc" : ""))));
+            text.Append(" order by ").Append(string.Join(", ", select.OrderBy.Select(o => RqlLexer.Quote(OrderField(o.Expr, select, outputs, field)) + (o.Descending ? " desc" : ""))));
         // Each output under its own position, so two outputs of one field (or an alias equal to another field) stay apart.
-        text.Append(" select ").Append(string.Join(", ", outputs.Select((o, i) => $"{SqlToRql.Quote(o.Field)} as {SqlToRql.Quote("c" + i)}")));
+        text.Append(" select ").Append(string.Join(", ", outputs.Select((o, i) => $"{RqlLexer.Quote(o.Field)} as {RqlLexer.Quote("c" + i)}")));
         if (highlights.Count > 0)
-            text.Append(" include ").Append(string.Join(", ", highlights.Values.Distinct().Select(h => $"highlight({SqlToRql.Quote(h.Field)}, {h.Length}, {h.Count})")));
+            text.Append(" include ").Append(string.Join(", ", highlights.Values.Distinct().Select(h => $"highlight({RqlLexer.Quote(h.Field)}, {h.Length}, {h.Count})")));
         if (select.Limit is { } limit) text.Append($" limit {limit}");
         if (select.Offset is { } offset) text.Append(select.Limit is null ? $" limit {int.MaxValue} offset {offset}" : $" offset {offset}");
         return new PgRows(outputs.Select(o => new PgColumn(o.Name, o.Type)).ToList(), StreamAsync(text.ToString(), outputs.Select(o => o.Type).ToList(), highlights));

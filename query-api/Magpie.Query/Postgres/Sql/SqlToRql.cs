@@ -1,3 +1,4 @@
+using Magpie.Query.Rql;
 using System.Globalization;
 
 namespace Magpie.Query.Postgres.Sql;
@@ -28,7 +29,7 @@ public sealed class SqlToRql(Func<string, string> field, Func<string, PgType> ty
         SqlIsNull n => n.Negated ^ negated ? HasValue(ColumnOf(n.Value)) : $"({Field(n.Value)} = null or not exists({Field(n.Value)}))",
         // Magpie's full text in SQL: search(column, 'words'), as RQL's search() reads them; a NULL column matches neither way.
         SqlCall { Name: "search", Args: [var column, SqlLiteral { Value: string words }] } when IsColumn(column) =>
-            negated ? $"(not search({Field(column)}, {Quote(words)}) and {HasValue(ColumnOf(column))})" : $"search({Field(column)}, {Quote(words)})",
+            negated ? $"(not search({Field(column)}, {RqlLexer.Quote(words)}) and {HasValue(ColumnOf(column))})" : $"search({Field(column)}, {RqlLexer.Quote(words)})",
         _ => throw Unsupported(e),
     };
 
@@ -43,9 +44,9 @@ public sealed class SqlToRql(Func<string, string> field, Func<string, PgType> ty
         : matchesValues ? $"({condition} and {NotNull(column)})"
         : $"({condition} and {HasValue(column)})";
 
-    private static string NotNull(string column) => $"not ({Quote(column)} = null)";
+    private static string NotNull(string column) => $"not ({RqlLexer.Quote(column)} = null)";
 
-    private static string HasValue(string column) => $"(exists({Quote(column)}) and {NotNull(column)})";
+    private static string HasValue(string column) => $"(exists({RqlLexer.Quote(column)}) and {NotNull(column)})";
 
     private string Compare(SqlBinary b, out string column)
     {
@@ -57,8 +58,8 @@ public sealed class SqlToRql(Func<string, string> field, Func<string, PgType> ty
         var value = Literal(literal, column, b.Op);
         // A timestamp equals an instant, however the document spelled it: compare on the date, as ranges do.
         if (typeOf(column) == PgType.TimestampTz && op is "=" or "!=")
-            return op == "=" ? $"{Quote(column)} between {value} and {value}" : $"not ({Quote(column)} between {value} and {value})";
-        return CaseSensitive($"{Quote(column)} {op} {value}", column);
+            return op == "=" ? $"{RqlLexer.Quote(column)} between {value} and {value}" : $"not ({RqlLexer.Quote(column)} between {value} and {value})";
+        return CaseSensitive($"{RqlLexer.Quote(column)} {op} {value}", column);
     }
 
     /// <summary>Text compares as PostgreSQL's C collation does, case and all: on the exact field, not the lower-cased one.</summary>
@@ -68,8 +69,8 @@ public sealed class SqlToRql(Func<string, string> field, Func<string, PgType> ty
     {
         var column = ColumnOf(i.Value);
         if (typeOf(column) == PgType.TimestampTz)
-            return "(" + string.Join(" or ", i.List.Select(v => Literal(v, column, "=")).Select(v => $"{Quote(column)} between {v} and {v}")) + ")";
-        return $"{Quote(column)} in ({string.Join(", ", i.List.Select(v => Literal(v, column, "=")))})";
+            return "(" + string.Join(" or ", i.List.Select(v => Literal(v, column, "=")).Select(v => $"{RqlLexer.Quote(column)} between {v} and {v}")) + ")";
+        return $"{RqlLexer.Quote(column)} in ({string.Join(", ", i.List.Select(v => Literal(v, column, "=")))})";
     }
 
     private static bool IsColumn(SqlExpr e) => e is SqlColumn || e is SqlCast { Value: SqlColumn };
@@ -81,9 +82,7 @@ public sealed class SqlToRql(Func<string, string> field, Func<string, PgType> ty
         _ => throw Unsupported(e),
     };
 
-    public string Field(SqlExpr e) => Quote(ColumnOf(e));
-
-    public static string Quote(string s) => "'" + s.Replace("\\", "\\\\").Replace("'", "\\'") + "'";
+    public string Field(SqlExpr e) => RqlLexer.Quote(ColumnOf(e));
 
     /// <summary>A literal as a value of the column's type, or PostgreSQL's error for it.</summary>
     private string Literal(SqlExpr e, string column, string op = "=")
@@ -100,9 +99,9 @@ public sealed class SqlToRql(Func<string, string> field, Func<string, PgType> ty
                     ? Number(d)
                     : throw new PgException(PgException.InvalidTextRepresentation, $"invalid input syntax for type {TypeName(type)}: \"{SqlText.Shorten(s)}\""),
                 PgType.TimestampTz => DateTimeOffset.TryParse(s.Trim(), CultureInfo.InvariantCulture, DateTimeStyles.AssumeUniversal, out var t)
-                    ? Quote(t.UtcDateTime.ToString("yyyy-MM-dd'T'HH:mm:ss.fffffff'Z'", CultureInfo.InvariantCulture))
+                    ? RqlLexer.Quote(t.UtcDateTime.ToString("yyyy-MM-dd'T'HH:mm:ss.fffffff'Z'", CultureInfo.InvariantCulture))
                     : throw new PgException(PgException.InvalidDatetimeFormat, $"invalid input syntax for type timestamp with time zone: \"{SqlText.Shorten(s)}\""),
-                _ => Quote(s),
+                _ => RqlLexer.Quote(s),
             },
             SqlLiteral { Value: double d } => Numeric(d, type, op),
             SqlNegate { Inner: SqlLiteral { Value: double d } } => Numeric(-d, type, op),

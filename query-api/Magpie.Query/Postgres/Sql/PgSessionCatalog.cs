@@ -1,9 +1,8 @@
 using System.IO.Hashing;
 using System.Text;
 using DuckDB.NET.Data;
-using Magpie.Query.Postgres.Sql;
 
-namespace Magpie.Query.Postgres.Catalog;
+namespace Magpie.Query.Postgres.Sql;
 
 /// <summary>
 /// The catalog rows that are the session's and the indexes' own, written into a statement's connection: each index is a

@@ -1,6 +1,6 @@
 using System.Text.Json;
 
-namespace Magpie.Query.Projections;
+namespace Magpie.Query.Rql;
 
 /// <summary>
 /// Values at a property path of a JSON document, as RQL names them: <c>Address.City</c>, and through arrays —

@@ -1,9 +1,8 @@
 using System.Runtime.CompilerServices;
 using System.Text.Json;
-using Magpie.Query.Postgres.Sql;
 using Magpie.Query.Shards;
 
-namespace Magpie.Query.Postgres;
+namespace Magpie.Query.Postgres.Sql;
 
 /// <summary>
 /// What a statement is and who answers it: session commands (SET, BEGIN, …) are acknowledged (the endpoint is read-only),

@@ -1,7 +1,7 @@
+using Magpie.Query;
 using Magpie.Contracts.Documents;
 using Magpie.Contracts.Indexes;
 using Magpie.Contracts.Search;
-using Magpie.Query.Http;
 using Magpie.Contracts.Changes;
 using Magpie.Kafka.Changes;
 using Magpie.Query.Postgres;
@@ -12,7 +12,7 @@ using Microsoft.Extensions.DependencyInjection.Extensions;
 using Microsoft.AspNetCore.Routing;
 using Microsoft.Extensions.DependencyInjection;
 
-namespace Magpie.Query;
+namespace Magpie.Query.Http;
 
 /// <summary>
 /// Queries. Embedded: over the indexer in the same process. Kafka mode: the query target fans out to the
