@@ -1,3 +1,4 @@
+using Magpie.Producers.Publishing;
 using System.CommandLine;
 using Magpie.Hosting;
 using System.Diagnostics;

@@ -3,6 +3,7 @@ using Magpie.Hosting.Security;
 using Magpie.Hosting.Health;
 using Magpie.Ingest.Documents;
 using Magpie.Ingest;
+using Magpie.Ingest.Http;
 using Microsoft.AspNetCore.Builder;
 
 namespace Magpie.Modules;
@@ -16,7 +17,7 @@ public sealed class IngestModuleWiring(bool indexerInProcess) : IMagpieModule
 {
     public string Name => "ingest";
 
-    public string? Meter => Ingest.Metrics.IngestMetrics.MeterName;
+    public string? Meter => Ingest.Documents.IngestMetrics.MeterName;
 
     /// <summary>A data directory that is read-only, full or not a directory stops the start with one line, before anything opens.</summary>
     public string? Unmet(MagpieSettings settings) => DocumentStore.Unusable(StoreOptions(settings)) is { } why

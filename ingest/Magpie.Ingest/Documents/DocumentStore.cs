@@ -183,7 +183,7 @@ public sealed partial class DocumentStore : IAsyncDisposable
             long known;
             while ((known = Interlocked.Read(ref _committedEtag)) < newest && Interlocked.CompareExchange(ref _committedEtag, newest, known) != known) { }
         }
-        Metrics.IngestMetrics.Wrote(outcomes, fromKafka: progress is not null);
+        IngestMetrics.Wrote(outcomes, fromKafka: progress is not null);
         return outcomes;
     }
 

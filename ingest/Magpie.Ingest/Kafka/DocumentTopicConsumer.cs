@@ -126,7 +126,7 @@ public sealed class DocumentTopicConsumer(DocumentStore store, IngestOptions opt
         }).ToList();
         await Task.WhenAll(deliveries);
         Interlocked.Add(ref _deadLettered, rejected.Count);
-        Metrics.IngestMetrics.DeadLetter(rejected.Count);
+        IngestMetrics.DeadLetter(rejected.Count);
     }
 }
 

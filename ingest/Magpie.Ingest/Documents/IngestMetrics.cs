@@ -1,7 +1,6 @@
 using System.Diagnostics.Metrics;
-using Magpie.Ingest.Documents;
 
-namespace Magpie.Ingest.Metrics;
+namespace Magpie.Ingest.Documents;
 
 /// <summary>
 /// What the ingest stage reports on <c>/metrics</c> (meter <c>Magpie.Ingest</c>). Counters are bumped where the

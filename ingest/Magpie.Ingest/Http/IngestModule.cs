@@ -1,10 +1,9 @@
+using Magpie.Ingest;
 using Magpie.Http;
 using Magpie.Contracts.Changes;
 using Magpie.Ingest.Changes;
 using Magpie.Ingest.Documents;
-using Magpie.Ingest.Http;
 using Magpie.Ingest.Kafka;
-using Magpie.Ingest.Metrics;
 using Magpie.Kafka;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Http;
@@ -13,7 +12,7 @@ using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
 
-namespace Magpie.Ingest;
+namespace Magpie.Ingest.Http;
 
 /// <summary>Everything the ingest target runs: the store, its HTTP API, and (with Kafka) the input consumer and the relay.</summary>
 public static class IngestModule

@@ -1,6 +1,7 @@
+using Magpie.Producers;
 using Magpie.Producers.Sinks;
 
-namespace Magpie.Producers;
+namespace Magpie.Producers.Publishing;
 
 /// <summary>
 /// Cuts a stream of writes into batches and sends them with at most <c>maxInFlight</c> batches
