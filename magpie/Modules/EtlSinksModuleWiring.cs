@@ -1,4 +1,5 @@
 using Magpie.EtlSinks;
+using Magpie.EtlSinks.Http;
 using Magpie.Hosting;
 using Magpie.Hosting.Security;
 using Microsoft.AspNetCore.Builder;

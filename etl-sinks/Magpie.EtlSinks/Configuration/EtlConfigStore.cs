@@ -1,7 +1,6 @@
 using System.Text.Json;
 using System.Text.RegularExpressions;
 using Magpie.Contracts.Storage;
-using Magpie.EtlSinks.QueueSinks;
 
 namespace Magpie.EtlSinks.Configuration;
 

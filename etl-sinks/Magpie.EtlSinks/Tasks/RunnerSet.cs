@@ -4,13 +4,6 @@ using Microsoft.Extensions.Logging;
 
 namespace Magpie.EtlSinks.Tasks;
 
-/// <summary>An entry of the configuration a runner runs (an ETL task, a queue sink): on a named connection, unless disabled.</summary>
-public interface IRunnableEntry
-{
-    string Connection { get; }
-    bool Disabled { get; }
-}
-
 /// <summary>
 /// One running runner per enabled entry of the configuration (ETL tasks, queue sinks), kept in step with it: an entry whose
 /// definition or connection changed is stopped and started again, a removed or disabled one is stopped. Reconciles one at a

@@ -12,7 +12,7 @@ namespace Magpie.Tests.Deploy;
 public sealed partial class NamespaceCycleTests
 {
     /// <summary>Projects whose namespaces still form cycles, each to be broken and taken off this list (it only shrinks).</summary>
-    private static readonly string[] StillCyclic = ["indexer/Magpie.Indexer", "etl-sinks/Magpie.EtlSinks"];
+    private static readonly string[] StillCyclic = ["indexer/Magpie.Indexer"];
 
     public static TheoryData<string> Projects() =>
     [

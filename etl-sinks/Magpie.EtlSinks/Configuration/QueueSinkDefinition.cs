@@ -1,7 +1,5 @@
-using Magpie.EtlSinks.Configuration;
-using Magpie.EtlSinks.Tasks;
 
-namespace Magpie.EtlSinks.QueueSinks;
+namespace Magpie.EtlSinks.Configuration;
 
 /// <summary>
 /// A queue sink (<c>PUT /sinks/{name}</c>): <c>{ "connection", "queues": […] | "topics": […], "script", "deadLetter"?, "batchSize"?,

@@ -1,6 +1,6 @@
+using Magpie.EtlSinks;
 using Magpie.Contracts.Changes;
 using Magpie.EtlSinks.Configuration;
-using Magpie.EtlSinks.Http;
 using Magpie.EtlSinks.Tasks;
 using Magpie.EtlSinks.QueueSinks;
 using Magpie.Contracts.Documents;
@@ -11,7 +11,7 @@ using Microsoft.AspNetCore.Routing;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.DependencyInjection.Extensions;
 
-namespace Magpie.EtlSinks;
+namespace Magpie.EtlSinks.Http;
 
 /// <summary>The sinks target: ETL configuration, one runner per task and per queue sink, and the HTTP API.</summary>
 public static class EtlModule
