@@ -7,7 +7,6 @@ namespace Magpie.Contracts;
 /// </summary>
 public sealed class Backoff(TimeSpan initial, TimeSpan max)
 {
-
     /// <summary>The delay to wait now.</summary>
     public TimeSpan Current { get; private set; } = initial <= max ? initial : max;
 

@@ -42,11 +42,10 @@ public static class SupervisedLoop
 
     /// <summary>
     /// Calls <paramref name="call"/> until it succeeds: a failure <paramref name="transient"/> accepts is reported to
-    /// <paramref name="retrying"/> and tried again after the back-off (or the delay the failure asks for, such as a 503's
-    /// Retry-After); any other failure is the caller's.
+    /// <paramref name="retrying"/> and tried again after the back-off; any other failure is the caller's.
     /// </summary>
     public static async Task<T> CallAsync<T>(Func<CancellationToken, Task<T>> call, Backoff backoff, Func<Exception, bool> transient,
-        Action<Exception>? retrying, CancellationToken ct, TimeProvider? time = null, Func<Exception, TimeSpan?>? askedDelay = null)
+        Action<Exception>? retrying, CancellationToken ct, TimeProvider? time = null)
     {
         time ??= TimeProvider.System;
         while (true)
@@ -56,8 +55,7 @@ public static class SupervisedLoop
             {
                 ct.ThrowIfCancellationRequested();
                 retrying?.Invoke(e);
-                var delay = backoff.Next();
-                await Task.Delay(askedDelay?.Invoke(e) ?? delay, time, ct);
+                await Task.Delay(backoff.Next(), time, ct);
             }
         }
     }

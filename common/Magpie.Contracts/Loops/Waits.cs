@@ -10,7 +10,7 @@ public static class Waits
     /// <summary>How often a condition without a signal is checked again.</summary>
     public static readonly TimeSpan DefaultPoll = TimeSpan.FromMilliseconds(50);
 
-    /// <summary>True once <paramref name="condition"/> holds; false when <paramref name="timeout"/> passes first.</summary>
+    /// <summary>True once <paramref name="condition"/> holds; false when <paramref name="timeout"/> passes first (never with <see cref="Timeout.InfiniteTimeSpan"/>).</summary>
     public static Task<bool> UntilAsync(Func<bool> condition, TimeSpan timeout, CancellationToken ct, Signal? signal = null, TimeSpan? poll = null, TimeProvider? time = null) =>
         UntilAsync(_ => ValueTask.FromResult(condition()), timeout, ct, signal, poll, time);
 
@@ -25,14 +25,14 @@ public static class Waits
             // Taken before the check: a raise between the check and the wait still wakes it.
             var raised = signal?.Next;
             if (await condition(ct)) return true;
-            var left = timeout - time.GetElapsedTime(started);
-            if (left <= TimeSpan.Zero) return false;
-            var wait = Min(left, poll ?? (signal is null ? DefaultPoll : TimeSpan.FromSeconds(1)));
-            using var delay = CancellationTokenSource.CreateLinkedTokenSource(ct);
-            var sleeping = Task.Delay(wait, time, delay.Token);
-            await (raised is null ? sleeping : Task.WhenAny(sleeping, raised)).ConfigureAwait(false);
-            await delay.CancelAsync();
-            ct.ThrowIfCancellationRequested();
+            var wait = poll ?? (signal is null ? DefaultPoll : TimeSpan.FromSeconds(1));
+            if (timeout != Timeout.InfiniteTimeSpan)
+            {
+                var left = timeout - time.GetElapsedTime(started);
+                if (left <= TimeSpan.Zero) return false;
+                wait = Min(left, wait);
+            }
+            if (!await DelayAsync(wait, time, ct, raised)) ct.ThrowIfCancellationRequested();
         }
     }
 

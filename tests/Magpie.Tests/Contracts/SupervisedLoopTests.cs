@@ -16,6 +16,13 @@ public sealed class SupervisedLoopTests
         while (!condition()) { Assert.True(DateTime.UtcNow < deadline, "the loop did not get there"); await Task.Delay(5); }
     }
 
+    /// <summary>The loop starts its back-off timer right after reporting the failure: give it that moment before moving the clock.</summary>
+    private static async Task TimerSetAsync(Func<bool> reported)
+    {
+        await EventuallyAsync(reported);
+        await Task.Delay(50);
+    }
+
     [Fact]
     public async Task A_failed_attempt_is_retried_after_the_backoff_on_the_clock_and_the_delays_double_to_their_cap()
     {
@@ -28,17 +35,22 @@ public sealed class SupervisedLoopTests
             (e, delay) => { Assert.Equal("broker away", e.Message); lock (delays) delays.Add(delay); return ValueTask.CompletedTask; }, stop.Token, clock);
 
         await EventuallyAsync(() => attempts == 1);
+        await TimerSetAsync(() => delays.Count == 1);
         clock.Advance(TimeSpan.FromMilliseconds(999));
         await Task.Delay(50);
         Assert.Equal(1, attempts);   // not a moment early
         clock.Advance(TimeSpan.FromMilliseconds(1));
         await EventuallyAsync(() => attempts == 2);
+        await TimerSetAsync(() => delays.Count == 2);
         clock.Advance(TimeSpan.FromSeconds(2));
         await EventuallyAsync(() => attempts == 3);
+        await TimerSetAsync(() => delays.Count == 3);
         clock.Advance(TimeSpan.FromSeconds(4));
         await EventuallyAsync(() => attempts == 4);
+        await TimerSetAsync(() => delays.Count == 4);
         clock.Advance(TimeSpan.FromSeconds(4));
         await EventuallyAsync(() => attempts == 5);
+        await EventuallyAsync(() => { lock (delays) return delays.Count == 5; });
         lock (delays) Assert.Equal([1, 2, 4, 4, 4], delays.Take(5).Select(d => d.TotalSeconds).ToList());
 
         stop.Cancel();
@@ -58,6 +70,7 @@ public sealed class SupervisedLoopTests
             stop.Token, clock, wake);
 
         await EventuallyAsync(() => attempts == 1);
+        await Task.Delay(50);                     // the back-off's timer starts once the report returned
         clock.Advance(TimeSpan.FromSeconds(3));   // 7 + 3: the delay the status announced
         await EventuallyAsync(() => attempts == 2);
         await Task.Delay(50);
@@ -84,8 +97,8 @@ public sealed class SupervisedLoopTests
         }, backoff, (_, delay) => { lock (delays) delays.Add(delay); }, stop.Token, clock), TaskCreationOptions.LongRunning);
 
         await EventuallyAsync(() => attempts == 1);
-        clock.Advance(TimeSpan.FromSeconds(1));
-        await EventuallyAsync(() => attempts == 2);
+        // The loop's thread starts its timer after the failure is reported: advance until the next attempt comes.
+        while (Volatile.Read(ref attempts) < 2) { clock.Advance(TimeSpan.FromSeconds(1)); await Task.Delay(5); }
         lock (delays) Assert.Equal(TimeSpan.FromSeconds(1), delays[0]);
         stop.Cancel();
         await thread.WaitAsync(Patience);
@@ -120,6 +133,15 @@ public sealed class SupervisedLoopTests
         Volatile.Write(ref level, 3);
         raised.Raise();   // no clock movement: the signal alone wakes it
         Assert.True(await waiting.WaitAsync(Patience));
+
+        // Without a deadline it waits as long as it takes (an infinite timeout is not "already over").
+        var ready = false;
+        var unbounded = Waits.UntilAsync(() => Volatile.Read(ref ready), Timeout.InfiniteTimeSpan, CancellationToken.None, poll: TimeSpan.FromSeconds(1), time: clock);
+        for (var i = 0; i < 5; i++) { clock.Advance(TimeSpan.FromHours(1)); await Task.Delay(5); }
+        Assert.False(unbounded.IsCompleted);
+        Volatile.Write(ref ready, true);
+        while (!unbounded.IsCompleted) { clock.Advance(TimeSpan.FromSeconds(1)); await Task.Delay(5); }
+        Assert.True(await unbounded);
 
         var never = Waits.UntilAsync(() => false, TimeSpan.FromSeconds(30), CancellationToken.None, poll: TimeSpan.FromSeconds(1), time: clock);
         for (var i = 0; i < 29 && !never.IsCompleted; i++) { clock.Advance(TimeSpan.FromSeconds(1)); await Task.Delay(5); }
