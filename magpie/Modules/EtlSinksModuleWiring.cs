@@ -16,7 +16,7 @@ public sealed class EtlSinksModuleWiring(bool ingestInProcess) : IMagpieModule
 {
     public string Name => "sinks";
 
-    public string? Meter => EtlSinks.Tasks.EtlMetrics.MeterName;
+    public string? Meter => EtlSinks.Runners.RunnerMetrics.MeterName;
 
     public string? Unmet(MagpieSettings settings) => !ingestInProcess && settings.Embedded
         ? "the sinks target alone reads magpie.changes from Kafka: set --kafka (or run --target all)"

@@ -14,16 +14,6 @@ public sealed class BrokerException(string message, bool needsUser, Exception? i
     public bool NeedsUser { get; } = needsUser;
 }
 
-/// <summary>What a runner (an ETL task, a queue sink) shows as its state.</summary>
-public static class RunnerState
-{
-    public const string Starting = "starting";
-    public const string Running = "running";
-    public const string Reconnecting = "reconnecting";
-    public const string Failed = "failed";
-    public const string Disabled = "disabled";
-}
-
 /// <summary>
 /// The one way ETL targets and queue sinks connect to RabbitMQ (as <c>KafkaClients</c> is for Kafka): no automatic recovery
 /// (the runner's supervised loop reconnects, from its own position), a 10 s heartbeat and connect timeout, a name the broker's

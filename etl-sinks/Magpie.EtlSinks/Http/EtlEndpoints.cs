@@ -24,16 +24,16 @@ public static class EtlEndpoints
         connections.MapDelete("/{name}", (string name, EtlConfigStore store) => Apply(() => store.DeleteConnection(name)));
 
         var tasks = app.MapGroup("/etl/tasks");
-        tasks.MapGet("/", (EtlConfigStore store, EtlSupervisor supervisor) =>
+        tasks.MapGet("/", (EtlConfigStore store, EtlTaskSupervisor supervisor) =>
             Results.Ok(store.Current.Tasks.Select(t => new { name = t.Key, t.Value.Connection, state = supervisor.Stats(t.Key)?.State })));
         tasks.MapGet("/{name}", (string name, EtlConfigStore store) => store.Current.Tasks.TryGetValue(name, out var t)
             ? Results.Json(t, EtlConfigStore.Json) : NotFound($"task '{name}' does not exist"));
         tasks.MapPut("/{name}", async (string name, HttpRequest request, EtlConfigStore store) =>
             await Apply(request, (EtlTaskDefinition t) => store.PutTask(name, t, (task, _) => CompileScripts(task, options.ScriptLimits))));
         tasks.MapDelete("/{name}", (string name, EtlConfigStore store) => Apply(() => store.DeleteTask(name)));
-        tasks.MapGet("/{name}/stats", (string name, EtlSupervisor supervisor) => supervisor.Stats(name) is { } s
+        tasks.MapGet("/{name}/stats", (string name, EtlTaskSupervisor supervisor) => supervisor.Stats(name) is { } s
             ? Results.Json(s, EtlConfigStore.Json) : NotFound($"task '{name}' does not exist"));
-        tasks.MapPost("/{name}/reset", async (string name, EtlConfigStore store, EtlSupervisor supervisor) =>
+        tasks.MapPost("/{name}/reset", async (string name, EtlConfigStore store, EtlTaskSupervisor supervisor) =>
         {
             if (!store.Current.Tasks.ContainsKey(name)) return NotFound($"task '{name}' does not exist");
             await supervisor.ResetAsync(name);

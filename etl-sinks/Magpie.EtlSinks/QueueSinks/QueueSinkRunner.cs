@@ -1,13 +1,10 @@
 using System.Diagnostics;
-using System.Threading.Channels;
-using Magpie.Contracts;
 using Magpie.Contracts.Documents;
 using Magpie.EtlSinks.Configuration;
 using Magpie.EtlSinks.Delivery;
-using Magpie.EtlSinks.Tasks;
 using Magpie.Scripting;
 using Microsoft.Extensions.Logging;
-using Magpie.EtlSinks.Brokers;
+using Magpie.EtlSinks.Runners;
 
 namespace Magpie.EtlSinks.QueueSinks;
 
@@ -16,15 +13,13 @@ namespace Magpie.EtlSinks.QueueSinks;
 /// store commit (each message all or nothing, recorded in the sink's ledger so a redelivery is not applied twice), sends the
 /// messages that failed to the dead letters with the reason, and only then acknowledges the batch. At-least-once delivery with
 /// idempotent writes: a crash anywhere leaves the unacknowledged messages in the broker, and the ledger recognises those
-/// already written. Broker or store trouble → back off (doubling, capped) and start over with a new connection.
+/// already written; store trouble is retried like broker trouble, with a new connection.
 /// </summary>
 public sealed class QueueSinkRunner(string name, QueueSinkDefinition sink, EtlConnection connection, IMessageWriter? writer, EtlOptions options, ILogger log)
-    : IAsyncDisposable
+    : BrokerRunner<IMessageSource>("queue sink", name, sink.Connection, sink.Reconnect, log), IRunner<QueueSinkStatsSnapshot>
 {
     private static readonly TimeSpan LagEvery = TimeSpan.FromSeconds(2);
 
-    private readonly CancellationTokenSource _stop = new();
-    private Task _loop = Task.CompletedTask;
     private SinkScript? _script;
 
     /// <summary>The ledger a sink's message ids are recorded in.</summary>
@@ -32,95 +27,44 @@ public sealed class QueueSinkRunner(string name, QueueSinkDefinition sink, EtlCo
 
     public QueueSinkStats Stats { get; } = new(name, sink.Sources);
 
+    protected override RunnerStatus Status => Stats;
+
+    public QueueSinkStatsSnapshot Snapshot() => Stats.Snapshot();
+
     /// <summary>Where sources come from instead of the connection (tests: a broker that misbehaves on cue).</summary>
     internal Func<IMessageSource>? Sources { get; init; }
 
-    public void Start() => _loop = Task.Run(() => RunAsync(_stop.Token));
-
-    private async Task RunAsync(CancellationToken ct)
+    protected override string? Prepare()
     {
         if (writer is null)
-        {
-            Stats.Failed("this process has no document store to write to: run the sinks with ingest (--target all or ingest,sinks), or set IngestUrl");
-            return;
-        }
+            return "this process has no document store to write to: run the sinks with ingest (--target all or ingest,sinks), or set IngestUrl";
         try { _script = SinkScript.Compile(sink.Script, options.ScriptLimits); }
-        catch (Exception e)
-        {
-            Stats.Failed($"sink can't start: {e.Message}");
-            return;
-        }
-        var backoff = new Backoff(TimeSpan.FromMilliseconds(sink.Reconnect.InitialDelayMs), TimeSpan.FromMilliseconds(sink.Reconnect.MaxDelayMs));
-        IMessageSource? source = null;
-        try
-        {
-            await SupervisedLoop.RunAsync(async ct =>
-            {
-                var opened = Sources?.Invoke() ?? (connection.IsKafka ? new KafkaSource(connection, sink, name) : new RabbitMqSource(connection, sink, name));
-                await CloseAsync(Interlocked.Exchange(ref source, opened));
-                await opened.OpenAsync(ct);
-                Stats.Running();
-                backoff.Reset();
-                await ConsumeAsync(opened, writer, ct);
-            }, backoff, async (e, delay) =>
-            {
-                var needsUser = e is BrokerException { NeedsUser: true };
-                Stats.Interrupted(needsUser ? RunnerState.Failed : RunnerState.Reconnecting, e.Message, DateTimeOffset.UtcNow + delay);
-                log.LogWarning("queue sink {Sink}: {Error}; starting over in {Delay} s", name, e.Message, delay.TotalSeconds);
-                await CloseAsync(Interlocked.Exchange(ref source, null));
-            }, ct);
-        }
-        finally { await CloseAsync(Interlocked.Exchange(ref source, null)); }
+        catch (Exception e) { return $"sink can't start: {e.Message}"; }
+        return null;
     }
 
-    private async Task CloseAsync(IMessageSource? source)
-    {
-        if (source is null) return;
-        try { await source.DisposeAsync().AsTask().WaitAsync(EtlTaskRunner.TargetCloseTimeout); }
-        catch (Exception e) { log.LogWarning("queue sink {Sink}: closing its {Connection} client: {Error}", name, sink.Connection, e.Message); }
-    }
+    protected override IMessageSource CreateClient() =>
+        Sources?.Invoke() ?? (connection.IsKafka ? new KafkaSource(connection, sink, Name) : new RabbitMqSource(connection, sink, Name));
 
-    /// <summary>
-    /// Two stages, so the script runs on the next batch while the store commits this one: receiving + scripting feeds a
-    /// channel of two batches; writing, dead-lettering and acknowledging drains it in order. Whatever fails stops both, and
-    /// the caller starts over with a new connection (the broker hands over what was not acknowledged).
-    /// </summary>
-    private async Task ConsumeAsync(IMessageSource source, IMessageWriter store, CancellationToken ct)
+    protected override Task OpenAsync(IMessageSource source, CancellationToken ct) => source.OpenAsync(ct);
+
+    /// <summary>Receiving + scripting the next batch while the store commits this one; writing, dead-lettering and acknowledging in order.</summary>
+    protected override Task WorkAsync(IMessageSource source, CancellationToken ct) => InTwoStagesAsync<ScriptedBatch>(async (ready, ct) =>
     {
-        using var attempt = CancellationTokenSource.CreateLinkedTokenSource(ct);
-        var ready = Channel.CreateBounded<ScriptedBatch>(new BoundedChannelOptions(2) { SingleReader = true, SingleWriter = true });
-        var scripting = Task.Run(async () =>
+        var lagAt = 0L;
+        while (!ct.IsCancellationRequested)
         {
-            try
+            var waited = Stopwatch.GetTimestamp();
+            var batch = await source.ReceiveAsync(sink.BatchSize, ct);
+            Stats.Spent(receive: Stopwatch.GetElapsedTime(waited));
+            if (batch.Count > 0) await ready(Script(batch));
+            if (Stopwatch.GetElapsedTime(lagAt) > LagEvery)
             {
-                var lagAt = 0L;
-                while (!attempt.Token.IsCancellationRequested)
-                {
-                    var waited = Stopwatch.GetTimestamp();
-                    var batch = await source.ReceiveAsync(sink.BatchSize, attempt.Token);
-                    Stats.Spent(receive: Stopwatch.GetElapsedTime(waited));
-                    if (batch.Count > 0) await ready.Writer.WriteAsync(Script(batch), attempt.Token);
-                    if (Stopwatch.GetElapsedTime(lagAt) > LagEvery)
-                    {
-                        Stats.Lag(await source.LagAsync(attempt.Token));
-                        lagAt = Stopwatch.GetTimestamp();
-                    }
-                }
-                ready.Writer.TryComplete();
+                Stats.Lag(await source.LagAsync(ct));
+                lagAt = Stopwatch.GetTimestamp();
             }
-            catch (Exception e) { ready.Writer.TryComplete(e); }
-        }, attempt.Token);
-        try
-        {
-            await foreach (var batch in ready.Reader.ReadAllAsync(attempt.Token)) await CommitAsync(source, store, batch, attempt.Token);
-            await ready.Reader.Completion;   // the first stage's failure, if that ended it
         }
-        finally
-        {
-            attempt.Cancel();
-            await scripting.ContinueWith(_ => { }, TaskScheduler.Default);
-        }
-    }
+    }, (batch, ct) => CommitAsync(source, writer!, batch, ct), ct);
 
     /// <summary>A batch the script has run on: the writes of each message that made some, and the messages that failed.</summary>
     internal sealed record ScriptedBatch(IReadOnlyList<IncomingMessage> Batch, List<MessageWrites> Messages, List<IncomingMessage> Owners,
@@ -162,7 +106,7 @@ public sealed class QueueSinkRunner(string name, QueueSinkDefinition sink, EtlCo
         var started = Stopwatch.GetTimestamp();
         var messages = batch.Messages;
         var failed = batch.Failed;
-        var outcomes = messages.Count == 0 ? [] : await store.WriteAsync(LedgerOf(name), messages, ct);
+        var outcomes = messages.Count == 0 ? [] : await store.WriteAsync(LedgerOf(Name), messages, ct);
         var written = Stopwatch.GetTimestamp();
         int applied = 0, writeCount = 0, redeliveries = 0;
         for (var i = 0; i < outcomes.Count; i++)
@@ -178,13 +122,6 @@ public sealed class QueueSinkRunner(string name, QueueSinkDefinition sink, EtlCo
         Stats.Spent(write: Stopwatch.GetElapsedTime(started, written), deadLetter: Stopwatch.GetElapsedTime(written, deadLettered),
             acknowledge: Stopwatch.GetElapsedTime(deadLettered));
         Stats.Batch(batch.Batch.Count, applied, writeCount, redeliveries, batch.Skipped, failed.Select(f => (f.Id, f.Reason)).ToList());
-        foreach (var (m, _, reason) in failed.Take(5)) log.LogWarning("queue sink {Sink}: dead-lettered a message from {Source}: {Reason}", name, m.Source, reason);
-    }
-
-    public async ValueTask DisposeAsync()
-    {
-        _stop.Cancel();
-        try { await _loop; } catch (OperationCanceledException) { }
-        _stop.Dispose();
+        foreach (var (m, _, reason) in failed.Take(5)) Log.LogWarning("queue sink {Sink}: dead-lettered a message from {Source}: {Reason}", Name, m.Source, reason);
     }
 }

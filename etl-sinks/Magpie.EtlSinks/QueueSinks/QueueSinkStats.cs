@@ -1,5 +1,5 @@
-using Magpie.EtlSinks.Tasks;
-using Magpie.EtlSinks.Brokers;
+using System.Diagnostics.Metrics;
+using Magpie.EtlSinks.Runners;
 
 namespace Magpie.EtlSinks.QueueSinks;
 
@@ -12,76 +12,74 @@ public sealed record SinkError(DateTimeOffset At, string Message, string? Messag
 public sealed record QueueSinkStatsSnapshot(
     string Name, string State, IReadOnlyList<string> Sources, long? Lag, long MessagesReceived, long MessagesApplied, long Writes,
     long Redeliveries, long Skipped, long DeadLettered, long Reconnects, string? LastError, DateTimeOffset? LastBatchAt,
-    DateTimeOffset? NextAttemptAt, SinkTimeSpent TimeSpent, IReadOnlyList<SinkError> RecentErrors);
+    DateTimeOffset? NextAttemptAt, SinkTimeSpent TimeSpent, IReadOnlyList<SinkError> RecentErrors) : IRunnerSnapshot;
 
-/// <summary>Live counters of one sink, written by its runner and read by HTTP requests and the metrics.</summary>
-public sealed class QueueSinkStats(string name, IReadOnlyList<string> sources)
+/// <summary>
+/// Live counters of one sink, written by its runner and read by HTTP requests; what they add to <c>/metrics</c>: messages per
+/// outcome, writes and interruptions, per sink.
+/// </summary>
+public sealed class QueueSinkStats(string name, IReadOnlyList<string> sources) : RunnerStatus
 {
     private const int KeptErrors = 20;
-    private readonly Lock _lock = new();
-    private readonly Queue<SinkError> _errors = new();
-    private string _state = RunnerState.Starting;
-    private string? _lastError;
+
+    private static readonly Counter<long> MessagesCounter = RunnerMetrics.Meter.CreateCounter<long>("magpie.sink.messages", "{message}",
+        "Messages a sink finished with, per sink and outcome (applied, redelivery, skipped, dead_lettered).");
+    private static readonly Counter<long> WritesCounter = RunnerMetrics.Meter.CreateCounter<long>("magpie.sink.writes", "{write}",
+        "Document writes (put, patch, delete) sinks made, per sink.");
+    private static readonly Counter<long> InterruptionsCounter = RunnerMetrics.Meter.CreateCounter<long>("magpie.sink.interruptions", "{interruption}",
+        "Times a sink lost its broker or the store and started over from what was acknowledged, per sink.");
+
+    /// <summary>How a queue sink's gauges are named.</summary>
+    public static readonly RunnerGauges Gauges = new("magpie.sink", "sink", "{message}", "Messages waiting in the broker for a sink.",
+        "1 while a sink is running; its state label says what else it is doing (reconnecting, failed, disabled).");
+
     private long? _lag;
-    private long _received, _applied, _writes, _redeliveries, _skipped, _deadLettered, _reconnects;
-    private DateTimeOffset? _lastBatchAt, _nextAttemptAt;
+    private long _received, _applied, _writes, _redeliveries, _skipped, _deadLettered;
     private TimeSpan _receive, _script, _write, _deadLetter, _acknowledge;
 
-    public void Disabled() { lock (_lock) _state = RunnerState.Disabled; }
-
-    public void Running() { lock (_lock) { _state = RunnerState.Running; _nextAttemptAt = null; } }
-
-    public void Lag(long? lag) { lock (_lock) _lag = lag; }
+    public void Lag(long? lag) { lock (Gate) _lag = lag; }
 
     /// <param name="applied">messages whose writes are now in the store</param>
     /// <param name="redeliveries">messages the store had applied before (a redelivery), acknowledged without writing again</param>
     /// <param name="skipped">messages whose script wrote nothing</param>
     public void Batch(int received, int applied, int writes, int redeliveries, int skipped, IReadOnlyList<(string MessageId, string Reason)> deadLettered)
     {
-        lock (_lock)
+        lock (Gate)
         {
             _received += received; _applied += applied; _writes += writes; _redeliveries += redeliveries; _skipped += skipped;
             _deadLettered += deadLettered.Count;
-            _lastBatchAt = DateTimeOffset.UtcNow;
-            foreach (var (id, reason) in deadLettered.TakeLast(KeptErrors)) Remember(new SinkError(DateTimeOffset.UtcNow, reason, id));
+            BatchDone();
+            foreach (var (id, reason) in deadLettered.TakeLast(KeptErrors)) Remember(reason, id);
         }
-        QueueSinkMetrics.Batch(name, applied, redeliveries, skipped, deadLettered.Count, writes);
+        Count("applied", applied);
+        Count("redelivery", redeliveries);
+        Count("skipped", skipped);
+        Count("dead_lettered", deadLettered.Count);
+        if (writes > 0) WritesCounter.Add(writes, new KeyValuePair<string, object?>("sink", name));
     }
 
     public void Spent(TimeSpan receive = default, TimeSpan script = default, TimeSpan write = default, TimeSpan deadLetter = default, TimeSpan acknowledge = default)
     {
-        lock (_lock) { _receive += receive; _script += script; _write += write; _deadLetter += deadLetter; _acknowledge += acknowledge; }
+        lock (Gate) { _receive += receive; _script += script; _write += write; _deadLetter += deadLetter; _acknowledge += acknowledge; }
     }
 
-    /// <summary>The sink stopped: <paramref name="state"/> says whether it waits for a broker (or the store) or for a person; it retries at <paramref name="retryAt"/>.</summary>
-    public void Interrupted(string state, string message, DateTimeOffset retryAt)
+    protected override void CountInterruption() => InterruptionsCounter.Add(1, new KeyValuePair<string, object?>("sink", name));
+
+    private void Count(string outcome, int count)
     {
-        lock (_lock)
-        {
-            if (state == RunnerState.Reconnecting) _reconnects++;
-            _state = state;
-            _lastError = message;
-            _nextAttemptAt = retryAt;
-            Remember(new SinkError(DateTimeOffset.UtcNow, message, null));
-        }
-        QueueSinkMetrics.Interrupted(name);
+        if (count > 0) MessagesCounter.Add(count, new KeyValuePair<string, object?>("sink", name), new KeyValuePair<string, object?>("outcome", outcome));
     }
-
-    public void Failed(string message) { lock (_lock) { _state = RunnerState.Failed; _lastError = message; Remember(new SinkError(DateTimeOffset.UtcNow, message, null)); } }
 
     public QueueSinkStatsSnapshot Snapshot()
     {
-        lock (_lock)
-            return new(name, _state, sources, _lag, _received, _applied, _writes, _redeliveries, _skipped, _deadLettered, _reconnects, _lastError,
-                _lastBatchAt, _nextAttemptAt,
+        lock (Gate)
+        {
+            var c = Common();
+            return new(name, c.State, sources, _lag, _received, _applied, _writes, _redeliveries, _skipped, _deadLettered, c.Reconnects, c.LastError,
+                c.LastBatchAt, c.NextAttemptAt,
                 new SinkTimeSpent(Math.Round(_receive.TotalMilliseconds), Math.Round(_script.TotalMilliseconds), Math.Round(_write.TotalMilliseconds),
                     Math.Round(_deadLetter.TotalMilliseconds), Math.Round(_acknowledge.TotalMilliseconds)),
-                [.. _errors]);
-    }
-
-    private void Remember(SinkError e)
-    {
-        _errors.Enqueue(e);
-        while (_errors.Count > KeptErrors) _errors.Dequeue();
+                [.. c.RecentErrors.Select(e => new SinkError(e.At, e.Message, e.Subject))]);
+        }
     }
 }

@@ -1,6 +1,4 @@
-using Magpie.Contracts;
 using System.Diagnostics;
-using System.Threading.Channels;
 using Magpie.Contracts.Changes;
 using Magpie.EtlSinks.Configuration;
 using Magpie.EtlSinks.Delivery;
@@ -8,7 +6,7 @@ using Magpie.EtlSinks.Messages;
 using Magpie.EtlSinks.Scripts;
 using Magpie.Scripting;
 using Microsoft.Extensions.Logging;
-using Magpie.EtlSinks.Brokers;
+using Magpie.EtlSinks.Runners;
 
 namespace Magpie.EtlSinks.Tasks;
 
@@ -16,33 +14,31 @@ namespace Magpie.EtlSinks.Tasks;
 /// Runs one ETL task: reads the change feed from the task's persisted position, runs the transforms,
 /// publishes, and persists the position only after the broker confirmed the whole batch (at-least-once:
 /// after a crash or an outage the unconfirmed tail is published again, with the same message ids).
-/// Broker trouble → back off (doubling, capped) and start over from the persisted position.
 /// </summary>
 public sealed class EtlTaskRunner(string name, EtlTaskDefinition task, EtlConnection connection, IChangeFeed feed, EtlOptions options, ILogger log)
-    : IAsyncDisposable
+    : BrokerRunner<IMessageTarget>("ETL task", name, task.Connection, task.Reconnect, log), IRunner<EtlTaskStatsSnapshot>
 {
     private const int PublishChunk = 1024;
 
     private readonly string _positionPath = EtlTaskPosition.PathOf(options.DataDir, name);
-    private readonly CancellationTokenSource _stop = new();
     private readonly List<(EtlTransform Transform, TransformScript Script)> _transforms = [];
-    private Task _loop = Task.CompletedTask;
     private EtlTaskPosition _position = EtlTaskPosition.Beginning;
+    private IDisposable? _tracked;
 
     public EtlTaskStats Stats { get; } = new(name);
 
+    protected override RunnerStatus Status => Stats;
+
     public EtlTaskStatsSnapshot Snapshot() => Stats.Snapshot(feed.Backlog(_position.FeedPosition, _position.LastEtag));
 
-    public void Start()
+    public override void Start()
     {
         // The persisted position is what it resumes from (the beginning until loaded): the change log keeps everything after it.
-        _tracked = feed.Track($"etl {name}", () => Volatile.Read(ref _position).FeedPosition);
-        _loop = Task.Run(() => RunAsync(_stop.Token));
+        _tracked = feed.Track($"etl {Name}", () => Volatile.Read(ref _position).FeedPosition);
+        base.Start();
     }
 
-    private IDisposable? _tracked;
-
-    private async Task RunAsync(CancellationToken ct)
+    protected override string? Prepare()
     {
         try
         {
@@ -51,103 +47,31 @@ public sealed class EtlTaskRunner(string name, EtlTaskDefinition task, EtlConnec
         }
         catch (Exception e)
         {
-            Stats.Failed($"task can't start: {e.Message}");
-            return;
+            return $"task can't start: {e.Message}";
         }
         Stats.Resumed(_position);
-        var backoff = new Backoff(TimeSpan.FromMilliseconds(task.Reconnect.InitialDelayMs), TimeSpan.FromMilliseconds(task.Reconnect.MaxDelayMs));
-        IMessageTarget? target = null;
-        try
-        {
-            await SupervisedLoop.RunAsync(async ct =>
-            {
-                var opened = CreateTarget();
-                await CloseAsync(Interlocked.Exchange(ref target, opened));
-                await opened.OpenAsync(_transforms.SelectMany(t => t.Script.Destinations).Distinct().ToList(), ct);
-                Stats.Running();
-                backoff.Reset();
-                await PublishFromFeedAsync(opened, ct);
-            }, backoff, async (e, delay) =>
-            {
-                // Said before the client is let go: closing a client whose broker has just vanished can take a while itself
-                // (and counts towards the delay, so the next attempt comes when the status says it will).
-                var state = e is BrokerException { NeedsUser: true } ? RunnerState.Failed : RunnerState.Reconnecting;
-                Stats.Interrupted(state, e.Message, DateTimeOffset.UtcNow + delay);
-                log.LogWarning("ETL task {Task}: {Error}; retrying in {Delay} s", name, e.Message, delay.TotalSeconds);
-                await CloseAsync(Interlocked.Exchange(ref target, null));
-            }, ct);
-        }
-        finally { await CloseAsync(Interlocked.Exchange(ref target, null)); }
+        return null;
     }
 
-    /// <summary>How long a target's client may take to close before the task goes on without waiting for it.</summary>
-    internal static readonly TimeSpan TargetCloseTimeout = TimeSpan.FromSeconds(10);
-
-    /// <summary>
-    /// Closes the client, but never lets a close that hangs (a broker gone mid-handshake) hold the task: after
-    /// <see cref="TargetCloseTimeout"/> the close finishes in the background and the task reconnects with a new client.
-    /// </summary>
-    private async Task CloseAsync(IMessageTarget? target)
-    {
-        if (target is null) return;
-        var closing = Task.Run(async () => await target.DisposeAsync());
-        try
-        {
-            await closing.WaitAsync(TargetCloseTimeout);
-        }
-        catch (TimeoutException)
-        {
-            log.LogWarning("ETL task {Task}: its {Connection} client did not close within {Timeout} s; left to close in the background",
-                name, task.Connection, TargetCloseTimeout.TotalSeconds);
-            _ = closing.ContinueWith(t => t.Exception, TaskContinuationOptions.OnlyOnFaulted);
-        }
-        catch (Exception e)
-        {
-            log.LogWarning("ETL task {Task}: closing its {Connection} client failed: {Error}", name, task.Connection, e.Message);
-        }
-    }
+    protected override Task OpenAsync(IMessageTarget target, CancellationToken ct) =>
+        target.OpenAsync(_transforms.SelectMany(t => t.Script.Destinations).Distinct().ToList(), ct);
 
     /// <summary>A batch with its messages, ready to publish.</summary>
     private sealed record TransformedBatch(ChangeBatch Batch, List<OutgoingMessage> Messages, int Documents, int Filtered);
 
-    /// <summary>
-    /// Two stages, so the scripts of the next batch run while the broker confirms this one: reading +
-    /// transforming feeds a small bounded channel; publishing + persisting drains it in order. Whatever
-    /// fails, both stop and the caller starts over from the last persisted position.
-    /// </summary>
-    private async Task PublishFromFeedAsync(IMessageTarget target, CancellationToken ct)
+    /// <summary>Reading + transforming the next batch while the broker confirms this one; publishing + persisting in order.</summary>
+    protected override Task WorkAsync(IMessageTarget target, CancellationToken ct) => InTwoStagesAsync<TransformedBatch>(async (ready, ct) =>
     {
-        using var attempt = CancellationTokenSource.CreateLinkedTokenSource(ct);
-        var ready = Channel.CreateBounded<TransformedBatch>(new BoundedChannelOptions(2) { SingleReader = true, SingleWriter = true });
-        var transforming = Task.Run(async () =>
+        var waited = Stopwatch.GetTimestamp();
+        await foreach (var batch in feed.ReadAsync(_position.FeedPosition, options.BatchSize, ct))
         {
-            try
-            {
-                var waited = Stopwatch.GetTimestamp();
-                await foreach (var batch in feed.ReadAsync(_position.FeedPosition, options.BatchSize, attempt.Token))
-                {
-                    var started = Stopwatch.GetTimestamp();
-                    var (messages, documents, filtered) = Transform(batch.Changes);
-                    Stats.Spent(read: Stopwatch.GetElapsedTime(waited, started), transform: Stopwatch.GetElapsedTime(started));
-                    await ready.Writer.WriteAsync(new TransformedBatch(batch, messages, documents, filtered), attempt.Token);
-                    waited = Stopwatch.GetTimestamp();
-                }
-                ready.Writer.TryComplete();
-            }
-            catch (Exception e) { ready.Writer.TryComplete(e); }
-        }, attempt.Token);
-        try
-        {
-            await foreach (var batch in ready.Reader.ReadAllAsync(attempt.Token))
-                await PublishAsync(target, batch, attempt.Token);
-            await ready.Reader.Completion;   // the transform stage's failure, if that ended it
+            var started = Stopwatch.GetTimestamp();
+            var (messages, documents, filtered) = Transform(batch.Changes);
+            Stats.Spent(read: Stopwatch.GetElapsedTime(waited, started), transform: Stopwatch.GetElapsedTime(started));
+            await ready(new TransformedBatch(batch, messages, documents, filtered));
+            waited = Stopwatch.GetTimestamp();
         }
-        finally
-        {
-            attempt.Cancel();
-            await transforming.ContinueWith(_ => { }, TaskScheduler.Default);
-        }
-    }
+    }, (batch, ct) => PublishAsync(target, batch, ct), ct);
 
     private async Task PublishAsync(IMessageTarget target, TransformedBatch t, CancellationToken ct)
     {
@@ -196,20 +120,18 @@ public sealed class EtlTaskRunner(string name, EtlTaskDefinition task, EtlConnec
     /// <summary>Where targets come from instead of the connection (tests: a broker client that misbehaves on cue).</summary>
     internal Func<IMessageTarget>? Targets { get; init; }
 
-    private IMessageTarget CreateTarget()
+    protected override IMessageTarget CreateClient()
     {
         if (Targets is { } targets) return targets();
-        var source = task.Source ?? $"/magpie/etl/{name}";
+        var source = task.Source ?? $"/magpie/etl/{Name}";
         return connection.IsKafka
-            ? new KafkaTarget(connection, task, name, source)
-            : new RabbitMqTarget(connection, task, name, source);
+            ? new KafkaTarget(connection, task, Name, source)
+            : new RabbitMqTarget(connection, task, Name, source);
     }
 
-    public async ValueTask DisposeAsync()
+    public override async ValueTask DisposeAsync()
     {
-        _stop.Cancel();
-        try { await _loop; } catch (OperationCanceledException) { }
+        await base.DisposeAsync();
         _tracked?.Dispose();
-        _stop.Dispose();
     }
 }

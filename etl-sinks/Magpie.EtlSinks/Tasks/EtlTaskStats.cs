@@ -1,4 +1,6 @@
-using Magpie.EtlSinks.Brokers;
+using System.Diagnostics.Metrics;
+using Magpie.EtlSinks.Runners;
+
 namespace Magpie.EtlSinks.Tasks;
 
 public sealed record EtlError(DateTimeOffset At, string Message, string? DocumentId);
@@ -10,69 +12,63 @@ public sealed record EtlTimeSpent(double ReadMs, double TransformMs, double Publ
 public sealed record EtlTaskStatsSnapshot(
     string Name, string State, long LastProcessedEtag, long? Lag, long MessagesSent, long DocumentsProcessed,
     long DocumentsFiltered, long ScriptErrors, long Reconnects, string? LastError, DateTimeOffset? LastBatchAt,
-    DateTimeOffset? NextAttemptAt, EtlTimeSpent TimeSpent, IReadOnlyList<EtlError> RecentErrors);
+    DateTimeOffset? NextAttemptAt, EtlTimeSpent TimeSpent, IReadOnlyList<EtlError> RecentErrors) : IRunnerSnapshot;
 
-/// <summary>Live counters of one task, written by its runner and read by HTTP requests.</summary>
-public sealed class EtlTaskStats(string name)
+/// <summary>
+/// Live counters of one task, written by its runner and read by HTTP requests; what they add to <c>/metrics</c>: messages the
+/// broker confirmed, documents transformed and errors (script, delivery), per task.
+/// </summary>
+public sealed class EtlTaskStats(string name) : RunnerStatus
 {
-    private const int KeptErrors = 20;
-    private readonly Lock _lock = new();
-    private readonly Queue<EtlError> _errors = new();
-    private string _state = RunnerState.Starting;
-    private string? _lastError;
-    private long _lastEtag, _sent, _processed, _filtered, _scriptErrors, _reconnects;
-    private DateTimeOffset? _lastBatchAt, _nextAttemptAt;
+    private static readonly Counter<long> SentCounter = RunnerMetrics.Meter.CreateCounter<long>("magpie.etl.messages.sent", "{message}",
+        "Messages the broker confirmed, per task.");
+    private static readonly Counter<long> DocumentsCounter = RunnerMetrics.Meter.CreateCounter<long>("magpie.etl.documents", "{document}",
+        "Changes a task's transforms ran on, per task.");
+    private static readonly Counter<long> ErrorsCounter = RunnerMetrics.Meter.CreateCounter<long>("magpie.etl.errors", "{error}",
+        "Script errors (kind=script) and delivery interruptions (kind=delivery), per task.");
+
+    /// <summary>How an ETL task's gauges are named.</summary>
+    public static readonly RunnerGauges Gauges = new("magpie.etl", "task", "{change}", "Changes of the feed a task has not published yet.",
+        "1 while a task is running; its state label says what else it is doing (reconnecting, failed, disabled).");
+
+    private long _lastEtag, _sent, _processed, _filtered, _scriptErrors;
     private TimeSpan _read, _transform, _publish, _persist;
 
-    public void Resumed(EtlTaskPosition p) { lock (_lock) { _lastEtag = p.LastEtag; _sent = p.MessagesSent; _processed = p.DocumentsProcessed; } }
-
-    public void Running() { lock (_lock) { _state = RunnerState.Running; _nextAttemptAt = null; } }
+    public void Resumed(EtlTaskPosition p) { lock (Gate) { _lastEtag = p.LastEtag; _sent = p.MessagesSent; _processed = p.DocumentsProcessed; } }
 
     public void Batch(long lastEtag, int documents, int filtered, int messages)
     {
-        lock (_lock) { _lastEtag = lastEtag; _processed += documents; _filtered += filtered; _sent += messages; _lastBatchAt = DateTimeOffset.UtcNow; }
-        EtlMetrics.Batch(name, documents, messages);
+        lock (Gate) { _lastEtag = lastEtag; _processed += documents; _filtered += filtered; _sent += messages; BatchDone(); }
+        var tag = new KeyValuePair<string, object?>("task", name);
+        SentCounter.Add(messages, tag);
+        DocumentsCounter.Add(documents, tag);
     }
 
     public void Spent(TimeSpan read = default, TimeSpan transform = default, TimeSpan publish = default, TimeSpan persist = default)
     {
-        lock (_lock) { _read += read; _transform += transform; _publish += publish; _persist += persist; }
+        lock (Gate) { _read += read; _transform += transform; _publish += publish; _persist += persist; }
     }
 
     public void ScriptError(string documentId, string message)
     {
-        lock (_lock) { _scriptErrors++; Remember(new EtlError(DateTimeOffset.UtcNow, message, documentId)); }
-        EtlMetrics.Error(name, "script");
+        lock (Gate) { _scriptErrors++; Remember(message, documentId); }
+        CountError("script");
     }
 
-    /// <summary>The task stopped publishing: <paramref name="state"/> says whether it waits for the broker or for a person; it retries at <paramref name="retryAt"/>.</summary>
-    public void Interrupted(string state, string message, DateTimeOffset retryAt)
-    {
-        lock (_lock)
-        {
-            if (state == RunnerState.Reconnecting) _reconnects++;
-            _state = state;
-            _lastError = message;
-            _nextAttemptAt = retryAt;
-            Remember(new EtlError(DateTimeOffset.UtcNow, message, null));
-        }
-        EtlMetrics.Error(name, "delivery");
-    }
+    protected override void CountInterruption() => CountError("delivery");
 
-    public void Failed(string message) { lock (_lock) { _state = RunnerState.Failed; _lastError = message; Remember(new EtlError(DateTimeOffset.UtcNow, message, null)); } }
+    private void CountError(string kind) =>
+        ErrorsCounter.Add(1, new KeyValuePair<string, object?>("task", name), new KeyValuePair<string, object?>("kind", kind));
 
     public EtlTaskStatsSnapshot Snapshot(long? lag)
     {
-        lock (_lock)
-            return new(name, _state, _lastEtag, lag, _sent, _processed, _filtered, _scriptErrors, _reconnects, _lastError,
-                _lastBatchAt, _nextAttemptAt,
+        lock (Gate)
+        {
+            var c = Common();
+            return new(name, c.State, _lastEtag, lag, _sent, _processed, _filtered, _scriptErrors, c.Reconnects, c.LastError,
+                c.LastBatchAt, c.NextAttemptAt,
                 new EtlTimeSpent(Math.Round(_read.TotalMilliseconds), Math.Round(_transform.TotalMilliseconds), Math.Round(_publish.TotalMilliseconds), Math.Round(_persist.TotalMilliseconds)),
-                [.. _errors]);
-    }
-
-    private void Remember(EtlError e)
-    {
-        _errors.Enqueue(e);
-        while (_errors.Count > KeptErrors) _errors.Dequeue();
+                [.. c.RecentErrors.Select(e => new EtlError(e.At, e.Message, e.Subject))]);
+        }
     }
 }

@@ -8,6 +8,7 @@ using Magpie.EtlSinks.Messages;
 using Magpie.EtlSinks.Tasks;
 using Microsoft.Extensions.Logging.Abstractions;
 using Magpie.EtlSinks.Brokers;
+using Magpie.EtlSinks.Runners;
 
 namespace Magpie.Tests.Etl;
 
@@ -29,7 +30,7 @@ public sealed class EtlTaskRunnerTests : IDisposable
         Assert.Contains("connection lost", runner.Snapshot().LastError);
         Assert.Equal(1, Volatile.Read(ref opened));
         // After the close timeout the task goes on with a new client rather than waiting on the old one for good.
-        var retried = await WaitAsync(() => Volatile.Read(ref opened) >= 2, EtlTaskRunner.TargetCloseTimeout + TimeSpan.FromSeconds(10));
+        var retried = await WaitAsync(() => Volatile.Read(ref opened) >= 2, EtlTaskRunner.ClientCloseTimeout + TimeSpan.FromSeconds(10));
         Assert.True(retried, $"opened {opened} clients");
     }
 

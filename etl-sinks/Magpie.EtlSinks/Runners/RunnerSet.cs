@@ -2,7 +2,7 @@ using System.Text.Json;
 using Magpie.EtlSinks.Configuration;
 using Microsoft.Extensions.Logging;
 
-namespace Magpie.EtlSinks.Tasks;
+namespace Magpie.EtlSinks.Runners;
 
 /// <summary>
 /// One running runner per enabled entry of the configuration (ETL tasks, queue sinks), kept in step with it: an entry whose
