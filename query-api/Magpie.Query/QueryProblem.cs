@@ -1,9 +1,11 @@
+using Magpie.Contracts;
+
 namespace Magpie.Query;
 
-/// <summary>A query that can't run, as the HTTP problem it becomes (RQL errors carry line and column).</summary>
-public sealed class QueryProblem(int status, string detail, int? line = null, int? column = null) : Exception(detail)
+/// <summary>A query that can't run and what kind of refusal it is (RQL errors carry line and column); the endpoints say it as an HTTP problem or a SQLSTATE.</summary>
+public sealed class QueryProblem(ErrorKind kind, string detail, int? line = null, int? column = null) : Exception(detail)
 {
-    public int Status { get; } = status;
+    public ErrorKind Kind { get; } = kind;
     public int? Line { get; } = line;
     public int? Column { get; } = column;
 

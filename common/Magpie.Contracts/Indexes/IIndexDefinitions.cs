@@ -9,11 +9,11 @@ public interface IIndexDefinitions
     Task PutAsync(string name, IndexDefinition definition, CancellationToken ct = default);
 }
 
-/// <summary>A definition the store refused: the HTTP status, the message, and for a script error where it is.</summary>
-public sealed class IndexDefinitionException(int status, string message, int? line = null, int? column = null, Exception? inner = null)
+/// <summary>A definition the store refused: what kind of refusal, the message, and for a script error where it is.</summary>
+public sealed class IndexDefinitionException(ErrorKind kind, string message, int? line = null, int? column = null, Exception? inner = null)
     : Exception(message, inner)
 {
-    public int Status { get; } = status;
+    public ErrorKind Kind { get; } = kind;
     public int? Line { get; } = line;
     public int? Column { get; } = column;
 }

@@ -1,3 +1,4 @@
+using Magpie.Contracts;
 using System.Text.Json;
 using System.Text.RegularExpressions;
 using Magpie.Contracts.Indexes;
@@ -51,14 +52,14 @@ public sealed partial class IndexDefinitionStore(IIndexDefinitionLog log, Action
     public async Task PutAsync(string name, IndexDefinition definition, ScriptLimits limits, CancellationToken ct = default)
     {
         if (!NamePattern().IsMatch(name))
-            throw new IndexDefinitionException(400, $"'{name}' is not a valid index name: 1-100 letters, digits, '/', '.', '_' or '-', starting with a letter or digit, no empty, '.' or '..' segment, not ending in /stats, /reset, /swap, /errors/retry or /history");
+            throw new IndexDefinitionException(ErrorKind.Invalid, $"'{name}' is not a valid index name: 1-100 letters, digits, '/', '.', '_' or '-', starting with a letter or digit, no empty, '.' or '..' segment, not ending in /stats, /reset, /swap, /errors/retry or /history");
         foreach (var (field, options) in definition.Fields)
             if (options.Indexing is not (IndexFieldOptions.Search or IndexFieldOptions.Exact or IndexFieldOptions.No))
-                throw new IndexDefinitionException(400, $"fields.{field}.indexing must be \"search\", \"exact\" or \"no\", got '{options.Indexing}'");
+                throw new IndexDefinitionException(ErrorKind.Invalid, $"fields.{field}.indexing must be \"search\", \"exact\" or \"no\", got '{options.Indexing}'");
             else if (options.Vector is { } vector && (vector.Dimensions is < 1 or > VectorFieldOptions.MaxDimensions || vector.Quantization is not (VectorFieldOptions.None or VectorFieldOptions.Int8)))
-                throw new IndexDefinitionException(400, $"fields.{field}.vector: dimensions 1 to {VectorFieldOptions.MaxDimensions:N0}, quantization \"none\" or \"int8\"");
+                throw new IndexDefinitionException(ErrorKind.Invalid, $"fields.{field}.vector: dimensions 1 to {VectorFieldOptions.MaxDimensions:N0}, quantization \"none\" or \"int8\"");
         try { compile(definition, limits); }
-        catch (ScriptSyntaxException e) { throw new IndexDefinitionException(400, e.Message, e.Line, e.Column, e); }
+        catch (ScriptSyntaxException e) { throw new IndexDefinitionException(ErrorKind.Invalid, e.Message, e.Line, e.Column, e); }
         if (definition.OutputReduceToCollection is not null) OutputCollections.Check(name, definition, Current, limits);
         var fingerprint = definition.Fingerprint();
         if (!Current.TryGetValue(name, out var current))
@@ -98,7 +99,7 @@ public sealed partial class IndexDefinitionStore(IIndexDefinitionLog log, Action
 
     /// <summary>Asks every indexer of the index to retry its failed documents (<c>POST /indexes/{name}/errors/retry</c>).</summary>
     public Task RetryAsync(string name, CancellationToken ct) =>
-        Current.ContainsKey(name) ? log.WriteRetryAsync(name, ct) : throw new IndexDefinitionException(404, $"index '{name}' does not exist");
+        Current.ContainsKey(name) ? log.WriteRetryAsync(name, ct) : throw new IndexDefinitionException(ErrorKind.NotFound, $"index '{name}' does not exist");
 
     /// <summary>Kafka mode: which version each shard of <paramref name="name"/> said was caught up (by shard number).</summary>
     public IReadOnlyDictionary<int, string> Ready(string name) => log.Ready(name);
@@ -125,7 +126,7 @@ public sealed partial class IndexDefinitionStore(IIndexDefinitionLog log, Action
 
     public async Task DeleteAsync(string name, CancellationToken ct = default)
     {
-        if (!Current.ContainsKey(name)) throw new IndexDefinitionException(404, $"index '{name}' does not exist");
+        if (!Current.ContainsKey(name)) throw new IndexDefinitionException(ErrorKind.NotFound, $"index '{name}' does not exist");
         if (Volatile.Read(ref _next).ContainsKey(name)) await log.WriteAsync(NextPrefix + name, null, ct);
         await KeepAsync(name, null, ct);
     }

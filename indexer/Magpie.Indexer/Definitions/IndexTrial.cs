@@ -1,3 +1,4 @@
+using Magpie.Contracts;
 using System.Text.Json;
 using System.Text.Json.Nodes;
 using Magpie.Contracts.Changes;
@@ -39,8 +40,8 @@ public static class IndexTrial
     public static async Task<Result> RunAsync(Request request, IIndexShards shards, ScriptLimits limits, CancellationToken ct,
         Contracts.Documents.IDocumentLookup? lookup = null)
     {
-        if (request.Definition is not { } definition) throw new IndexDefinitionException(400, "body needs \"definition\": { \"maps\": [...] }");
-        if (request.SampleSize is < 1 or > MaxSample) throw new IndexDefinitionException(400, $"sampleSize must be 1 to {MaxSample:N0}, not {request.SampleSize}");
+        if (request.Definition is not { } definition) throw new IndexDefinitionException(ErrorKind.Invalid, "body needs \"definition\": { \"maps\": [...] }");
+        if (request.SampleSize is < 1 or > MaxSample) throw new IndexDefinitionException(ErrorKind.Invalid, $"sampleSize must be 1 to {MaxSample:N0}, not {request.SampleSize}");
         MapScript maps;
         ReduceScript? reduce = null;
         // A run that loops is stopped when the trial's time is up, not only at its own timeout.
@@ -51,11 +52,11 @@ public static class IndexTrial
             DefinitionCompiler.Check(definition, limits);
             maps = MapScript.Compile(definition.Maps, limits);
             if (maps.Loads && lookup is null)
-                throw new IndexDefinitionException(400, "load() reads documents through an ingest process on Kafka indexers: give this indexer MAGPIE__INGESTURL");
+                throw new IndexDefinitionException(ErrorKind.Invalid, "load() reads documents through an ingest process on Kafka indexers: give this indexer MAGPIE__INGESTURL");
             if (lookup is not null) maps.Loader = id => lookup.GetAsync(id, ct).AsTask().GetAwaiter().GetResult();
             if (definition.Reduce is { } r) reduce = ReduceScript.Compile(r, limits);
         }
-        catch (ScriptSyntaxException e) { throw new IndexDefinitionException(400, e.Message, e.Line, e.Column, e); }
+        catch (ScriptSyntaxException e) { throw new IndexDefinitionException(ErrorKind.Invalid, e.Message, e.Line, e.Column, e); }
 
         var sample = await SampleAsync(shards, maps, request.SampleSize, ct);
         time.CancelAfter(RunTime);
@@ -101,14 +102,14 @@ public static class IndexTrial
         {
             var bytes = json.Sum(j => (long)j.Length * sizeof(char));
             if (kept + bytes > MaxEntryBytes)
-                throw new IndexDefinitionException(422,
+                throw new IndexDefinitionException(ErrorKind.OverBudget,
                     $"the trial's entries grew past {MaxEntryBytes / (1024 * 1024)} MiB after {documents:N0} of {sample.Count:N0} documents: try a smaller sampleSize, or maps that emit less");
             return bytes;
         }
     }
 
     private static IndexDefinitionException OverTime(int done, int of) =>
-        new(422, $"the trial ran out of its {RunTime.TotalSeconds:N0} s after {done:N0} of {of:N0} documents: try a smaller sampleSize, or maps that finish sooner");
+        new(ErrorKind.OverBudget, $"the trial ran out of its {RunTime.TotalSeconds:N0} s after {done:N0} of {of:N0} documents: try a smaller sampleSize, or maps that finish sooner");
 
     /// <summary>The first <paramref name="size"/> documents of the maps' collections on the owned shards' feeds, each as last read.</summary>
     private static async Task<List<ChangeEvent>> SampleAsync(IIndexShards shards, MapScript maps, int size, CancellationToken ct)

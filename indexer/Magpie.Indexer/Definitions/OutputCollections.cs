@@ -1,3 +1,4 @@
+using Magpie.Contracts;
 using System.Text.RegularExpressions;
 using Magpie.Contracts.Indexes;
 using Magpie.Indexer.Maps;
@@ -15,11 +16,11 @@ public static partial class OutputCollections
     public static void Check(string name, IndexDefinition definition, IReadOnlyDictionary<string, IndexDefinition> others, ScriptLimits limits)
     {
         var output = definition.OutputReduceToCollection!;
-        if (definition.Reduce is null) throw new IndexDefinitionException(400, "outputReduceToCollection needs a reduce: only map/reduce results are written back");
+        if (definition.Reduce is null) throw new IndexDefinitionException(ErrorKind.Invalid, "outputReduceToCollection needs a reduce: only map/reduce results are written back");
         if (!CollectionPattern().IsMatch(output))
-            throw new IndexDefinitionException(400, $"outputReduceToCollection '{output}' is not a valid collection name: 1-100 letters, digits, '.', '_' or '-'");
+            throw new IndexDefinitionException(ErrorKind.Invalid, $"outputReduceToCollection '{output}' is not a valid collection name: 1-100 letters, digits, '.', '_' or '-'");
         var rivals = others.Where(o => o.Key != name && string.Equals(o.Value.OutputReduceToCollection, output, StringComparison.OrdinalIgnoreCase)).Select(o => o.Key).ToList();
-        if (rivals.Count > 0) throw new IndexDefinitionException(409, $"index '{rivals[0]}' already writes its results to collection '{output}'");
+        if (rivals.Count > 0) throw new IndexDefinitionException(ErrorKind.Conflict, $"index '{rivals[0]}' already writes its results to collection '{output}'");
 
         // Who reads what: this definition as it would be, the others as they are.
         var graph = others.Where(o => o.Key != name).Select(o => (Name: o.Key, o.Value)).Append((Name: name, Value: definition))
@@ -33,7 +34,7 @@ public static partial class OutputCollections
         {
             if (!seen.Add(at.Collection)) continue;
             if (MapScript.Covering(reads, at.Collection))
-                throw new IndexDefinitionException(400, $"outputReduceToCollection '{output}' makes a loop: {string.Join(" → ", at.Path.Select(p => $"'{p}'"))} writes collection '{at.Collection}', which '{name}' reads");
+                throw new IndexDefinitionException(ErrorKind.Invalid, $"outputReduceToCollection '{output}' makes a loop: {string.Join(" → ", at.Path.Select(p => $"'{p}'"))} writes collection '{at.Collection}', which '{name}' reads");
             foreach (var reader in graph.Where(g => g.Name != name && g.Writes is not null && MapScript.Covering(g.Reads, at.Collection)))
                 frontier.Enqueue((reader.Writes!, [.. at.Path, reader.Name]));
         }

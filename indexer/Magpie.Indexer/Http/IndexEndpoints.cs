@@ -200,5 +200,5 @@ public static class IndexEndpoints
 
     private static IResult Problem(int status, string detail) => Problems.Of(status, detail);
 
-    private static IResult Problem(IndexDefinitionException e) => Problems.Of(e.Status, e.Message, Problems.At(e.Line, e.Column));
+    private static IResult Problem(IndexDefinitionException e) => Problems.Of(e.Kind, e.Message, Problems.At(e.Line, e.Column));
 }

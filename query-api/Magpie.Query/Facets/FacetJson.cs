@@ -1,3 +1,4 @@
+using Magpie.Contracts;
 using Magpie.Contracts.Search;
 using System.Text.Json;
 using Magpie.Query.Rql;
@@ -20,7 +21,7 @@ public static class FacetJson
         for (var i = 0; i < facets.Count; i++)
         {
             var f = facets[i];
-            Exception Bad(string message) => new QueryProblem(400, $"facets[{i}]: {message}");
+            Exception Bad(string message) => new QueryProblem(ErrorKind.Invalid, $"facets[{i}]: {message}");
             if (f.ValueKind != JsonValueKind.Object) throw Bad("a facet is an object: { \"field\": \"Brand\" } or { \"ranges\": [\"Price < 200\", …] }");
             var field = f.TryGetProperty("field", out var fe) ? fe.ValueKind == JsonValueKind.String ? fe.GetString() : throw Bad("\"field\" is a field name") : null;
             var ranges = new List<RqlRange>();

@@ -25,7 +25,7 @@ public static class OperationEndpoints
                 var status = operations.Start(request);
                 return Results.Json(new { operationId = status.Id, status }, WireJson.Web, statusCode: StatusCodes.Status202Accepted);
             }
-            catch (QueryProblem e) { return Problems.Of(e.Status, e.Message, Problems.At(e.Line, e.Column)); }
+            catch (QueryProblem e) { return Problems.Of(e.Kind, e.Message, Problems.At(e.Line, e.Column)); }
         });
         app.MapGet("/operations", (OperationRegistry operations) => Results.Json(operations.All(), WireJson.Web));
         app.MapGet("/operations/{id}", (string id, OperationRegistry operations) =>

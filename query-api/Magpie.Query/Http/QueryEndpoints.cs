@@ -32,10 +32,10 @@ public static class QueryEndpoints
     private static QueryProblem? PagingProblem(int pageSize, int start, bool fromRql)
     {
         var name = fromRql ? "limit" : "pageSize";
-        if (pageSize is < 0 or > MaxPageSize) return new QueryProblem(400, $"{name} must be 0 (the count only) to {MaxPageSize}");
-        if (start < 0) return new QueryProblem(400, $"{(fromRql ? "offset" : "start")} must be 0 or more, not {start}");
+        if (pageSize is < 0 or > MaxPageSize) return new QueryProblem(ErrorKind.Invalid, $"{name} must be 0 (the count only) to {MaxPageSize}");
+        if (start < 0) return new QueryProblem(ErrorKind.Invalid, $"{(fromRql ? "offset" : "start")} must be 0 or more, not {start}");
         if ((long)start + pageSize > MaxOffsetWindow)
-            return new QueryProblem(400, $"start + pageSize may reach {MaxOffsetWindow:N0} at most (asked {(long)start + pageSize:N0}); page deeper with the cursor (nextCursor)");
+            return new QueryProblem(ErrorKind.Invalid, $"start + pageSize may reach {MaxOffsetWindow:N0} at most (asked {(long)start + pageSize:N0}); page deeper with the cursor (nextCursor)");
         return null;
     }
     private static readonly ReadOnlyMemory<byte> NewLine = "\n"u8.ToArray();
@@ -189,10 +189,10 @@ public static class QueryEndpoints
     {
         QueryRequest? request;
         try { request = await JsonSerializer.DeserializeAsync<QueryRequest>(ctx.Request.Body, JsonSerializerOptions.Web, ctx.RequestAborted); }
-        catch (JsonException e) { throw new QueryProblem(400, $"body is not a query request: {e.Message}"); }
-        if (request is null || string.IsNullOrWhiteSpace(request.Query)) throw new QueryProblem(400, "body needs \"query\": an RQL query");
+        catch (JsonException e) { throw new QueryProblem(ErrorKind.Invalid, $"body is not a query request: {e.Message}"); }
+        if (request is null || string.IsNullOrWhiteSpace(request.Query)) throw new QueryProblem(ErrorKind.Invalid, "body needs \"query\": an RQL query");
         var query = LocalShardOwner.Parse(request.Query, request.AllParameters, request.Facets, request.FacetsOnly);
-        if (query.IsOperation) throw new QueryProblem(400, "update and delete by query run as operations: POST /operations/queries with the same body");
+        if (query.IsOperation) throw new QueryProblem(ErrorKind.Invalid, "update and delete by query run as operations: POST /operations/queries with the same body");
         return (request, query);
     }
 
@@ -203,7 +203,7 @@ public static class QueryEndpoints
     private static async Task<(long Total, List<JsonElement> Kept, bool Stale, long Etag)> DistinctPageAsync(QueryCoordinator coordinator, QueryRequest request,
         RqlQuery query, int start, int pageSize, CancellationToken ct)
     {
-        if (request.Cursor is not null) throw new QueryProblem(400, "select distinct pages by start and pageSize, not by cursor");
+        if (request.Cursor is not null) throw new QueryProblem(ErrorKind.Invalid, "select distinct pages by start and pageSize, not by cursor");
         await using var stream = await DistinctStreamAsync(coordinator, request, query, ct);
         var distinct = new DistinctResults();
         var kept = new List<JsonElement>();
@@ -247,6 +247,6 @@ public static class QueryEndpoints
     {
         var extensions = Problems.At(e.Line, e.Column);
         if (e.Code is { } code) (extensions ??= [])["code"] = code;
-        return Problems.Of(e.Status, e.Message, extensions);
+        return Problems.Of(e.Kind, e.Message, extensions);
     }
 }

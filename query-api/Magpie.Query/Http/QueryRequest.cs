@@ -1,3 +1,4 @@
+using Magpie.Contracts;
 using System.Text.Json;
 
 namespace Magpie.Query.Http;
@@ -13,7 +14,7 @@ public sealed record QueryRequest
 
     /// <summary>The parameters, under either name; both given is a 400.</summary>
     public Dictionary<string, JsonElement>? AllParameters => Parameters is not null && QueryParameters is not null
-        ? throw new QueryProblem(400, "give the parameters once: \"parameters\" or RavenDB's \"QueryParameters\", not both")
+        ? throw new QueryProblem(ErrorKind.Invalid, "give the parameters once: \"parameters\" or RavenDB's \"QueryParameters\", not both")
         : Parameters ?? QueryParameters;
     public int PageSize { get; init; } = 25;
     public int Start { get; init; }

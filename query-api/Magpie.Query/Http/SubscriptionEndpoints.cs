@@ -30,7 +30,7 @@ public static class SubscriptionEndpoints
                 var s = await registry.CreateAsync(definition, ct);
                 return Results.Created($"/subscriptions/{Uri.EscapeDataString(s.State.Definition.Name)}", Describe(s));
             }
-            catch (SubscriptionException e) { return Problem(e.Status, e.Message); }
+            catch (SubscriptionException e) { return Problems.Of(e.Kind, e.Message); }
         });
         group.MapGet("", (SubscriptionRegistry registry) => Results.Json(registry.All.Select(Describe).OfType<object>()));
         group.MapGet("/{name}", (string name, SubscriptionRegistry registry) =>
@@ -38,7 +38,7 @@ public static class SubscriptionEndpoints
         group.MapDelete("/{name}", async (string name, SubscriptionRegistry registry, CancellationToken ct) =>
         {
             try { return await registry.DeleteAsync(name, ct) ? Results.NoContent() : Missing(name); }
-            catch (SubscriptionException e) { return Problem(e.Status, e.Message); }
+            catch (SubscriptionException e) { return Problems.Of(e.Kind, e.Message); }
         });
         group.MapGet("/{name}/next", async (string name, string? worker, string? strategy, int? maxDocs, int? waitMs, SubscriptionRegistry registry, CancellationToken ct) =>
         {
@@ -54,7 +54,7 @@ public static class SubscriptionEndpoints
             }
             catch (SubscriptionInUseException e) { return Problem(409, e.Message); }
             catch (SubscriptionGoneException e) { return Problem(404, e.Message); }
-            catch (SubscriptionException e) { return Problem(e.Status, e.Message); }
+            catch (SubscriptionException e) { return Problems.Of(e.Kind, e.Message); }
         });
         group.MapPost("/{name}/ack", async (string name, SubscriptionAck ack, SubscriptionRegistry registry, CancellationToken ct) =>
         {
@@ -67,7 +67,7 @@ public static class SubscriptionEndpoints
             catch (SubscriptionInUseException e) { return Problem(409, e.Message); }
             catch (SubscriptionBatchGoneException e) { return Problem(410, e.Message); }
             catch (SubscriptionGoneException e) { return Problem(404, e.Message); }
-            catch (SubscriptionException e) { return Problem(e.Status, e.Message); }
+            catch (SubscriptionException e) { return Problems.Of(e.Kind, e.Message); }
         });
         // A worker still processing its batch keeps its lease (clients send this every third of the lease).
         group.MapPost("/{name}/heartbeat", async (string name, SubscriptionAck ack, SubscriptionRegistry registry, CancellationToken ct) =>
@@ -80,7 +80,7 @@ public static class SubscriptionEndpoints
             }
             catch (SubscriptionInUseException e) { return Problem(409, e.Message); }
             catch (SubscriptionGoneException e) { return Problem(404, e.Message); }
-            catch (SubscriptionException e) { return Problem(e.Status, e.Message); }
+            catch (SubscriptionException e) { return Problems.Of(e.Kind, e.Message); }
         });
         return app;
     }

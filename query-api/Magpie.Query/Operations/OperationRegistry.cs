@@ -79,13 +79,13 @@ public sealed class OperationRegistry(string dataDir, QueryCoordinator coordinat
     public OperationStatus Start(OperationRequest request)
     {
         if (writer is null || documents is null)
-            throw new QueryProblem(503, "update and delete by query write through the document store: run them where ingest runs (embedded), or give the query process MAGPIE__INGESTURL");
+            throw new QueryProblem(ErrorKind.Unavailable, "update and delete by query write through the document store: run them where ingest runs (embedded), or give the query process MAGPIE__INGESTURL");
         if (request.OperationId is { } given && _operations.TryGetValue(given, out var known)) return StatusOf(given, known);
-        if (request.OperationId is { } bad && !IdPattern(bad)) throw new QueryProblem(400, "operationId: 1-64 letters, digits, '-' or '_'");
-        if (request.StaleTimeoutMs is < 0 or > 300_000) throw new QueryProblem(400, "staleTimeoutMs must be 0 to 300000");
+        if (request.OperationId is { } bad && !IdPattern(bad)) throw new QueryProblem(ErrorKind.Invalid, "operationId: 1-64 letters, digits, '-' or '_'");
+        if (request.StaleTimeoutMs is < 0 or > 300_000) throw new QueryProblem(ErrorKind.Invalid, "staleTimeoutMs must be 0 to 300000");
         var query = Parse(request);
         if (_operations.Count(o => o.Value.State == "running") >= MaxRunning)
-            throw new QueryProblem(429, $"{MaxRunning} operations are running; wait for one to end or cancel one (DELETE /operations/{{id}})");
+            throw new QueryProblem(ErrorKind.Busy, $"{MaxRunning} operations are running; wait for one to end or cancel one (DELETE /operations/{{id}})");
         request = request with { OperationId = request.OperationId ?? Guid.NewGuid().ToString("N") };
         var running = Start(request, query, DateTimeOffset.UtcNow, persist: true, _stopping.Token);
         return StatusOf(request.OperationId!, running);
@@ -106,7 +106,7 @@ public sealed class OperationRegistry(string dataDir, QueryCoordinator coordinat
     private RqlQuery Parse(OperationRequest request)
     {
         var query = LocalShardOwner.Parse(request.Query, request.Parameters, null);
-        if (!query.IsOperation) throw new QueryProblem(400, "an operation's query ends in update { … } or delete: from Posts where Score < 0 delete");
+        if (!query.IsOperation) throw new QueryProblem(ErrorKind.Invalid, "an operation's query ends in update { … } or delete: from Posts where Score < 0 delete");
         if (query.Update is not null) _ = new ScriptPatch(query, ScriptLimits.Default);   // compiles now: a syntax error is the request's 400
         return query;
     }
@@ -154,7 +154,7 @@ public sealed class OperationRegistry(string dataDir, QueryCoordinator coordinat
         var read = r.Query with { Update = null, Delete = false };
         await using var stream = await coordinator.StreamAsync(request, read, ct);
         if (!r.Request.AllowStale && stream.IsStale)
-            throw new QueryProblem(409, $"the index was still stale after {r.Request.StaleTimeoutMs} ms; send allowStale: true to run on it as it is, or a longer staleTimeoutMs");
+            throw new QueryProblem(ErrorKind.Conflict, $"the index was still stale after {r.Request.StaleTimeoutMs} ms; send allowStale: true to run on it as it is, or a longer staleTimeoutMs");
         await foreach (var page in stream.PagesAsync(ct)) yield return page.Hits.Select(h => h.Result).ToList();
     }
 

@@ -31,7 +31,7 @@ public sealed class ScriptPatch
         var alias = query.Alias ?? "__document";
         var text = $"(function ({alias}) {{\n{string.Join("\n", query.Functions)}\n{query.Update![1..^1]}\n}})";
         try { _source = ScriptSandbox.Prepare(text, "update"); }
-        catch (ScriptSyntaxException e) { throw new QueryProblem(400, $"the update does not parse: {e.Message}"); }
+        catch (ScriptSyntaxException e) { throw new QueryProblem(ErrorKind.Invalid, $"the update does not parse: {e.Message}"); }
     }
 
     /// <summary>

@@ -251,7 +251,7 @@ public sealed class PgSession(Stream stream, PgOptions options, X509Certificate2
     {
         PgException { Fatal: true } or IOException or OperationCanceledException or ObjectDisposedException => null,
         PgException pg => pg,
-        QueryProblem problem => QueryHits.Problem(problem),
+        QueryProblem problem => PgException.Of(problem),
         _ => new PgException(PgException.InternalError, $"the statement failed: {e.Message}"),
     };
 

@@ -6,7 +6,7 @@ namespace Magpie.Query.Postgres;
 
 /// <summary>
 /// Every hit of a query, page after page from one snapshot (a coordinator stream). A query's problem (<see cref="QueryProblem"/>),
-/// however late it surfaces, is answered as its PostgreSQL error (<see cref="Problem"/>) where the session answers every failed
+/// however late it surfaces, is answered as its PostgreSQL error (<see cref="PgException.Of"/>) where the session answers every failed
 /// statement.
 /// </summary>
 public static class QueryHits
@@ -18,12 +18,4 @@ public static class QueryHits
         await foreach (var page in stream.PagesAsync(ct))
             foreach (var hit in page.Hits) yield return hit;
     }
-
-    public static PgException Problem(QueryProblem e) => e.Status switch
-    {
-        404 => new PgException(PgException.UndefinedTable, e.Message),
-        400 => new PgException(PgException.SyntaxError, e.Message),
-        503 => new PgException(PgException.ServiceUnavailable, e.Message),
-        _ => new PgException(PgException.InternalError, e.Message),
-    };
 }

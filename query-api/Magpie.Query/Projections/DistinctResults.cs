@@ -1,3 +1,4 @@
+using Magpie.Contracts;
 using System.IO.Hashing;
 using System.Text.Json;
 
@@ -20,7 +21,7 @@ public sealed class DistinctResults
     {
         var added = _seen.Add(XxHash128.HashToUInt128(JsonSerializer.SerializeToUtf8Bytes(result)));
         if (_seen.Count > MaxDistinct)
-            throw new QueryProblem(400, $"select distinct found more than {MaxDistinct:N0} distinct results (the limit): narrow the query");
+            throw new QueryProblem(ErrorKind.Invalid, $"select distinct found more than {MaxDistinct:N0} distinct results (the limit): narrow the query");
         return added;
     }
 }

@@ -1,3 +1,4 @@
+using Magpie.Contracts;
 using System.Text.Json;
 using Magpie.Contracts.Documents;
 using Magpie.Contracts.Indexes;
@@ -40,7 +41,7 @@ public sealed class HitResults : IDisposable
         _documents = documents;
         _indexStores = indexStores ?? new HashSet<string>();
         if (query.ReadsRelatedDocuments && documents is null)
-            throw new QueryProblem(400, "load and include read related documents from the document store, which this indexer cannot reach "
+            throw new QueryProblem(ErrorKind.Invalid, "load and include read related documents from the document store, which this indexer cannot reach "
                 + "(Kafka mode: give indexers MAGPIE__INGESTURL, the address of an ingest process)");
         _script = query.Script is null ? null : ScriptProjectionPool.Rent(query, limits);
     }
@@ -106,13 +107,13 @@ public sealed class HitResults : IDisposable
                 foreach (var related in DocumentPaths.Ids(d, load.Path))
                 {
                     if (++count > QueryLimits.MaxLoadedPerResult)
-                        throw new QueryProblem(400, $"a result loads more than {QueryLimits.MaxLoadedPerResult} documents (the limit)");
+                        throw new QueryProblem(ErrorKind.Invalid, $"a result loads more than {QueryLimits.MaxLoadedPerResult} documents (the limit)");
                     docs.Add(await _documents!.GetAsync(related, ct));
                 }
                 loaded.Add(many ? JsonSerializer.SerializeToElement(docs) : docs.FirstOrDefault());
             }
             return _script.Project(d, loaded, related => _documents is null
-                ? throw new QueryProblem(400, "load() in a projection reads the document store, which this indexer cannot reach (Kafka mode: give indexers MAGPIE__INGESTURL)")
+                ? throw new QueryProblem(ErrorKind.Invalid, "load() in a projection reads the document store, which this indexer cannot reach (Kafka mode: give indexers MAGPIE__INGESTURL)")
                 : _documents.GetAsync(related, ct).AsTask().GetAwaiter().GetResult());
         }
         if (_query.Select.Count == 0) return await document();
@@ -134,7 +135,7 @@ public sealed class HitResults : IDisposable
         // Ids compare case-insensitively: a document referenced in two spellings is included once, under the first.
         var distinct = ids.Distinct(StringComparer.OrdinalIgnoreCase).ToList();
         if (distinct.Count > QueryLimits.MaxIncludedPerPage)
-            throw new QueryProblem(400, $"the page includes {distinct.Count:N0} documents; the limit is {QueryLimits.MaxIncludedPerPage:N0} (ask for smaller pages)");
+            throw new QueryProblem(ErrorKind.Invalid, $"the page includes {distinct.Count:N0} documents; the limit is {QueryLimits.MaxIncludedPerPage:N0} (ask for smaller pages)");
         var included = new Dictionary<string, JsonElement>(StringComparer.OrdinalIgnoreCase);
         foreach (var id in distinct)
             if (await _documents!.GetAsync(id, ct) is { } doc) included[id] = doc;

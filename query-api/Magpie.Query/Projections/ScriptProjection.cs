@@ -1,3 +1,4 @@
+using Magpie.Contracts;
 using System.Text.Json;
 using Jint;
 using Jint.Native;
@@ -39,7 +40,7 @@ public sealed class ScriptProjection
         // is a global the sandbox's per-run restore would take away.
         var text = $"(function ({parameters}) {{\n{string.Join("\n", query.Functions)}\nreturn ({query.Script}); }})";
         try { _source = ScriptSandbox.Prepare(text, "projection"); }
-        catch (ScriptSyntaxException e) { throw new QueryProblem(400, $"the projection does not parse: {e.Message}"); }
+        catch (ScriptSyntaxException e) { throw new QueryProblem(ErrorKind.Invalid, $"the projection does not parse: {e.Message}"); }
     }
 
     /// <summary>The result for one document (with its metadata) and its loaded documents (null where missing).</summary>
@@ -61,7 +62,7 @@ public sealed class ScriptProjection
                     return json.RootElement.Clone();
                 });
             }
-            catch (ScriptRunException e) { throw new QueryProblem(400, $"the projection failed on {IdOf(document)}: {e.Message}"); }
+            catch (ScriptRunException e) { throw new QueryProblem(ErrorKind.Invalid, $"the projection failed on {IdOf(document)}: {e.Message}"); }
         }
     }
 

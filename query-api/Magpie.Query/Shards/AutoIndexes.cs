@@ -1,3 +1,4 @@
+using Magpie.Contracts;
 using System.Text.RegularExpressions;
 using Magpie.Contracts.Indexes;
 using Magpie.Query.Rql;
@@ -28,7 +29,7 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
                 if (Covers(d, exact, search, vectors)) return name;
         }
         try { await definitions.PutAsync(indexName, definition, ct); }
-        catch (IndexDefinitionException e) { throw new QueryProblem(e.Status, $"the automatic index {indexName} was refused: {e.Message}"); }
+        catch (IndexDefinitionException e) { throw new QueryProblem(e.Kind, $"the automatic index {indexName} was refused: {e.Message}"); }
         return indexName;
     }
 
@@ -42,7 +43,7 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
     private static (string Name, IndexDefinition Definition, SortedSet<string> Exact, SortedSet<string> Search, SortedSet<string> Vectors) Plan(RqlQuery query)
     {
         var collection = query.From.Name;
-        if (!CollectionPattern().IsMatch(collection) && collection != AllDocs) throw new QueryProblem(400, $"'{collection}' is not a collection name this version can index automatically");
+        if (!CollectionPattern().IsMatch(collection) && collection != AllDocs) throw new QueryProblem(ErrorKind.Invalid, $"'{collection}' is not a collection name this version can index automatically");
         if (query.GroupBy.Count > 0) { var (n, d, e, s) = GroupedPlan(query); return (n, d, e, s, []); }
         var exact = new SortedSet<string>(StringComparer.Ordinal);
         var search = new SortedSet<string>(StringComparer.Ordinal);
@@ -62,7 +63,7 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
         exact.ExceptWith(vectors);
         search.ExceptWith(vectors);
         if (exact.Concat(search).Concat(vectors).FirstOrDefault(f => !FieldPattern().IsMatch(f)) is { } bad)
-            throw new QueryProblem(400, $"'{bad}' can't be indexed automatically: fields are letters, digits, '_' and '.' paths");
+            throw new QueryProblem(ErrorKind.Invalid, $"'{bad}' can't be indexed automatically: fields are letters, digits, '_' and '.' paths");
 
         var fields = exact.Select(f => (Field: f, Kind: ""))
             .Concat(search.Select(f => (Field: f, Kind: "_search")))
@@ -87,17 +88,17 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
     private static (string Name, IndexDefinition Definition, SortedSet<string> Exact, SortedSet<string> Search) GroupedPlan(RqlQuery query)
     {
         var keys = query.GroupBy;
-        if (keys.Select(k => k.Field).Distinct().Count() != keys.Count) throw new QueryProblem(400, "group by names a key twice");
+        if (keys.Select(k => k.Field).Distinct().Count() != keys.Count) throw new QueryProblem(ErrorKind.Invalid, "group by names a key twice");
         var aggregates = query.Aggregates.Count > 0 ? query.Aggregates.OrderBy(a => a.Name, StringComparer.Ordinal).ToList() : [new RqlAggregate(null)];
         if (aggregates.FirstOrDefault(a => a.Field is { } f && keys.Any(k => k.Field == f)) is { } summedKey)
-            throw new QueryProblem(400, $"sum({summedKey.Field}) sums a group key");
+            throw new QueryProblem(ErrorKind.Invalid, $"sum({summedKey.Field}) sums a group key");
         var each = EachElement(keys, aggregates);
         if (keys.Select(k => k.Field).Concat(aggregates.Select(a => a.Field).OfType<string>()).FirstOrDefault(f => !FieldPattern().IsMatch(f)) is { } bad)
-            throw new QueryProblem(400, $"'{bad}' can't be grouped automatically: fields are letters, digits, '_' and '.' paths");
+            throw new QueryProblem(ErrorKind.Invalid, $"'{bad}' can't be grouped automatically: fields are letters, digits, '_' and '.' paths");
         var results = keys.Select(k => k.Field).Concat(aggregates.Select(a => a.Name)).ToHashSet(StringComparer.Ordinal);
         var asked = RqlConditionFields.Of(query.Where).Select(f => f.Field).Concat(query.OrderBy.Select(o => o.Field).OfType<string>());
         if (asked.FirstOrDefault(f => !results.Contains(f)) is { } other)
-            throw new QueryProblem(400, $"a grouped query filters and sorts its results: '{other}' is not one of their fields ({string.Join(", ", results)})");
+            throw new QueryProblem(ErrorKind.Invalid, $"a grouped query filters and sorts its results: '{other}' is not one of their fields ({string.Join(", ", results)})");
         var (map, reduce) = GroupedScripts(query.From.Name, keys, aggregates, each);
         // Per element and whole-array keys have suffixes of their own: earlier versions gave Field and Field_array the other meanings.
         var name = $"Auto/{Segment(query.From.Name)}/By{string.Join("And", aggregates.Select(a => NameOf(a.Name)))}ReducedBy{string.Join("And", keys.Select(k => NameOf(k.Field) + (k.Array ? "_content" : each is not null && k.Field.StartsWith(each, StringComparison.Ordinal) ? "_values" : "")))}";
@@ -134,7 +135,7 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
         if (through.Count == 0) return null;
         var array = through[0].Field[..(through[0].Field.IndexOf("[]", StringComparison.Ordinal) + 2)];
         if (through.FirstOrDefault(k => !Within(k.Field, array)) is { } other)
-            throw new QueryProblem(400, $"group by {other.Field} and {through[0].Field}: keys through arrays must go through the same one, once (Lines[].Product, Lines[].Discount)");
+            throw new QueryProblem(ErrorKind.Invalid, $"group by {other.Field} and {through[0].Field}: keys through arrays must go through the same one, once (Lines[].Product, Lines[].Discount)");
         return array;
     }
 

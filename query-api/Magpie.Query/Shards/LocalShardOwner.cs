@@ -34,7 +34,7 @@ public sealed class LocalShardOwner(IIndexDefinitions definitions, ILocalShards 
         var name = request.Index;
         if (request.Snapshot is { } lease)
         {
-            var held = leases.Use(lease) ?? throw new QueryProblem(410, $"snapshot {lease} was released (a stream idle for over {SnapshotLeases.KeepAlive.TotalSeconds:N0} s)");
+            var held = leases.Use(lease) ?? throw new QueryProblem(ErrorKind.Gone, $"snapshot {lease} was released (a stream idle for over {SnapshotLeases.KeepAlive.TotalSeconds:N0} s)");
             return await SearchAsync(request, query, held[0].Worker.Definition, held, stale: false, lease: lease, ct);
         }
 
@@ -48,11 +48,11 @@ public sealed class LocalShardOwner(IIndexDefinitions definitions, ILocalShards 
             workers = Workers();
             // The version asked for was replaced here: the coordinator asks again for the one that serves now.
             if (!Ready(workers) && workers.Count == 0 && request.Version is { } version && local.Replaced(name, version))
-                throw new QueryProblem(409, $"version {version} of index '{name}' was replaced by its rebuild; ask for the serving version") { Code = QueryProblem.VersionReplaced };
+                throw new QueryProblem(ErrorKind.Conflict, $"version {version} of index '{name}' was replaced by its rebuild; ask for the serving version") { Code = QueryProblem.VersionReplaced };
             return Ready(workers);
         }, deadline - DateTime.UtcNow, ct);
-        if (!definitions.Current.ContainsKey(name)) throw new QueryProblem(404, $"index '{name}' does not exist");
-        if (!Ready(workers)) throw new QueryProblem(503, $"index '{name}' is not running here yet ({Starting(workers, request.Partitions)})");
+        if (!definitions.Current.ContainsKey(name)) throw new QueryProblem(ErrorKind.NotFound, $"index '{name}' does not exist");
+        if (!Ready(workers)) throw new QueryProblem(ErrorKind.Unavailable, $"index '{name}' is not running here yet ({Starting(workers, request.Partitions)})");
 
         // The shards of one version, planned with the definition they were built from (the one serving, or the one asked for).
         var definition = workers[0].Definition;
@@ -90,7 +90,7 @@ public sealed class LocalShardOwner(IIndexDefinitions definitions, ILocalShards 
     {
         var indexes = shards.Select(s => s.Index).ToList();
         SearchCursor? after = null;
-        if (request.After is { } a && (after = SearchCursor.Parse(a)) is null) throw new QueryProblem(400, "cursor is not one this server gave out");
+        if (request.After is { } a && (after = SearchCursor.Parse(a)) is null) throw new QueryProblem(ErrorKind.Invalid, "cursor is not one this server gave out");
 
         QueryPlan plan;
         SearchPage[] pages;
@@ -123,13 +123,13 @@ public sealed class LocalShardOwner(IIndexDefinitions definitions, ILocalShards 
             if (indexes.Count > 1)
                 pages = [new SearchPage(pages.Sum(p => p.TotalHits), ShardMerge.Page(pages.SelectMany(p => p.Hits), h => h.Cursor, query, skip, request.Take))];
         }
-        catch (RqlException e) { throw new QueryProblem(400, e.Message, e.Line, e.Column); }
+        catch (RqlException e) { throw new QueryProblem(ErrorKind.Invalid, e.Message, e.Line, e.Column); }
         // The version searched retired under the query (its grace ended, a side-by-side switch): the coordinator asks again, pinned to the serving one.
         catch (IndexEngineException) when (Retired(request.Index, definition))
         {
-            throw new QueryProblem(409, $"the version of index '{request.Index}' this query searched was replaced by its rebuild; ask for the serving version") { Code = QueryProblem.VersionReplaced };
+            throw new QueryProblem(ErrorKind.Conflict, $"the version of index '{request.Index}' this query searched was replaced by its rebuild; ask for the serving version") { Code = QueryProblem.VersionReplaced };
         }
-        catch (IndexEngineException e) { throw new QueryProblem(400, $"the index refused the query: {e.Message}"); }
+        catch (IndexEngineException e) { throw new QueryProblem(ErrorKind.Invalid, $"the index refused the query: {e.Message}"); }
         searched = clock.Elapsed.TotalMilliseconds;
 
         // Each hit's result may need its document from the store (a read of the log): several at once, so a page
@@ -167,9 +167,9 @@ public sealed class LocalShardOwner(IIndexDefinitions definitions, ILocalShards 
             var query = RqlParser.Parse(rql, parameters);
             // Distinct reads every hit in index order; a ranking's answer is its top k by score, which that read does not keep.
             if (query.Distinct && RqlConditionFields.Ranks(query.Where))
-                throw new QueryProblem(400, "select distinct does not combine with vector.search, hybrid or moreLikeThis (their answer is a ranked top k): select the fields and keep distinct values client-side");
+                throw new QueryProblem(ErrorKind.Invalid, "select distinct does not combine with vector.search, hybrid or moreLikeThis (their answer is a ranked top k): select the fields and keep distinct values client-side");
             return facets is null ? query : query with { Facets = [.. query.Facets, .. FacetJson.Read(facets)], FacetsOnly = query.FacetsOnly || facetsOnly };
         }
-        catch (RqlException e) { throw new QueryProblem(400, e.Message, e.Line, e.Column); }
+        catch (RqlException e) { throw new QueryProblem(ErrorKind.Invalid, e.Message, e.Line, e.Column); }
     }
 }

@@ -52,8 +52,8 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
     public async Task<QueryStream> StreamAsync(CoordinatorRequest request, RqlQuery query, CancellationToken ct)
     {
         var take = QueryStream.FirstTake(query);
-        if (query.Facets.Count > 0) throw new QueryProblem(400, "facets are answered by POST /queries, not streamed");
-        if (query.Suggestions.Count > 0) throw new QueryProblem(400, "suggestions are answered by POST /queries, not streamed");
+        if (query.Facets.Count > 0) throw new QueryProblem(ErrorKind.Invalid, "facets are answered by POST /queries, not streamed");
+        if (query.Suggestions.Count > 0) throw new QueryProblem(ErrorKind.Invalid, "suggestions are answered by POST /queries, not streamed");
         var after = request.Cursor;
         var (index, layout, wait) = await LayoutForAsync(request, query, after, request.WaitForNonStaleResults, ct);
         request = await AcrossShardsAsync(request with { WaitForNonStaleResults = wait }, query, index, layout, wait, ct);
@@ -89,8 +89,8 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
         foreach (var m in clauses)
         {
             var id = m.Id!.IsParameter
-                ? parameters.TryGetValue(m.Id.Parameter!, out var p) && p.ValueKind == JsonValueKind.String ? p.GetString()! : throw new QueryProblem(400, $"moreLikeThis's id() is compared with a string: ${m.Id.Parameter} is not one", 1, m.Id.Position + 1)
-                : m.Id.Literal as string ?? throw new QueryProblem(400, "moreLikeThis's id() is compared with a string", 1, m.Id.Position + 1);
+                ? parameters.TryGetValue(m.Id.Parameter!, out var p) && p.ValueKind == JsonValueKind.String ? p.GetString()! : throw new QueryProblem(ErrorKind.Invalid, $"moreLikeThis's id() is compared with a string: ${m.Id.Parameter} is not one", 1, m.Id.Position + 1)
+                : m.Id.Literal as string ?? throw new QueryProblem(ErrorKind.Invalid, "moreLikeThis's id() is compared with a string", 1, m.Id.Position + 1);
             var fields = m.Fields.Count > 0 ? m.Fields : Planned(index, request, p => p.SearchFields());
             if (fields.Count == 0) continue;   // the planner says why
             var rql = $"from index {RqlLexer.Quote(index)} where id() = $id select {string.Join(", ", fields.Select(RqlLexer.Quote))}";
@@ -161,20 +161,20 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
     private T Planned<T>(string index, CoordinatorRequest request, Func<QueryPlanner, T> plan)
     {
         try { return plan(new QueryPlanner(definitions.Current[index], request.Parameters)); }
-        catch (RqlException e) { throw new QueryProblem(400, e.Message, e.Line, e.Column); }
+        catch (RqlException e) { throw new QueryProblem(ErrorKind.Invalid, e.Message, e.Line, e.Column); }
     }
 
     private async Task<(string Index, ShardLayout Layout, bool Wait)> LayoutForAsync(CoordinatorRequest request, RqlQuery query, string? after, bool wait, CancellationToken ct)
     {
         var index = query.From.IsIndex ? query.From.Name : await autoIndexes.IndexForAsync(query, ct);
-        if (!definitions.Current.ContainsKey(index)) throw new QueryProblem(404, $"index '{index}' does not exist");
-        if (after is not null && SearchCursor.Parse(after) is null) throw new QueryProblem(400, "cursor is not one this server gave out");
+        if (!definitions.Current.ContainsKey(index)) throw new QueryProblem(ErrorKind.NotFound, $"index '{index}' does not exist");
+        if (after is not null && SearchCursor.Parse(after) is null) throw new QueryProblem(ErrorKind.Invalid, "cursor is not one this server gave out");
         var layout = await directory.LayoutAsync(ct);
         // Indexers joining (or a rebalance): a query that waits for non-stale results also waits for every partition to have an owner.
         var deadline = DateTime.UtcNow + TimeSpan.FromMilliseconds(Math.Clamp(request.TimeoutMs, 0, 300_000));
         if (wait && !layout.Complete)
             await Waits.UntilAsync(async c => (layout = await directory.LayoutAsync(c)).Complete, deadline - DateTime.UtcNow, ct, poll: TimeSpan.FromMilliseconds(250));
-        if (layout.Owners.Count == 0) throw new QueryProblem(503, $"no indexer holds shards of '{index}' yet");
+        if (layout.Owners.Count == 0) throw new QueryProblem(ErrorKind.Unavailable, $"no indexer holds shards of '{index}' yet");
         // Non-stale means every change the store holds now, also those the relay has yet to publish: the topic's end alone missed them.
         if (wait && layout.Target is not null && relayed is not null)
         {
@@ -186,7 +186,7 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
         if (request.InputOffsets is { Count: > 0 } offsets)
         {
             if (inputOffsets is null)
-                throw new QueryProblem(400, "waitForInputOffsets follows writes through magpie.documents (Kafka mode); embedded, waitForNonStaleResults covers every write");
+                throw new QueryProblem(ErrorKind.Invalid, "waitForInputOffsets follows writes through magpie.documents (Kafka mode); embedded, waitForNonStaleResults covers every write");
             // Not applied within the timeout: the answer is stale (the shards are not asked to reach writes the ingest has not made).
             if (await inputOffsets.WaitAsync(offsets, deadline - DateTime.UtcNow, ct) is not { } covering) return (index, layout with { Complete = false }, wait);
             var target = new Dictionary<string, long>(layout.Target ?? []);
@@ -228,7 +228,7 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
         }
 
         var hits = single ? pages[0].Hits : ShardMerge.Page(pages.SelectMany(p => p.Hits), h => SearchCursor.Parse(h.Cursor)!, query, skip, take);
-        var facets = query.Facets.Count == 0 ? null : FacetResults.Merge([.. pages.Select(p => p.Facets ?? throw new QueryProblem(502, $"a shard owner answered without the facets asked"))]);
+        var facets = query.Facets.Count == 0 ? null : FacetResults.Merge([.. pages.Select(p => p.Facets ?? throw new QueryProblem(ErrorKind.BadUpstream, $"a shard owner answered without the facets asked"))]);
         // The documents the kept hits include, each once, from whichever owner read it.
         Dictionary<string, JsonElement>? included = null;
         if (pages.Any(p => p.Included is not null))
@@ -240,7 +240,7 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
         {
             Included = included,
             Suggestions = query.Suggestions.Count == 0 ? null
-                : SuggestAnswer.Merge([.. pages.Select(p => p.Suggestions ?? throw new QueryProblem(502, "a shard owner answered without the suggestions asked"))]),
+                : SuggestAnswer.Merge([.. pages.Select(p => p.Suggestions ?? throw new QueryProblem(ErrorKind.BadUpstream, "a shard owner answered without the suggestions asked"))]),
             DocumentsRead = pages.Sum(p => p.DocumentsRead),
             // Owners work side by side: a stage takes as long as its slowest owner.
             Timings = pages.Any(p => p.Timings is not null)

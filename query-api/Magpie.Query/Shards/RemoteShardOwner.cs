@@ -1,6 +1,7 @@
 using System.Net.Http.Json;
 using System.Text.Json;
 using Magpie.Contracts;
+using Magpie.Http;
 
 namespace Magpie.Query.Shards;
 
@@ -21,18 +22,18 @@ public sealed class RemoteShardOwner(HttpClient http, string baseUrl) : IShardOw
     {
         HttpResponseMessage response;
         try { response = await http.PostAsJsonAsync(new Uri(new Uri(baseUrl), "shards/queries"), query, WireJson.Web, ct); }
-        catch (HttpRequestException e) { throw new QueryProblem(503, $"indexer {baseUrl} is unreachable: {e.Message}"); }
+        catch (HttpRequestException e) { throw new QueryProblem(ErrorKind.Unavailable, $"indexer {baseUrl} is unreachable: {e.Message}"); }
         using (response)
         {
             if (response.IsSuccessStatusCode)
                 return await response.Content.ReadFromJsonAsync<ShardPage>(WireJson.Web, ct)
-                    ?? throw new QueryProblem(502, $"indexer {baseUrl} answered with nothing");
+                    ?? throw new QueryProblem(ErrorKind.BadUpstream, $"indexer {baseUrl} answered with nothing");
             JsonElement problem = default;
             try { problem = await response.Content.ReadFromJsonAsync<JsonElement>(ct); }
             catch (JsonException) { }
             string? Text(string p) => problem.ValueKind == JsonValueKind.Object && problem.TryGetProperty(p, out var v) ? v.ToString() : null;
             int? Number(string p) => int.TryParse(Text(p), out var n) ? n : null;
-            throw new QueryProblem((int)response.StatusCode, Text("detail") ?? $"indexer {baseUrl} answered {(int)response.StatusCode}",
+            throw new QueryProblem(Problems.KindOf((int)response.StatusCode), Text("detail") ?? $"indexer {baseUrl} answered {(int)response.StatusCode}",
                 Number("line"), Number("column")) { Code = Text("code") };
         }
     }

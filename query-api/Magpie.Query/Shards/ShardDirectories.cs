@@ -42,7 +42,7 @@ public sealed class KafkaShardDirectory(string bootstrapServers, string indexerG
             if (_cached is { } again && DateTime.UtcNow - again.At < TimeSpan.FromSeconds(1)) return again.Layout;
             IndexerLayout layout;
             try { layout = await _group.DescribeAsync(); }
-            catch (KafkaException e) { throw new QueryProblem(503, $"can't find the indexers (consumer group {indexerGroup}): {e.Error.Reason}"); }
+            catch (KafkaException e) { throw new QueryProblem(ErrorKind.Unavailable, $"can't find the indexers (consumer group {indexerGroup}): {e.Error.Reason}"); }
             _cached = (DateTime.UtcNow, layout);
             return layout;
         }

@@ -50,8 +50,8 @@ public sealed class KafkaSubscriptionStates(string bootstrapServers, ILogger<Kaf
             await _producer!.ProduceAsync(Topics.Subscriptions, Record(name, change), ct);
             return await outcome.Task.WaitAsync(Answer, ct);
         }
-        catch (TimeoutException) { throw new SubscriptionException(503, $"magpie.subscriptions did not answer within {Answer.TotalSeconds:0} s"); }
-        catch (KafkaException e) { throw new SubscriptionException(503, $"can't write to magpie.subscriptions: {e.Error.Reason}"); }
+        catch (TimeoutException) { throw new SubscriptionException(ErrorKind.Unavailable, $"magpie.subscriptions did not answer within {Answer.TotalSeconds:0} s"); }
+        catch (KafkaException e) { throw new SubscriptionException(ErrorKind.Unavailable, $"can't write to magpie.subscriptions: {e.Error.Reason}"); }
         finally { _waiting.TryRemove(change.Proposal, out _); }
     }
 

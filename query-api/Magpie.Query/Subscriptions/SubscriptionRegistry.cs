@@ -1,3 +1,4 @@
+using Magpie.Contracts;
 using System.Text.Json;
 using System.Text.RegularExpressions;
 using Magpie.Contracts.Changes;
@@ -7,10 +8,10 @@ using Magpie.Query.Rql;
 
 namespace Magpie.Query.Subscriptions;
 
-/// <summary>A subscription definition the registry refused (HTTP status and message).</summary>
-public sealed class SubscriptionException(int status, string message) : Exception(message)
+/// <summary>A subscription request the registry refused: what kind of refusal, and why.</summary>
+public sealed class SubscriptionException(ErrorKind kind, string message) : Exception(message)
 {
-    public int Status { get; } = status;
+    public ErrorKind Kind { get; } = kind;
 }
 
 /// <summary>
@@ -76,11 +77,11 @@ public sealed partial class SubscriptionRegistry
     public async Task<Subscription> CreateAsync(SubscriptionDefinition definition, CancellationToken ct)
     {
         if (!NamePattern().IsMatch(definition.Name ?? ""))
-            throw new SubscriptionException(400, $"'{definition.Name}' is not a valid subscription name: 1-100 letters, digits, '.', '_' or '-'");
-        if (definition.LeaseSeconds is < 1 or > 3600) throw new SubscriptionException(400, "leaseSeconds must be between 1 and 3600");
+            throw new SubscriptionException(ErrorKind.Invalid, $"'{definition.Name}' is not a valid subscription name: 1-100 letters, digits, '.', '_' or '-'");
+        if (definition.LeaseSeconds is < 1 or > 3600) throw new SubscriptionException(ErrorKind.Invalid, "leaseSeconds must be between 1 and 3600");
         // Each one holds back the change log's compaction until it reads on: a bounded number, so forgotten ones are noticed.
         if (_states.Names.Count() >= MaxSubscriptions)
-            throw new SubscriptionException(409, $"there are {MaxSubscriptions:N0} subscriptions, the most Magpie keeps: delete ones no client reads");
+            throw new SubscriptionException(ErrorKind.Conflict, $"there are {MaxSubscriptions:N0} subscriptions, the most Magpie keeps: delete ones no client reads");
         Matcher(definition.Query);
         var state = definition.StartFrom switch
         {
@@ -88,11 +89,11 @@ public sealed partial class SubscriptionRegistry
             { ValueKind: JsonValueKind.String } s when s.GetString() == "beginning" => Start(),
             { ValueKind: JsonValueKind.String } s when s.GetString() == "now" => await NowAsync(ct),
             { ValueKind: JsonValueKind.Number } n when n.TryGetInt64(out var etag) && etag >= 0 => Start(afterEtag: etag),
-            _ => throw new SubscriptionException(400, "startFrom must be \"beginning\", \"now\" or an etag (changes after it are delivered)"),
+            _ => throw new SubscriptionException(ErrorKind.Invalid, "startFrom must be \"beginning\", \"now\" or an etag (changes after it are delivered)"),
         };
         if (_states.Current(definition.Name!) is not null || !await _states.ReplaceAsync(definition.Name!, null, new SharedSubscription(state, null, default, null), ct))
-            throw new SubscriptionException(409, $"subscription '{definition.Name}' exists");
-        return Get(definition.Name!) ?? throw new SubscriptionException(409, $"subscription '{definition.Name}' was deleted as it was created");
+            throw new SubscriptionException(ErrorKind.Conflict, $"subscription '{definition.Name}' exists");
+        return Get(definition.Name!) ?? throw new SubscriptionException(ErrorKind.Conflict, $"subscription '{definition.Name}' was deleted as it was created");
 
         SubscriptionState Start(ChangeBatch? at = null, long afterEtag = 0, DateTimeOffset? afterTime = null) =>
             new(definition, new Dictionary<string, long>((at?.After ?? ChangeFeedPosition.Beginning).Next), afterEtag, afterTime, 0, 0, at?.SeenEtag ?? 0);
@@ -105,7 +106,7 @@ public sealed partial class SubscriptionRegistry
         {
             var time = DateTimeOffset.FromUnixTimeMilliseconds(DateTimeOffset.UtcNow.ToUnixTimeMilliseconds());
             try { return Start(at: await _feed.EndAsync(token), afterTime: time); }
-            catch (Confluent.Kafka.KafkaException e) { throw new SubscriptionException(503, $"can't read where magpie.changes ends: {e.Error.Reason}"); }
+            catch (Confluent.Kafka.KafkaException e) { throw new SubscriptionException(ErrorKind.Unavailable, $"can't read where magpie.changes ends: {e.Error.Reason}"); }
         }
     }
 
@@ -120,13 +121,13 @@ public sealed partial class SubscriptionRegistry
                 return true;
             }
         }
-        throw new SubscriptionException(409, $"subscription '{name}' kept changing while it was being deleted: try again");
+        throw new SubscriptionException(ErrorKind.Conflict, $"subscription '{name}' kept changing while it was being deleted: try again");
     }
 
     private DocumentMatcher Matcher(string query)
     {
         try { return DocumentMatcher.For(RqlParser.Parse(query ?? ""), _filters, _documents); }
-        catch (RqlException e) { throw new SubscriptionException(400, $"query: {e.Message}"); }
+        catch (RqlException e) { throw new SubscriptionException(ErrorKind.Invalid, $"query: {e.Message}"); }
     }
 
     [GeneratedRegex("^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")]

@@ -195,7 +195,7 @@ public sealed class RqlConformanceTests(RqlConformanceFixture fx) : IClassFixtur
         // The probe's: `order by o.Freight desc` was dropped (the alias made it a field no entry has).
         var r = await fx.Magpie.Http.PostAsJsonAsync("queries", new { query = "from Posts as p where p.Score >= 5 order by p.Score desc, id() select id() as Id", pageSize = 1024, waitForNonStaleResults = true, timeoutMs = 60_000 });
         Assert.True(r.IsSuccessStatusCode, await r.Content.ReadAsStringAsync());
-        var got = (await r.JsonAsync()).GetProperty("results").EnumerateArray().Select(x => x.GetProperty("Id").GetString()).ToList();
+        var got = (await r.JsonAsync()).GetProperty("results").EnumerateArray().Select(x => x.GetProperty("Id").GetString()!).ToList();
         var want = fx.Posts.Where(p => p.Score >= 5).OrderByDescending(p => p.Score).ThenBy(p => p.Id, StringComparer.Ordinal).Select(p => p.Id).ToList();
         Assert.Equal(want, got);
     }
