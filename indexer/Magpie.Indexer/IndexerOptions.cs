@@ -43,7 +43,7 @@ public sealed class IndexerOptions
     public int FacetCacheMegabytes { get; init; } = 256;
 
     /// <summary>
-    /// What the engine's filters of known ids may take, over all indexes and shards (<c>Lucene/KnownIds</c>: 1.25–2.5 bytes per
+    /// What the engine's filters of known ids may take, over all indexes and shards (<c>Lucene/KnownIdFilter</c>: 1.25–2.5 bytes per
     /// id); an index whose filter does not fit writes every entry as an update, as it would without one.
     /// </summary>
     public int KnownIdsMegabytes { get; init; } = 512;

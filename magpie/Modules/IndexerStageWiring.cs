@@ -1,3 +1,4 @@
+using Magpie.Indexer.Http;
 using Magpie.Hosting;
 using Magpie.Hosting.Security;
 using Magpie.Indexer;

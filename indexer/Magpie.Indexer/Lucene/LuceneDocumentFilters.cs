@@ -9,6 +9,8 @@ using Magpie.Contracts.Search;
 using Magpie.Indexer.Maps;
 using Magpie.Scripting;
 
+using Magpie.Indexer.Lucene.Text;
+
 namespace Magpie.Indexer.Lucene;
 
 /// <summary>

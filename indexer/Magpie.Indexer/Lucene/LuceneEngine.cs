@@ -8,6 +8,8 @@ using Magpie.Indexer.Engine;
 using Microsoft.Extensions.Logging;
 using Analyzer = Lucene.Net.Analysis.Analyzer;
 
+using Magpie.Indexer.Lucene.Text;
+
 namespace Magpie.Indexer.Lucene;
 
 /// <summary>
@@ -26,7 +28,7 @@ public sealed class LuceneEngine(ILogger log, long facetCacheBytes = 256L << 20,
     /// </summary>
     public const string EngineName = "lucene.net-4.8/2";
 
-    internal const LuceneVersion Version = LuceneVersion.LUCENE_48;
+    internal const LuceneVersion Version = Text.TextAnalyzer.Version;
 
     public string Name => EngineName;
 
@@ -41,7 +43,7 @@ public sealed class LuceneEngine(ILogger log, long facetCacheBytes = 256L << 20,
 
     internal FacetColumns Columns { get; } = new(facetCacheBytes);
 
-    /// <summary>The memory every index's filter of known ids (<see cref="KnownIds"/>) may take together.</summary>
+    /// <summary>The memory every index's filter of known ids (<see cref="KnownIdFilter"/>) may take together.</summary>
     internal KnownIdsBudget KnownIdsBudget { get; } = new(knownIdsBytes);
 
     private readonly Dictionary<string, LuceneIndex> _open = [];

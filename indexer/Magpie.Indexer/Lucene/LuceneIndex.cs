@@ -22,7 +22,7 @@ internal sealed class LuceneIndex : IIndexPersistence
     private readonly global::Lucene.Net.Store.Directory _files;
     private readonly SearcherManager _searchers;
     private readonly ConcurrentDictionary<long, IndexSearcher> _snapshots = new();
-    private KnownIds _known;
+    private KnownIdFilter _known;
     private readonly Vectors.VectorColumns _vectors;
     private long _nextSnapshot;
     private volatile bool _closed;
@@ -34,7 +34,7 @@ internal sealed class LuceneIndex : IIndexPersistence
         _files = writer.Directory;
         _searchers = new SearcherManager(writer, applyAllDeletes: true, new SimilarSearchers(engine.Similarity));
         _known = KnownIdsFilledInBackground();
-        _vectors = new Vectors.VectorColumns(engine.Columns, this);
+        _vectors = new Vectors.VectorColumns((leaf, what, read) => engine.Columns.Other(this, leaf, what, read, c => c.Size));
         Opened = State();
     }
 
@@ -42,11 +42,11 @@ internal sealed class LuceneIndex : IIndexPersistence
     /// A filter of the ids the index holds, filled from a searcher on a pool thread: opening an index of millions of ids does not
     /// wait for it. Until it is filled every write is an update; a failure (the index closed meanwhile) leaves it that way.
     /// </summary>
-    private KnownIds KnownIdsFilledInBackground()
+    private KnownIdFilter KnownIdsFilledInBackground()
     {
         var searcher = _searchers.Acquire();
         var leaves = searcher.IndexReader.Leaves.Select(l => l.AtomicReader.GetTerms(LuceneDocuments.Id)).OfType<Terms>().ToList();
-        var known = new KnownIds(leaves.Sum(t => Math.Max(0, t.Count)), filling: leaves.Count > 0, budget: _engine.KnownIdsBudget);
+        var known = new KnownIdFilter(leaves.Sum(t => Math.Max(0, t.Count)), filling: leaves.Count > 0, budget: _engine.KnownIdsBudget);
         if (leaves.Count == 0)
         {
             _searchers.Release(searcher);
@@ -202,7 +202,7 @@ internal sealed class LuceneIndex : IIndexPersistence
             _writer.DeleteAll();
             _dimensions.Clear();
             _known.Release();
-            _known = new KnownIds(budget: _engine.KnownIdsBudget);
+            _known = new KnownIdFilter(budget: _engine.KnownIdsBudget);
             _searchers.MaybeRefreshBlocking();
         });
         return Task.CompletedTask;

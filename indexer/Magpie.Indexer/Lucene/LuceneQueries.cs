@@ -5,6 +5,7 @@ using Lucene.Net.Search;
 using Lucene.Net.Util;
 using Magpie.Contracts.Search;
 using Magpie.Indexer.Lucene.Text;
+using Magpie.Indexer.Lucene.Vectors;
 using Analyzer = Lucene.Net.Analysis.Analyzer;
 using BoolQuery = Magpie.Contracts.Search.BoolQuery;
 using Query = Lucene.Net.Search.Query;

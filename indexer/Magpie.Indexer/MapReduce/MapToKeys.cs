@@ -47,7 +47,7 @@ public sealed class MapToKeys(IndexDefinition definition, ScriptLimits limits, I
     {
         var changes = new List<MappedChange>();
         var loads = Loading;
-        foreach (var change in loads?.Changes(batch) ?? MapStage.LatestOf(batch, _maps))
+        foreach (var change in loads?.Changes(batch) ?? _maps.LatestOf(batch))
         {
             if (change.Op == ChangeOp.Delete)
             {

@@ -40,7 +40,7 @@ public sealed class DocumentLoads
     {
         foreach (var change in batch.Changes) _cache.Remove(change.Id);
         foreach (var id in batch.ChangedElsewhere) _cache.Remove(id);
-        var latest = Indexing.Stages.MapStage.LatestOf(batch, _maps).ToDictionary(c => c.Id, StringComparer.Ordinal);
+        var latest = _maps.LatestOf(batch).ToDictionary(c => c.Id, StringComparer.Ordinal);
         foreach (var change in latest.Values) yield return change;
         var again = new HashSet<string>(StringComparer.Ordinal);
         foreach (var changed in batch.Changes.Select(c => c.Id).Concat(batch.ChangedElsewhere))

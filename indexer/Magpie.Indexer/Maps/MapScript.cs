@@ -66,6 +66,15 @@ public sealed class MapScript
     /// <summary>Whether a map reads documents of the collection.</summary>
     public bool Covers(string collection) => Covering(Collections, collection);
 
+    /// <summary>The last change of each document of the maps' collections in the batch: earlier ones are superseded.</summary>
+    public IEnumerable<ChangeEvent> LatestOf(ChangeBatch batch)
+    {
+        var latest = new Dictionary<string, ChangeEvent>(StringComparer.Ordinal);
+        foreach (var change in batch.Changes)
+            if (Covers(change.Collection)) latest[change.Id] = change;
+        return latest.Values;
+    }
+
     /// <summary>Whether maps reading <paramref name="collections"/> read documents of <paramref name="collection"/>.</summary>
     public static bool Covering(IReadOnlySet<string> collections, string collection) => collections.Contains(collection) || collections.Contains(AllDocs);
 

@@ -15,7 +15,7 @@ public sealed class KnownIdsTests
     [Fact]
     public void Every_added_id_stays_known_as_the_filter_grows_and_few_others_seem_known()
     {
-        var known = new KnownIds();
+        var known = new KnownIdFilter();
         var added = Enumerable.Range(0, 500_000).Select(i => $"posts/{i}").ToList();
         Assert.InRange(added.Count(known.Add), added.Count * 97 / 100, added.Count);   // new, but for the filter's false positives
         Assert.All(added, id => Assert.False(known.Add(id), id));
@@ -28,7 +28,7 @@ public sealed class KnownIdsTests
     [Fact]
     public void Ids_added_from_several_threads_at_once_are_all_known()
     {
-        var known = new KnownIds();
+        var known = new KnownIdFilter();
         Parallel.For(0, 4, t => { for (var i = 0; i < 200_000; i++) known.Add($"t{t}/{i}"); });
         for (var t = 0; t < 4; t++)
             for (var i = 0; i < 200_000; i++)
@@ -38,7 +38,7 @@ public sealed class KnownIdsTests
     [Fact]
     public void While_an_index_fills_it_no_id_is_new_and_any_may_be_held()
     {
-        var known = new KnownIds(filling: true);
+        var known = new KnownIdFilter(filling: true);
         Assert.False(known.Add("posts/1"));          // written while the index's own ids are still being read in
         Assert.True(known.MayHold("posts/2"));
         known.Add("posts/2");                        // one of the index's own
@@ -52,7 +52,7 @@ public sealed class KnownIdsTests
     [Fact]
     public void Past_its_memory_bound_the_filter_says_every_id_may_be_held_and_none_is_new()
     {
-        var known = new KnownIds(maxBytes: 1 << 20);
+        var known = new KnownIdFilter(maxBytes: 1 << 20);
         for (var i = 0; i < 2_000_000 && !known.Full; i++) known.Add($"posts/{i}");
         Assert.True(known.Full);
         Assert.Equal(0, known.Bytes);   // its layers are dropped: they could no longer answer "new"
@@ -64,7 +64,7 @@ public sealed class KnownIdsTests
     public void Filters_share_one_budget_one_that_does_not_fit_says_maybe_and_a_released_one_gives_its_memory_back()
     {
         var budget = new KnownIdsBudget(200 << 10);   // two first layers (80 KiB each), not three
-        var (a, b, c) = (new KnownIds(budget: budget), new KnownIds(budget: budget), new KnownIds(budget: budget));
+        var (a, b, c) = (new KnownIdFilter(budget: budget), new KnownIdFilter(budget: budget), new KnownIdFilter(budget: budget));
         Assert.Equal((false, false, true), (a.Full, b.Full, c.Full));
         Assert.Equal(a.Bytes + b.Bytes, budget.Used);
         Assert.True(c.MayHold("posts/1"));
@@ -80,7 +80,7 @@ public sealed class KnownIdsTests
         b.Release();
         Assert.Equal(0, budget.Used);
         Assert.True(b.MayHold("never/1"));
-        var d = new KnownIds(budget: budget);
+        var d = new KnownIdFilter(budget: budget);
         Assert.True(d.Add("posts/1"));
         Assert.False(d.MayHold("posts/2"));
     }

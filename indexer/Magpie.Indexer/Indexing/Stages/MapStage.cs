@@ -47,7 +47,7 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, II
         var entries = 0;
         var loads = Loads;
         var references = loads?.References;
-        foreach (var change in loads?.Changes(batch) ?? LatestOf(batch, _maps))
+        foreach (var change in loads?.Changes(batch) ?? _maps.LatestOf(batch))
         {
             if (change.Op == ChangeOp.Delete)
             {
@@ -75,15 +75,6 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, II
             documents.Add(new IndexedDocument(change.Id, mapped));
         }
         return new MappedBatch(FeedRead.Of(batch), deletes, documents, entries);
-    }
-
-    /// <summary>The last change of each document of the maps' collections in the batch: earlier ones are superseded.</summary>
-    public static IEnumerable<ChangeEvent> LatestOf(ChangeBatch batch, MapScript maps)
-    {
-        var latest = new Dictionary<string, ChangeEvent>(StringComparer.Ordinal);
-        foreach (var change in batch.Changes)
-            if (maps.Covers(change.Collection)) latest[change.Id] = change;
-        return latest.Values;
     }
 
     private static List<IndexEntry> WithSource(List<IndexEntry> entries, ChangeEvent change)

@@ -25,7 +25,7 @@ internal static class LuceneSyntax
     private static string FirstLine(string s) => s.Split('\n')[0].Trim();
 
     /// <summary>The classic parser whose <c>term~</c> matches every term within the edits (<see cref="SearchSyntax.Fuzzy"/>), not the closest 50.</summary>
-    private sealed class CompleteFuzzyParser(string field, Analyzer analyzer) : QueryParser(LuceneEngine.Version, field, analyzer)
+    private sealed class CompleteFuzzyParser(string field, Analyzer analyzer) : QueryParser(TextAnalyzer.Version, field, analyzer)
     {
         protected override Query NewFuzzyQuery(global::Lucene.Net.Index.Term term, float minimumSimilarity, int prefixLength) =>
             SearchSyntax.Fuzzy(term, minimumSimilarity >= 1 ? Math.Min((int)minimumSimilarity, SearchSyntax.LevenshteinMaxEdits) : SearchSyntax.SimilarityToEdits(minimumSimilarity, term.Text));

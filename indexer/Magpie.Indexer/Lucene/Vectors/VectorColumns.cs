@@ -7,7 +7,7 @@ namespace Magpie.Indexer.Lucene.Vectors;
 /// A field's vectors in one segment, as a search reads them: packed one after another (float32, or int8 with a scale each), with each
 /// vector's length and which document holds which. Vectors are written as binary doc values (<c>F@vec</c>) — per segment, so they
 /// follow updates, deletes and merges as every other value does — and read into memory once per segment, kept under the facet
-/// cache's budget (<see cref="FacetColumns.Other"/>): a segment's column bigger than a quarter of it is read for the query and
+/// cache's budget (<c>FacetColumns.Other</c>): a segment's column bigger than a quarter of it is read for the query and
 /// dropped, which is correct and slow; size <c>FacetCacheMegabytes</c> for the vectors searched (1M × 384 float32 ≈ 1.5 GB, int8 ≈ 0.4 GB).
 /// </summary>
 internal sealed class VectorColumn
@@ -33,7 +33,8 @@ internal sealed class VectorColumn
 }
 
 /// <summary>Reads and keeps the vector columns of an index's segments (<see cref="VectorColumn"/>).</summary>
-internal sealed class VectorColumns(FacetColumns cache, LuceneIndex owner)
+/// <remarks><paramref name="cached"/> keeps a segment's column under the index's column cache (its leaf, a key, how to read it).</remarks>
+internal sealed class VectorColumns(Func<AtomicReader, string, Func<VectorColumn>, VectorColumn> cached)
 {
     /// <summary>The doc-values field a vector field is written to.</summary>
     public const string Suffix = "@vec";
@@ -42,7 +43,7 @@ internal sealed class VectorColumns(FacetColumns cache, LuceneIndex owner)
     public VectorColumn? Of(AtomicReader leaf, string field, bool int8)
     {
         if (leaf.GetBinaryDocValues(field + Suffix) is null) return null;
-        return cache.Other(owner, leaf, (int8 ? "vec8:" : "vec:") + field, () => Read(leaf, field, int8), c => c.Size);
+        return cached(leaf, (int8 ? "vec8:" : "vec:") + field, () => Read(leaf, field, int8));
     }
 
     private static VectorColumn Read(AtomicReader leaf, string field, bool int8)

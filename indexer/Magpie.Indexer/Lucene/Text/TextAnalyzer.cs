@@ -3,8 +3,9 @@ using Lucene.Net.Analysis;
 using Lucene.Net.Analysis.Standard;
 using Lucene.Net.Analysis.TokenAttributes;
 using Lucene.Net.Analysis.Util;
+using Lucene.Net.Util;
 
-namespace Magpie.Indexer.Lucene;
+namespace Magpie.Indexer.Lucene.Text;
 
 /// <summary>
 /// 4.8's <c>StandardAnalyzer</c> with no stop words (Unicode word breaks, <c>StandardFilter</c>, lower-cased; tokens over 255
@@ -15,16 +16,19 @@ namespace Magpie.Indexer.Lucene;
 /// </summary>
 internal sealed class TextAnalyzer : Analyzer
 {
+    /// <summary>The Lucene version every analyzer, parser and writer of the engine is made for.</summary>
+    internal const LuceneVersion Version = LuceneVersion.LUCENE_48;
+
     protected override TokenStreamComponents CreateComponents(string fieldName, TextReader reader)
     {
-        var source = new StandardTokenizer(LuceneEngine.Version, reader);
-        return new TokenStreamComponents(source, new AsciiFirstLowerCaseFilter(new StandardFilter(LuceneEngine.Version, source)));
+        var source = new StandardTokenizer(Version, reader);
+        return new TokenStreamComponents(source, new AsciiFirstLowerCaseFilter(new StandardFilter(Version, source)));
     }
 
     private sealed class AsciiFirstLowerCaseFilter : TokenFilter
     {
         private readonly ICharTermAttribute _term;
-        private readonly CharacterUtils _characters = CharacterUtils.GetInstance(LuceneEngine.Version);
+        private readonly CharacterUtils _characters = CharacterUtils.GetInstance(Version);
 
         public AsciiFirstLowerCaseFilter(TokenStream input) : base(input) => _term = AddAttribute<ICharTermAttribute>();
 

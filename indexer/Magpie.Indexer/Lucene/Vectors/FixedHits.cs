@@ -1,10 +1,11 @@
 using Lucene.Net.Index;
 using Lucene.Net.Search;
 using Lucene.Net.Util;
+using Magpie.Contracts.Indexes;
 using Magpie.Contracts.Search;
 using Query = Lucene.Net.Search.Query;
 
-namespace Magpie.Indexer.Lucene;
+namespace Magpie.Indexer.Lucene.Vectors;
 
 /// <summary>
 /// Queries whose hits and scores are decided before the search walks the segments (the nearest vectors, the fused ranks of a hybrid
@@ -74,7 +75,7 @@ internal sealed class ScoredIds(ScoredIdsQuery ids) : Query
         var term = new BytesRef();
         foreach (var leaf in searcher.IndexReader.Leaves)
         {
-            if (leaf.AtomicReader.GetTerms(LuceneDocuments.Id) is not { } terms) continue;
+            if (leaf.AtomicReader.GetTerms(EntryFields.Id) is not { } terms) continue;
             var e = terms.GetEnumerator();
             var live = leaf.AtomicReader.LiveDocs;
             DocsEnum? docs = null;

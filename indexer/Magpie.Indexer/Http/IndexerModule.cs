@@ -5,14 +5,13 @@ using Magpie.Contracts.Documents;
 using Magpie.Kafka.Documents;
 using Microsoft.Extensions.DependencyInjection.Extensions;
 using Magpie.Indexer.Definitions;
-using Magpie.Indexer.Http;
 using Magpie.Indexer.Indexing;
 using Magpie.Indexer.Shards;
 using Microsoft.AspNetCore.Routing;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Logging;
 
-namespace Magpie.Indexer;
+namespace Magpie.Indexer.Http;
 
 /// <summary>
 /// The indexer: one worker per index and shard, the /indexes API, over the definitions (<see cref="AddIndexDefinitions"/>). Embedded: definitions in

@@ -18,7 +18,7 @@ namespace Magpie.Indexer.Lucene;
 /// answers "maybe" for every id; the index updates as it did without it. Safe for concurrent writers of different ids (bits are
 /// set atomically); one id is written by one thread at a time.
 /// </remarks>
-internal sealed class KnownIds
+internal sealed class KnownIdFilter
 {
     private const int BitsPerId = 10, Hashes = 7;   // ~1 % false positives at a layer's capacity
     private const long FirstCapacity = 1 << 16;
@@ -34,7 +34,7 @@ internal sealed class KnownIds
     /// <param name="expected">Ids about to be added (an index's at open): the first layer holds twice as many.</param>
     /// <param name="filling">True while an index's existing ids are still being added: until <see cref="Filled"/>, no id is new.</param>
     /// <param name="budget">The memory all of an engine's filters share (none: only <paramref name="maxBytes"/> bounds it).</param>
-    public KnownIds(long expected = 0, bool filling = false, long maxBytes = MaxBytes, KnownIdsBudget? budget = null)
+    public KnownIdFilter(long expected = 0, bool filling = false, long maxBytes = MaxBytes, KnownIdsBudget? budget = null)
     {
         _maxBytes = maxBytes;
         _budget = budget ?? KnownIdsBudget.Unbounded;
