@@ -3,6 +3,17 @@ namespace Magpie.Ingest;
 
 public sealed record IngestOptions
 {
+    /// <summary>The store's own options: where it lives (<c>{DataDir}/documents</c>) and the limits it keeps.</summary>
+    public Documents.DocumentStoreOptions Store => new()
+    {
+        Directory = Path.Combine(DataDir, "documents"),
+        MaxDocumentBytes = MaxDocumentBytes,
+        MaxJsonDepth = MaxJsonDepth,
+        CheckpointInterval = CheckpointInterval,
+        MinFreeDiskBytes = MinFreeDiskBytes,
+        LogMemoryBytes = LogMemoryBytes,
+    };
+
     /// <summary>Root data folder; the store lives in <c>{DataDir}/documents</c>, the relay position in <c>{DataDir}/relay</c>.</summary>
     public required string DataDir { get; init; }
 

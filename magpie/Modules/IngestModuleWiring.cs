@@ -20,15 +20,9 @@ public sealed class IngestModuleWiring(bool indexerInProcess) : IMagpieModule
     public string? Meter => Ingest.Documents.IngestMetrics.MeterName;
 
     /// <summary>A data directory that is read-only, full or not a directory stops the start with one line, before anything opens.</summary>
-    public string? Unmet(MagpieSettings settings) => DocumentStore.Unusable(StoreOptions(settings)) is { } why
-        ? $"cannot use the data directory {Path.Combine(Path.GetFullPath(settings.DataDir), "documents")}: {why}"
+    public string? Unmet(MagpieSettings settings) => Options(settings).Store is var store && DocumentStore.Unusable(store) is { } why
+        ? $"cannot use the data directory {store.Directory}: {why}"
         : null;
-
-    private DocumentStoreOptions StoreOptions(MagpieSettings s) => new()
-    {
-        Directory = Path.Combine(Path.GetFullPath(s.DataDir), "documents"),
-        MinFreeDiskBytes = Options(s).MinFreeDiskBytes,
-    };
 
     // The store is opened (recovered from its checkpoint and log tail) before HTTP serves; ready while it can take a write.
     public void AddServices(WebApplicationBuilder builder, MagpieSettings settings, HostSecurity security)

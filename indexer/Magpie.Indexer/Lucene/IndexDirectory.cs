@@ -108,10 +108,17 @@ internal sealed class IndexDirectory(DirectoryInfo path) : NIOFSDirectory(path)
     [Obsolete("Lucene.Net marks it obsolete; its IndexWriter and NRTCachingDirectory still ask it")]
     public override bool FileExists(string name) => !Deleting(name) && base.FileExists(name);
 
+    /// <summary>
+    /// Listed under the unlink gate: a file unlinked (and so forgotten as deleting) between the listing and the filter would
+    /// otherwise be listed though gone.
+    /// </summary>
     public override string[] ListAll()
     {
-        var names = base.ListAll();
-        lock (_deletingLock) return _deleting.Count == 0 ? names : names.Where(n => !_deleting.Contains(n)).ToArray();
+        lock (_unlinkGate)
+        {
+            var names = base.ListAll();
+            lock (_deletingLock) return _deleting.Count == 0 ? names : names.Where(n => !_deleting.Contains(n)).ToArray();
+        }
     }
 
     public override long FileLength(string name) =>

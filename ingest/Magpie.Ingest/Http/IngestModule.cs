@@ -20,15 +20,7 @@ public static class IngestModule
     public static IServiceCollection AddIngest(this IServiceCollection services, IngestOptions options)
     {
         services.AddSingleton(options);
-        services.AddSingleton(sp => DocumentStore.OpenAsync(new DocumentStoreOptions
-        {
-            Directory = Path.Combine(options.DataDir, "documents"),
-            MaxDocumentBytes = options.MaxDocumentBytes,
-            MaxJsonDepth = options.MaxJsonDepth,
-            CheckpointInterval = options.CheckpointInterval,
-            MinFreeDiskBytes = options.MinFreeDiskBytes,
-            LogMemoryBytes = options.LogMemoryBytes,
-        }, sp.GetRequiredService<ILoggerFactory>().CreateLogger("Magpie.Documents")).GetAwaiter().GetResult());
+        services.AddSingleton(sp => DocumentStore.OpenAsync(options.Store, sp.GetRequiredService<ILoggerFactory>().CreateLogger("Magpie.Documents")).GetAwaiter().GetResult());
         services.AddSingleton<ChangeLogTail>();
         services.AddSingleton<ChangeLogReaders>();
         if (options.Compaction is { } compaction)

@@ -49,8 +49,8 @@ public sealed class IndexSchemas(IIndexDefinitions definitions, ILocalShards? lo
 
     private async Task<IReadOnlyList<PgColumn>> SampleAsync(string index, CancellationToken ct)
     {
-        var request = new CoordinatorRequest { Query = $"from index {Rql.RqlLexer.Quote(index)}" };
-        var page = await coordinator.PageAsync(request, Shards.LocalShardOwner.Parse(request.Query, null, null), 200, 0, null, false, ct);
+        var query = Rql.RqlQuery.OfIndex(index);
+        var page = await coordinator.PageAsync(CoordinatorRequest.Of(query), query, 200, 0, null, false, ct);
         var types = new Dictionary<string, PgType>(StringComparer.Ordinal);
         foreach (var hit in page.Hits)
         {

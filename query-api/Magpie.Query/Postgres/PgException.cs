@@ -12,7 +12,7 @@ public sealed class PgException(string sqlState, string message, bool fatal = fa
         FeatureNotSupported = "0A000", InvalidPassword = "28P01", InvalidAuthorization = "28000", QueryCanceled = "57014",
         TooManyConnections = "53300", ProtocolViolation = "08P01", InvalidParameterValue = "22023", DataException = "22000",
         InvalidTextRepresentation = "22P02", InternalError = "XX000", ConnectionFailure = "08006", ServiceUnavailable = "57P03", StatementTooComplex = "54001",
-        InvalidDatetimeFormat = "22007", UndefinedFunction = "42883", ProgramLimitExceeded = "54000", NotInPrerequisiteState = "55000";
+        InvalidDatetimeFormat = "22007", UndefinedFunction = "42883", ProgramLimitExceeded = "54000", NotInPrerequisiteState = "55000", NumericValueOutOfRange = "22003";
 
     /// <summary>A query's refusal as PostgreSQL would say it: the SQLSTATE of its kind.</summary>
     public static PgException Of(QueryProblem e) => new(e.Kind switch

@@ -3,6 +3,9 @@ namespace Magpie.Query.Rql;
 /// <summary>A parsed RQL query: <c>from index 'Name' | from Collection [where …] [order by …] [select …] [limit n [offset m]]</c>.</summary>
 public sealed record RqlQuery(RqlSource From, RqlExpression? Where, IReadOnlyList<RqlOrder> OrderBy, IReadOnlyList<RqlProjection> Select, int? Limit, int? Offset)
 {
+    /// <summary><c>from index 'Name' [where …]</c>, built rather than parsed (the SQL engine's queries).</summary>
+    public static RqlQuery OfIndex(string index, RqlExpression? where = null) => new(new RqlSource(index, IsIndex: true), where, [], [], null, null);
+
     /// <summary>
     /// The query with <paramref name="seed"/> given to each <c>random()</c> written without one: the coordinator draws one seed per
     /// query, so every owner (and every page of a stream) sorts by the same draw.

@@ -1,4 +1,5 @@
 using System.Text.Json;
+using Magpie.Query.Rql;
 
 namespace Magpie.Query.Shards;
 
@@ -9,6 +10,9 @@ namespace Magpie.Query.Shards;
 public sealed record CoordinatorRequest
 {
     public required string Query { get; init; }
+
+    /// <summary>The request of a query built as a tree: its text is what the owners are sent (<see cref="RqlWriter"/>).</summary>
+    public static CoordinatorRequest Of(RqlQuery query) => new() { Query = RqlWriter.Write(query) };
     public Dictionary<string, JsonElement>? Parameters { get; init; }
     public int Start { get; init; }
     public string? Cursor { get; init; }

@@ -169,19 +169,19 @@ public sealed class DuckDbEvaluator(IndexSchemas schemas, SqlRunner rows, DuckDb
 
     /// <summary>The table named as the statement names it, with the index's columns, filled with every entry of the index.</summary>
     private async Task LoadAsync(DuckDBConnection connection, string table, string index, IReadOnlyList<PgColumn> columns, HashSet<string>? needed,
-        string? condition, CancellationToken ct)
+        RqlExpression? condition, CancellationToken ct)
     {
         DuckDbDatabase.Execute(connection, $"CREATE TEMP TABLE {PgDialect.Quote(table)} ({string.Join(", ", columns.Select(c => $"{PgDialect.Quote(c.Name)} {DuckType(c.Type)}"))})");
         // The columns the statement names are read; the others stay NULL (it never reads them).
         var read = columns.Select((c, i) => (Column: c, Position: i)).Where(c => needed is null || needed.Contains(c.Column.Name)).ToList();
         if (read.Count == 0 && needed is not null) read = columns.Take(1).Select((c, i) => (c, i)).ToList();   // count(*): one column, for the rows
         if (read.Count == 0) return;
-        var rql = $"from index {RqlLexer.Quote(index)}{(condition is null ? "" : " where " + condition)} select {string.Join(", ", read.Select((c, i) => $"{RqlLexer.Quote(c.Column.Name)} as {RqlLexer.Quote("c" + i)}"))}";
+        var query = SqlRunner.Projected(RqlQuery.OfIndex(index, condition), read.Select(c => c.Column.Name));
         var types = read.Select(c => c.Column.Type).ToList();
         using var appender = connection.CreateAppender("temp", "main", table);
         var count = 0;
         var full = new object?[columns.Count];
-        await foreach (var streamed in rows.StreamAsync(rql, types, [], ct))
+        await foreach (var streamed in rows.StreamAsync(query, types, [], ct))
         {
             if (++count > MaxTableRows)
                 throw new PgException(PgException.ProgramLimitExceeded, $"\"{SqlText.Shorten(table)}\" holds more than {MaxTableRows:N0} rows, the most a statement evaluated outside the index reads");

@@ -29,21 +29,21 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
         PgType TypeOf(string field) => columns.First(c => c.Name == field).Type;
         var rql = new SqlToRql(Field, TypeOf);
         var condition = select.Where is null ? null : rql.Condition(select.Where);
-        var from = $"from index {RqlLexer.Quote(index)}{(condition is null ? "" : " where " + condition)}";
+        var matching = RqlQuery.OfIndex(index, condition);
         // Rows whose key is NULL (a field the document lacks, or an explicit null), as a query of their own: one group in SQL.
-        string NullKey(SqlColumn key) =>
-            $"from index {RqlLexer.Quote(index)} where {(condition is null ? "" : $"({condition}) and ")}({rql.Condition(new SqlIsNull(key, false))})";
+        RqlQuery NullKey(SqlColumn key) =>
+            matching with { Where = condition is null ? rql.Condition(new SqlIsNull(key, false)) : new RqlAnd(condition, rql.Condition(new SqlIsNull(key, false))) };
 
         return select.GroupBy.Count > 0 || select.Items.Any(i => HasAggregate(i.Expr))
-            ? await AggregateAsync(select, from, NullKey, Field, TypeOf, ct)
-            : Rows(select, from, columns, Field, TypeOf);
+            ? await AggregateAsync(select, matching, NullKey, Field, TypeOf, ct)
+            : Rows(select, matching, columns, Field, TypeOf);
     }
 
     /// <summary>
     /// The RQL condition for a WHERE clause (SQL text) over an index's columns, when the index answers it exactly; null
     /// when it doesn't (the caller then reads every row).
     /// </summary>
-    public static string? Condition(string where, IReadOnlyList<PgColumn> columns)
+    public static RqlExpression? Condition(string where, IReadOnlyList<PgColumn> columns)
     {
         try
         {
@@ -87,7 +87,7 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
 
     // ---- rows ----
 
-    private PgRows Rows(SqlSelect select, string from, IReadOnlyList<PgColumn> columns, Func<string, string> field, Func<string, PgType> typeOf)
+    private PgRows Rows(SqlSelect select, RqlQuery from, IReadOnlyList<PgColumn> columns, Func<string, string> field, Func<string, PgType> typeOf)
     {
         var outputs = new List<(string Field, string Name, PgType Type)>();
         var highlights = new Dictionary<int, (string Field, int Length, int Count)>();
@@ -115,16 +115,17 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
         }
         // LIMIT 0: the columns and no row (RQL's limit 0 would still page).
         if (select.Limit == 0) return PgRows.Of(outputs.Select(o => new PgColumn(o.Name, o.Type)).ToList(), []);
-        var text = new StringBuilder(from);
-        if (select.OrderBy.Count > 0)
-            text.Append(" order by ").Append(string.Join(", ", select.OrderBy.Select(o => RqlLexer.Quote(OrderField(o.Expr, select, outputs, field)) + (o.Descending ? " desc" : ""))));
-        // Each output under its own position, so two outputs of one field (or an alias equal to another field) stay apart.
-        text.Append(" select ").Append(string.Join(", ", outputs.Select((o, i) => $"{RqlLexer.Quote(o.Field)} as {RqlLexer.Quote("c" + i)}")));
-        if (highlights.Count > 0)
-            text.Append(" include ").Append(string.Join(", ", highlights.Values.Distinct().Select(h => $"highlight({RqlLexer.Quote(h.Field)}, {h.Length}, {h.Count})")));
-        if (select.Limit is { } limit) text.Append($" limit {limit}");
-        if (select.Offset is { } offset) text.Append(select.Limit is null ? $" limit {int.MaxValue} offset {offset}" : $" offset {offset}");
-        return new PgRows(outputs.Select(o => new PgColumn(o.Name, o.Type)).ToList(), StreamAsync(text.ToString(), outputs.Select(o => o.Type).ToList(), highlights));
+        var query = Projected(from, outputs.Select(o => o.Field)) with
+        {
+            OrderBy = [.. select.OrderBy.Select(o => new RqlOrder(OrderField(o.Expr, select, outputs, field), o.Descending, null))],
+            // Numbers as the parser reads them (doubles): the planner takes the tree as if parsed.
+            Highlights = [.. highlights.Values.Distinct().Select(h => new RqlHighlight(h.Field, new RqlValue((double)h.Length), new RqlValue((double)h.Count), null))],
+            // No index holds more rows than an int counts: a larger LIMIT is no limit.
+            Limit = select.Limit is { } limit ? (int)Math.Min(limit, int.MaxValue) : select.Offset is not null ? int.MaxValue : null,
+            Offset = select.Offset is { } offset ? offset <= int.MaxValue ? (int)offset
+                : throw new PgException(PgException.ProgramLimitExceeded, $"OFFSET {offset} is past the most rows an index holds ({int.MaxValue})") : null,
+        };
+        return new PgRows(outputs.Select(o => new PgColumn(o.Name, o.Type)).ToList(), StreamAsync(query, outputs.Select(o => o.Type).ToList(), highlights));
     }
 
     private static string OrderField(SqlExpr e, SqlSelect select, List<(string Field, string Name, PgType Type)> outputs, Func<string, string> field) => e switch
@@ -135,11 +136,15 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
         _ => throw new PgException(PgException.FeatureNotSupported, "ORDER BY takes columns, aliases or positions here"),
     };
 
-    /// <summary>Each hit of <paramref name="rql"/> as a row: its projection <c>c0…cN</c> converted to the columns' types (or a highlight's fragments).</summary>
-    internal async IAsyncEnumerable<object?[]> StreamAsync(string rql, List<PgType> types, Dictionary<int, (string Field, int Length, int Count)> highlights,
+    /// <summary>The query with each field projected under its position (<c>c0…cN</c>), so two outputs of one field (or an alias equal to another field) stay apart.</summary>
+    internal static RqlQuery Projected(RqlQuery query, IEnumerable<string> fields) =>
+        query with { Select = [.. fields.Select((f, i) => new RqlProjection(f, "c" + i))] };
+
+    /// <summary>Each hit of <paramref name="query"/> as a row: its projection <c>c0…cN</c> converted to the columns' types (or a highlight's fragments).</summary>
+    internal async IAsyncEnumerable<object?[]> StreamAsync(RqlQuery query, List<PgType> types, Dictionary<int, (string Field, int Length, int Count)> highlights,
         [EnumeratorCancellation] CancellationToken ct = default)
     {
-        await foreach (var hit in QueryHits.StreamAsync(coordinator, new CoordinatorRequest { Query = rql }, LocalShardOwner.Parse(rql, null, null), ct))
+        await foreach (var hit in QueryHits.StreamAsync(coordinator, CoordinatorRequest.Of(query), query, ct))
         {
             var row = new object?[types.Count];
             for (var i = 0; i < types.Count; i++)
@@ -154,7 +159,7 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
 
     private sealed record Output(string Name, PgType Type, Func<FacetBucket, object?> Value, SqlExpr Expr);
 
-    private async Task<PgOutcome> AggregateAsync(SqlSelect select, string from, Func<SqlColumn, string> nullKey, Func<string, string> field, Func<string, PgType> typeOf,
+    private async Task<PgOutcome> AggregateAsync(SqlSelect select, RqlQuery from, Func<SqlColumn, RqlQuery> nullKey, Func<string, string> field, Func<string, PgType> typeOf,
         CancellationToken ct)
     {
         if (select.GroupBy.Count > 1) throw new PgException(PgException.FeatureNotSupported, "GROUP BY takes one key here (a column or a time bucket)");
@@ -232,10 +237,10 @@ public sealed class SqlRunner(IndexSchemas schemas, QueryCoordinator coordinator
         }
 
         // One facet over the query's matches: the groups and their aggregates, counted in the index.
-        async Task<IReadOnlyList<FacetBucket>> BucketsAsync(string query, Dictionary<string, object> facet)
+        async Task<IReadOnlyList<FacetBucket>> BucketsAsync(RqlQuery query, Dictionary<string, object> facet)
         {
-            var request = new CoordinatorRequest { Query = query, Facets = [JsonSerializer.SerializeToElement(facet)], FacetsOnly = true };
-            var page = await coordinator.PageAsync(request, LocalShardOwner.Parse(query, null, request.Facets, facetsOnly: true), 1, 0, null, false, ct);
+            var request = CoordinatorRequest.Of(query) with { Facets = [JsonSerializer.SerializeToElement(facet)], FacetsOnly = true };
+            var page = await coordinator.PageAsync(request, query with { Facets = Facets.FacetJson.Read(request.Facets), FacetsOnly = true }, 1, 0, null, false, ct);
             return page.Facets![0];
         }
         var facet = new Dictionary<string, object> { ["name"] = "sql", ["sum"] = aggregated };

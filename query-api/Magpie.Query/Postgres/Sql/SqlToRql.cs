@@ -4,7 +4,7 @@ using System.Globalization;
 namespace Magpie.Query.Postgres.Sql;
 
 /// <summary>
-/// A WHERE clause as an RQL condition over an index's fields (which then runs like any query: Lucene, shards, staleness):
+/// A WHERE clause as an RQL condition (a tree the planner takes as it is) over an index's fields (which then runs like any query: Lucene, shards, staleness):
 /// comparisons of a column with a literal, BETWEEN, IN, IS [NOT] NULL, AND/OR/NOT — with PostgreSQL's answers, not RQL's:
 /// <list type="bullet">
 /// <item>A field a document lacks is NULL, as is an explicit null; a comparison with NULL is unknown, and NOT of unknown is
@@ -17,19 +17,24 @@ namespace Magpie.Query.Postgres.Sql;
 /// </summary>
 public sealed class SqlToRql(Func<string, string> field, Func<string, PgType> typeOf)
 {
-    public string Condition(SqlExpr e, bool negated = false) => e switch
+    private static readonly RqlValue Null = new(null);
+
+    public RqlExpression Condition(SqlExpr e, bool negated = false) => e switch
     {
-        SqlBinary { Op: "and" or "or" } b =>
-            $"({Condition(b.Left, negated)} {((b.Op == "and") ^ negated ? "and" : "or")} {Condition(b.Right, negated)})",
+        SqlBinary { Op: "and" or "or" } b => (b.Op == "and") ^ negated
+            ? new RqlAnd(Condition(b.Left, negated), Condition(b.Right, negated))
+            : new RqlOr(Condition(b.Left, negated), Condition(b.Right, negated)),
         SqlNot n => Condition(n.Inner, !negated),
         SqlBinary { Op: "=" or "<>" or "<" or "<=" or ">" or ">=" } b => Known(Compare(b, out var column), column, negated, matchesValues: b.Op != "<>"),
-        SqlBetween b => Known(CaseSensitive($"{Field(b.Value)} between {Literal(b.Low, ColumnOf(b.Value))} and {Literal(b.High, ColumnOf(b.Value))}", ColumnOf(b.Value)),
+        SqlBetween b => Known(new RqlBetween(ColumnOf(b.Value), Literal(b.Low, ColumnOf(b.Value)), Literal(b.High, ColumnOf(b.Value)), IsText(ColumnOf(b.Value))),
             ColumnOf(b.Value), negated ^ b.Negated),
-        SqlIn i => Known(CaseSensitive(In(i), ColumnOf(i.Value)), ColumnOf(i.Value), negated ^ i.Negated),
-        SqlIsNull n => n.Negated ^ negated ? HasValue(ColumnOf(n.Value)) : $"({Field(n.Value)} = null or not exists({Field(n.Value)}))",
+        SqlIn i => Known(In(i), ColumnOf(i.Value), negated ^ i.Negated),
+        SqlIsNull n => n.Negated ^ negated ? HasValue(ColumnOf(n.Value))
+            : new RqlOr(new RqlCompare(ColumnOf(n.Value), "=", Null), new RqlNot(new RqlExists(ColumnOf(n.Value)))),
         // Magpie's full text in SQL: search(column, 'words'), as RQL's search() reads them; a NULL column matches neither way.
         SqlCall { Name: "search", Args: [var column, SqlLiteral { Value: string words }] } when IsColumn(column) =>
-            negated ? $"(not search({Field(column)}, {RqlLexer.Quote(words)}) and {HasValue(ColumnOf(column))})" : $"search({Field(column)}, {RqlLexer.Quote(words)})",
+            negated ? new RqlAnd(new RqlNot(new RqlSearch(ColumnOf(column), new RqlValue(words))), HasValue(ColumnOf(column)))
+            : new RqlSearch(ColumnOf(column), new RqlValue(words)),
         _ => throw Unsupported(e),
     };
 
@@ -39,16 +44,16 @@ public sealed class SqlToRql(Func<string, string> field, Func<string, PgType> ty
     /// only the null left out (an entry may hold a null beside a value); asking that the field exists as well made a query over
     /// every entry intersect two more postings lists (a third of a time-grouped aggregate over 1M posts).
     /// </summary>
-    private string Known(string condition, string column, bool negated, bool matchesValues = true) =>
-        negated ? $"(not ({condition}) and {HasValue(column)})"
-        : matchesValues ? $"({condition} and {NotNull(column)})"
-        : $"({condition} and {HasValue(column)})";
+    private static RqlExpression Known(RqlExpression condition, string column, bool negated, bool matchesValues = true) =>
+        negated ? new RqlAnd(new RqlNot(condition), HasValue(column))
+        : matchesValues ? new RqlAnd(condition, NotNull(column))
+        : new RqlAnd(condition, HasValue(column));
 
-    private static string NotNull(string column) => $"not ({RqlLexer.Quote(column)} = null)";
+    private static RqlExpression NotNull(string column) => new RqlNot(new RqlCompare(column, "=", Null));
 
-    private static string HasValue(string column) => $"(exists({RqlLexer.Quote(column)}) and {NotNull(column)})";
+    private static RqlExpression HasValue(string column) => new RqlAnd(new RqlExists(column), NotNull(column));
 
-    private string Compare(SqlBinary b, out string column)
+    private RqlExpression Compare(SqlBinary b, out string column)
     {
         var op = b.Op == "<>" ? "!=" : b.Op;
         var (col, literal) = IsColumn(b.Left) ? (b.Left, b.Right)
@@ -58,19 +63,20 @@ public sealed class SqlToRql(Func<string, string> field, Func<string, PgType> ty
         var value = Literal(literal, column, b.Op);
         // A timestamp equals an instant, however the document spelled it: compare on the date, as ranges do.
         if (typeOf(column) == PgType.TimestampTz && op is "=" or "!=")
-            return op == "=" ? $"{RqlLexer.Quote(column)} between {value} and {value}" : $"not ({RqlLexer.Quote(column)} between {value} and {value})";
-        return CaseSensitive($"{RqlLexer.Quote(column)} {op} {value}", column);
+            return op == "=" ? new RqlBetween(column, value, value) : new RqlNot(new RqlBetween(column, value, value));
+        return new RqlCompare(column, op, value, IsText(column));
     }
 
     /// <summary>Text compares as PostgreSQL's C collation does, case and all: on the exact field, not the lower-cased one.</summary>
-    private string CaseSensitive(string condition, string column) => typeOf(column) == PgType.Text ? $"exact({condition})" : condition;
+    private bool IsText(string column) => typeOf(column) == PgType.Text;
 
-    private string In(SqlIn i)
+    private RqlExpression In(SqlIn i)
     {
         var column = ColumnOf(i.Value);
+        var values = i.List.Select(v => Literal(v, column, "=")).ToList();
         if (typeOf(column) == PgType.TimestampTz)
-            return "(" + string.Join(" or ", i.List.Select(v => Literal(v, column, "=")).Select(v => $"{RqlLexer.Quote(column)} between {v} and {v}")) + ")";
-        return $"{RqlLexer.Quote(column)} in ({string.Join(", ", i.List.Select(v => Literal(v, column, "=")))})";
+            return values.Select(v => (RqlExpression)new RqlBetween(column, v, v)).Aggregate((a, b) => new RqlOr(a, b));
+        return new RqlIn(column, values, IsText(column));
     }
 
     private static bool IsColumn(SqlExpr e) => e is SqlColumn || e is SqlCast { Value: SqlColumn };
@@ -82,10 +88,8 @@ public sealed class SqlToRql(Func<string, string> field, Func<string, PgType> ty
         _ => throw Unsupported(e),
     };
 
-    public string Field(SqlExpr e) => RqlLexer.Quote(ColumnOf(e));
-
     /// <summary>A literal as a value of the column's type, or PostgreSQL's error for it.</summary>
-    private string Literal(SqlExpr e, string column, string op = "=")
+    private RqlValue Literal(SqlExpr e, string column, string op = "=")
     {
         var type = typeOf(column);
         return e switch
@@ -96,12 +100,12 @@ public sealed class SqlToRql(Func<string, string> field, Func<string, PgType> ty
             SqlLiteral { Value: string s } => type switch
             {
                 PgType.Float8 or PgType.Int4 or PgType.Int8 => double.TryParse(s.Trim(), NumberStyles.Float, CultureInfo.InvariantCulture, out var d) && double.IsFinite(d)
-                    ? Number(d)
+                    ? new RqlValue(d)
                     : throw new PgException(PgException.InvalidTextRepresentation, $"invalid input syntax for type {TypeName(type)}: \"{SqlText.Shorten(s)}\""),
                 PgType.TimestampTz => DateTimeOffset.TryParse(s.Trim(), CultureInfo.InvariantCulture, DateTimeStyles.AssumeUniversal, out var t)
-                    ? RqlLexer.Quote(t.UtcDateTime.ToString("yyyy-MM-dd'T'HH:mm:ss.fffffff'Z'", CultureInfo.InvariantCulture))
+                    ? new RqlValue(t.UtcDateTime.ToString("yyyy-MM-dd'T'HH:mm:ss.fffffff'Z'", CultureInfo.InvariantCulture))
                     : throw new PgException(PgException.InvalidDatetimeFormat, $"invalid input syntax for type timestamp with time zone: \"{SqlText.Shorten(s)}\""),
-                _ => RqlLexer.Quote(s),
+                _ => new RqlValue(s),
             },
             SqlLiteral { Value: double d } => Numeric(d, type, op),
             SqlNegate { Inner: SqlLiteral { Value: double d } } => Numeric(-d, type, op),
@@ -110,11 +114,9 @@ public sealed class SqlToRql(Func<string, string> field, Func<string, PgType> ty
         };
     }
 
-    private static string Numeric(double d, PgType type, string op) => type is PgType.Float8 or PgType.Int4 or PgType.Int8
-        ? Number(d)
+    private static RqlValue Numeric(double d, PgType type, string op) => type is PgType.Float8 or PgType.Int4 or PgType.Int8
+        ? double.IsFinite(d) ? new RqlValue(d) : throw new PgException(PgException.NumericValueOutOfRange, "a numeric literal is out of range for type double precision")
         : throw NoOperator(type, Math.Floor(d) == d && Math.Abs(d) <= int.MaxValue ? "integer" : "numeric", op);
-
-    private static string Number(double d) => d.ToString("R", CultureInfo.InvariantCulture);
 
     private static PgException NoOperator(PgType column, string literal, string op) => new(PgException.UndefinedFunction,
         $"operator does not exist: {TypeName(column)} {op} {literal} (compare a {TypeName(column)} column with a {(column == PgType.TimestampTz ? "timestamp such as '2012-01-01T00:00:00Z'" : "quoted string")})");
