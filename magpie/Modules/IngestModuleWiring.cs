@@ -9,31 +9,49 @@ using Microsoft.AspNetCore.Builder;
 namespace Magpie.Modules;
 
 /// <summary>
-/// ingest: the document store on FASTER and the write API; with Kafka, also the input-topic consumer
-/// and the relay to <c>magpie.changes</c>. Needs: a data directory; Kafka optional. Without the indexer in
-/// the same process, writes with <c>?waitForIndexes=true</c> ask the indexer consumer group's processes.
+/// documents: the document store on FASTER and the write API; with Kafka, the magpie.documents consumer. Needs a data directory;
+/// Kafka optional.
 /// </summary>
-public sealed class IngestModuleWiring(bool indexerInProcess) : IMagpieModule
+public sealed class DocumentStoreWiring(bool indexerInProcess) : IMagpieModule
 {
-    public string Name => "ingest";
+    public string Name => "documents";
 
     public string? Meter => Ingest.Documents.IngestMetrics.MeterName;
 
     /// <summary>A data directory that is read-only, full or not a directory stops the start with one line, before anything opens.</summary>
-    public string? Unmet(MagpieSettings settings) => Options(settings).Store is var store && DocumentStore.Unusable(store) is { } why
+    public string? Unmet(MagpieSettings settings) => IngestSettings.Of(settings, indexerInProcess).Store is var store && DocumentStore.Unusable(store) is { } why
         ? $"cannot use the data directory {store.Directory}: {why}"
         : null;
 
     // The store is opened (recovered from its checkpoint and log tail) before HTTP serves; ready while it can take a write.
     public void AddServices(WebApplicationBuilder builder, MagpieSettings settings, HostSecurity security)
     {
-        builder.Services.AddIngest(Options(settings) with { PeerClient = security.PeerClient });
+        builder.Services.AddDocumentStore(IngestSettings.Of(settings, indexerInProcess) with { PeerClient = security.PeerClient });
         builder.Services.AddReadinessCheck("store", (sp, ct) => sp.GetRequiredService<DocumentStore>().WriteProblemAsync(ct));
     }
 
-    public void Map(WebApplication app, MagpieSettings settings) => app.MapIngest(Options(settings));
+    public void Map(WebApplication app, MagpieSettings settings) => app.MapDocumentStore(IngestSettings.Of(settings, indexerInProcess));
+}
 
-    private IngestOptions Options(MagpieSettings s) => new()
+/// <summary>
+/// change-feed: the store's log read as a feed (embedded, for the stages in this process) and compacted; with Kafka, the relay to
+/// <c>magpie.changes</c>. Without the indexer in the same process, writes with <c>?waitForIndexes=true</c> ask the indexer consumer
+/// group's processes.
+/// </summary>
+public sealed class ChangeFeedWiring(bool indexerInProcess) : IMagpieModule
+{
+    public string Name => "change-feed";
+
+    public void AddServices(WebApplicationBuilder builder, MagpieSettings settings, HostSecurity security) =>
+        builder.Services.AddChangeFeed(IngestSettings.Of(settings, indexerInProcess) with { PeerClient = security.PeerClient });
+
+    public void Map(WebApplication app, MagpieSettings settings) => app.MapChangeFeed();
+}
+
+/// <summary>The ingest stage's options, from the settings: one reading for both of its modules.</summary>
+internal static class IngestSettings
+{
+    public static IngestOptions Of(MagpieSettings s, bool indexerInProcess) => new()
     {
         IndexerGroup = indexerInProcess ? null : s.IndexerGroup,
         DataDir = Path.GetFullPath(s.DataDir),

@@ -41,8 +41,10 @@ public static class ModuleGraph
     /// <summary>Dependencies before the modules that need them.</summary>
     public static readonly Node[] Nodes =
     [
-        new("ingest", [], "the document store on FASTER, the write API; with Kafka, the magpie.documents consumer and the relay to magpie.changes",
-            p => new IngestModuleWiring(indexerInProcess: p.WholeIndex)),
+        new("documents", [], "the document store on FASTER, the write API; with Kafka, the magpie.documents consumer",
+            p => new DocumentStoreWiring(indexerInProcess: p.WholeIndex)),
+        new("change-feed", ["documents"], "the store's log as a feed: embedded for this process's stages, compacted; with Kafka, relayed to magpie.changes",
+            p => new ChangeFeedWiring(indexerInProcess: p.WholeIndex)),
         new("index-definitions", [], "index definitions: a file embedded, the compacted magpie.indexes with Kafka",
             p => new IndexDefinitionsWiring(embedded: p.WholeIndex)),
         new("document-filters", [], "a document run through a definition and a query one at a time (subscriptions, operations)",
@@ -61,7 +63,7 @@ public static class ModuleGraph
     /// <summary>What a user names in <c>--target</c>, and the modules each names.</summary>
     public static readonly (string Target, string[] Modules)[] Targets =
     [
-        ("ingest", ["ingest"]),
+        ("ingest", ["documents", "change-feed"]),
         ("indexer", ["indexer", "shard-search"]),
         ("query", ["query", "postgres", "studio"]),
         ("sinks", ["sinks"]),
@@ -98,14 +100,14 @@ public static class ModuleGraph
     public static IReadOnlyList<IMagpieModule> ModulesOf(string target)
     {
         var nodes = Resolve(target);
-        var store = nodes.Any(n => n.Name == "ingest");
+        var store = nodes.Any(n => n.Name == "documents");
         var layout = new ProcessLayout(store, WholeIndex: store && nodes.Any(n => n.Name == "indexer"));
         return [.. nodes.Select(n => n.Wiring(layout))];
     }
 
     /// <summary>Whether <paramref name="modules"/> call indexer processes over HTTP (and so need a service key once keys are on).</summary>
     public static bool CallsIndexers(IReadOnlyList<IMagpieModule> modules, bool embedded) =>
-        !embedded && !modules.Any(m => m is IndexerModuleWiring) && modules.Any(m => m is QueryModuleWiring or IngestModuleWiring);
+        !embedded && !modules.Any(m => m is IndexerModuleWiring) && modules.Any(m => m is QueryModuleWiring or ChangeFeedWiring);
 
     /// <summary>What <c>magpie run --list-targets</c> prints: each target with the modules it runs, then each module with what it needs.</summary>
     public static IEnumerable<string> Describe()

@@ -1,3 +1,4 @@
+using Magpie.Contracts;
 using Magpie.Ingest;
 using Magpie.Http;
 using Magpie.Contracts.Changes;
@@ -14,31 +15,44 @@ using Microsoft.Extensions.Logging;
 
 namespace Magpie.Ingest.Http;
 
-/// <summary>Everything the ingest target runs: the store, its HTTP API, and (with Kafka) the input consumer and the relay.</summary>
+/// <summary>
+/// The ingest target's two modules. <see cref="AddDocumentStore"/>: the store, its readers and writers, the write API and (with
+/// Kafka) the magpie.documents consumer. <see cref="AddChangeFeed"/>: what reads the store's log as a feed: the embedded feed
+/// the in-process stages read, compaction, and (with Kafka) the relay to magpie.changes and the waits on it.
+/// </summary>
 public static class IngestModule
 {
-    public static IServiceCollection AddIngest(this IServiceCollection services, IngestOptions options)
+    public static IServiceCollection AddDocumentStore(this IServiceCollection services, IngestOptions options)
     {
         services.AddSingleton(options);
         services.AddSingleton(sp => DocumentStore.OpenAsync(options.Store, sp.GetRequiredService<ILoggerFactory>().CreateLogger("Magpie.Documents")).GetAwaiter().GetResult());
-        services.AddSingleton<ChangeLogTail>();
-        services.AddSingleton<ChangeLogReaders>();
-        if (options.Compaction is { } compaction)
-            services.AddSingleton(sp => new ChangeLogCompactor(sp.GetRequiredService<DocumentStore>(), sp.GetRequiredService<ChangeLogReaders>(), compaction,
-                sp.GetRequiredService<ILoggerFactory>().CreateLogger<ChangeLogCompactor>())).AddHostedService(sp => sp.GetRequiredService<ChangeLogCompactor>());
         services.AddSingleton<Magpie.Contracts.Documents.IDocumentLookup, StoreDocumentLookup>();
         services.AddSingleton<Magpie.Contracts.Documents.IDocumentOutput, StoreDocumentOutput>();
         services.AddSingleton<Magpie.Contracts.Documents.IDocumentWriter, StoreDocumentWriter>();
         services.AddSingleton<Magpie.Contracts.Documents.IMessageWriter>(sp => new StoreMessageWriter(sp.GetRequiredService<DocumentStore>(), options.MaxJsonDepth));
-        services.AddSingleton<IChangeFeed, EmbeddedChangeFeed>();
         // Opens the store at start-up (not on the first request) and disposes it last, after a final checkpoint.
         services.AddHostedService<StoreLifetime>();
         if (options.KafkaBootstrapServers is not null)
         {
             // Fail at start-up, with the fix in the message, rather than retrying a missing librdkafka forever.
             KafkaNative.EnsureLoaded();
-            services.AddSingleton<InputProgress>().AddHostedService(sp => sp.GetRequiredService<InputProgress>());
             services.AddSingleton<DocumentTopicConsumer>().AddHostedService(sp => sp.GetRequiredService<DocumentTopicConsumer>());
+        }
+        return services;
+    }
+
+    public static IServiceCollection AddChangeFeed(this IServiceCollection services, IngestOptions options)
+    {
+        services.AddSingleton<ChangeLogTail>();
+        services.AddSingleton<ChangeLogReaders>();
+        if (options.Compaction is { } compaction)
+            services.AddSingleton(sp => new ChangeLogCompactor(sp.GetRequiredService<DocumentStore>(), sp.GetRequiredService<ChangeLogReaders>(), compaction,
+                sp.GetRequiredService<ILoggerFactory>().CreateLogger<ChangeLogCompactor>())).AddHostedService(sp => sp.GetRequiredService<ChangeLogCompactor>());
+        services.AddSingleton<IChangeFeed, EmbeddedChangeFeed>();
+        if (options.KafkaBootstrapServers is not null)
+        {
+            // Which magpie.changes offsets hold each input offset applied (the consumer reports to it when it is here).
+            services.AddSingleton<InputProgress>().AddHostedService(sp => sp.GetRequiredService<InputProgress>());
             services.AddSingleton<ChangeRelay>().AddHostedService(sp => sp.GetRequiredService<ChangeRelay>())
                 .AddSingleton<IRelayedChanges>(sp => sp.GetRequiredService<ChangeRelay>());
             if (options.IndexerGroup is { } group)
@@ -48,7 +62,7 @@ public static class IngestModule
         return services;
     }
 
-    public static IEndpointRouteBuilder MapIngest(this IEndpointRouteBuilder app, IngestOptions options)
+    public static IEndpointRouteBuilder MapDocumentStore(this IEndpointRouteBuilder app, IngestOptions options)
     {
         app.MapDocumentEndpoints(options.MaxJsonDepth);
         app.MapMessageWriteEndpoints(options.MaxJsonDepth);
@@ -62,13 +76,18 @@ public static class IngestModule
             relay = services.GetService<ChangeRelay>()?.Status(),
             changeLog = services.GetService<ChangeLogCompactor>()?.Status(),
         }));
+        return app;
+    }
+
+    public static IEndpointRouteBuilder MapChangeFeed(this IEndpointRouteBuilder app)
+    {
         // Query processes ask before answering non-stale: which magpie.changes offsets hold everything stored now (IRelayedChanges).
         app.MapGet("/changes/relayed", async (int? timeoutMs, IServiceProvider services, CancellationToken ct) =>
         {
             if (services.GetService<IRelayedChanges>() is not { } relayed) return Problems.NotFound("this ingest publishes no change topic (embedded)");
             var timeout = TimeSpan.FromMilliseconds(Math.Clamp(timeoutMs ?? 10_000, 0, 300_000));
             return await relayed.EndsAsync(timeout, ct) is { } ends ? Results.Ok(new { offsets = ends })
-                : Problems.Of(503, "the relay has not published every stored change to magpie.changes in time (is Kafka reachable?)");
+                : Problems.Of(ErrorKind.Unavailable, "the relay has not published every stored change to magpie.changes in time (is Kafka reachable?)");
         });
         return app;
     }

@@ -80,7 +80,7 @@ public sealed class StorageFailureTests : IAsyncLifetime
         var (exit, output) = await MagpieCli.RunAsync(TimeSpan.FromMinutes(1), "run", "--data-dir", dataDir, "--http-port", FreePort.Next().ToString(), "--pg-port", "-1");
         Assert.NotEqual(0, exit);
         var line = Assert.Single(output.Split('\n', StringSplitOptions.RemoveEmptyEntries | StringSplitOptions.TrimEntries));
-        Assert.StartsWith("magpie: module 'ingest' can't start: cannot use the data directory", line);
+        Assert.StartsWith("magpie: module 'documents' can't start: cannot use the data directory", line);
         Assert.Contains(reason, line);
     }
 

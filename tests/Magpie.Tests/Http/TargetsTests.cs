@@ -14,7 +14,7 @@ public sealed class TargetsTests
         await using var magpie = await MagpieProcess.StartAsync(target: "ingest,sinks");
         var health = await magpie.Http.GetFromJsonAsync<JsonElement>("health");
         Assert.Equal("ingest,sinks", health.GetProperty("target").GetString());
-        Assert.Equal(["ingest", "sinks"], health.GetProperty("modules").EnumerateArray().Select(m => m.GetString()).ToList());
+        Assert.Equal(["documents", "change-feed", "sinks"], health.GetProperty("modules").EnumerateArray().Select(m => m.GetString()).ToList());
         // Both modules answer; the indexer's and the query module's routes are not there.
         Assert.Equal(HttpStatusCode.Created, (await magpie.Http.PutAsync("users/1", """{"Name":"Ada"}""")).StatusCode);
         Assert.Equal(HttpStatusCode.OK, (await magpie.Http.GetAsync("etl/tasks")).StatusCode);
@@ -31,9 +31,11 @@ public sealed class TargetsTests
         // Each target with the modules it runs, dependencies first; each module with what it needs.
         Assert.Contains("indexer  runs index-definitions, indexer, shard-search", lines);
         Assert.Contains("query    runs index-definitions, document-filters, query, postgres, studio", lines);
-        Assert.Contains(lines, l => l.StartsWith("all      runs ingest, index-definitions, document-filters, indexer, shard-search, query, postgres, studio, sinks", StringComparison.Ordinal));
+        Assert.Contains(lines, l => l.StartsWith("all      runs documents, change-feed, index-definitions, document-filters, indexer, shard-search, query, postgres, studio, sinks", StringComparison.Ordinal));
         Assert.Contains(lines, l => l.StartsWith("shard-search ", StringComparison.Ordinal) && l.Contains("needs indexer;"));
         Assert.Contains(lines, l => l.StartsWith("postgres ", StringComparison.Ordinal) && l.Contains("needs query;"));
+        Assert.Contains("ingest   runs documents, change-feed", lines);
+        Assert.Contains(lines, l => l.StartsWith("change-feed ", StringComparison.Ordinal) && l.Contains("needs documents;"));
         // Without ingest, the indexer reads the change feed from Kafka: combined without --kafka, one line says so.
         var (badExit, bad) = await MagpieCli.RunAsync(TimeSpan.FromMinutes(1), "run", "--target", "indexer,query", "--http-port", FreePort.Next().ToString());
         Assert.NotEqual(0, badExit);
