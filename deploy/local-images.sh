@@ -54,5 +54,6 @@ build mcr.microsoft.com/dotnet/aspnet:10.0 aspnet.Containerfile "$work/aspnet"
 have docker.io/apache/kafka:3.9.1 || cp -a "$shared/kafka/libs" "$here/kafka-bin" "$work/kafka/"
 build docker.io/apache/kafka:3.9.1 kafka.Containerfile "$work/kafka"
 build docker.io/library/rabbitmq:3.13-management rabbitmq.Containerfile "$work/empty"
+podman tag docker.io/library/rabbitmq:3.13-management docker.io/library/rabbitmq:3.13   # the test fixtures' name
 build docker.io/curlimages/curl:8.11.1 curl.Containerfile "$work/empty"
 build docker.io/prom/prometheus:v2.55.1 prometheus.Containerfile "$work/empty"

@@ -14,4 +14,4 @@ classpath="/opt/kafka/libs/*"
 if [ ! -f /var/lib/kafka/data/meta.properties ]; then
   java -cp "$classpath" kafka.tools.StorageTool format -t "${CLUSTER_ID:-5L6g3nShT-eMCtK--X86sw}" -c "$config"
 fi
-exec java ${KAFKA_HEAP_OPTS:--Xmx512m} -cp "$classpath" kafka.Kafka "$config"
+exec java ${KAFKA_HEAP_OPTS:--Xmx512m} -Dlog4j.configuration=file:/opt/kafka/bin/log4j.properties -cp "$classpath" kafka.Kafka "$config"
