@@ -71,7 +71,7 @@ internal sealed class ColumnSort(string field, bool descending, FacetColumns col
     /// </summary>
     private sealed class ExactValues(int[] ords, byte[][] values) : SortedKeyValues(values)
     {
-        public long Bytes => 64L + 4L * ords.Length + values.Sum(v => 24L + v.Length);
+        public long Bytes { get; } = 64L + 4L * ords.Length + values.Sum(v => 24L + v.Length);
 
         public static ExactValues Of(FacetColumns.Column numbers, SortedSetDocValues numberTerms, FacetColumns.Column integers,
             SortedSetDocValues integerTerms, int maxDoc, bool largest)
