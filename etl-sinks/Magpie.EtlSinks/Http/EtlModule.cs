@@ -38,7 +38,7 @@ public static class EtlModule
         var feed = sp.GetRequiredService<IChangeFeed>();
         var log = sp.GetRequiredService<ILoggerFactory>().CreateLogger("Magpie.Etl");
         return new(sp.GetRequiredService<EtlConfigStore>(), new(
-            "task", c => c.Tasks,
+            c => c.Tasks,
             (name, task, connection) => new EtlTaskRunner(name, task, connection, feed, options, log),
             (name, task) => IdleStatus(new EtlTaskStats(name), task).Snapshot(null),
             name => File.Delete(EtlTaskPosition.PathOf(options.DataDir, name)),
@@ -51,7 +51,7 @@ public static class EtlModule
         var writer = sp.GetService<IMessageWriter>() ?? options.Ingest;
         var log = sp.GetRequiredService<ILoggerFactory>().CreateLogger("Magpie.Sinks");
         return new(sp.GetRequiredService<EtlConfigStore>(), new(
-            "sink", c => c.Sinks,
+            c => c.Sinks,
             (name, sink, connection) => new QueueSinkRunner(name, sink, connection, writer, options, log),
             (name, sink) => IdleStatus(new QueueSinkStats(name, sink.Sources), sink).Snapshot(),
             null, QueueSinkStats.Gauges), log);

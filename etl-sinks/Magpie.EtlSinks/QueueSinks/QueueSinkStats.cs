@@ -20,8 +20,6 @@ public sealed record QueueSinkStatsSnapshot(
 /// </summary>
 public sealed class QueueSinkStats(string name, IReadOnlyList<string> sources) : RunnerStatus
 {
-    private const int KeptErrors = 20;
-
     private static readonly Counter<long> MessagesCounter = RunnerMetrics.Meter.CreateCounter<long>("magpie.sink.messages", "{message}",
         "Messages a sink finished with, per sink and outcome (applied, redelivery, skipped, dead_lettered).");
     private static readonly Counter<long> WritesCounter = RunnerMetrics.Meter.CreateCounter<long>("magpie.sink.writes", "{write}",

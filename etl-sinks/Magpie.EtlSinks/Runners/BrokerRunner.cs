@@ -132,6 +132,5 @@ public abstract class BrokerRunner<TClient>(string kind, string name, string con
         _stop.Cancel();
         try { await _loop; } catch (OperationCanceledException) { }
         _stop.Dispose();
-        GC.SuppressFinalize(this);
     }
 }

@@ -13,7 +13,8 @@ public sealed record RunnerCommon(string State, long Reconnects, string? LastErr
 /// </summary>
 public abstract class RunnerStatus
 {
-    private const int KeptErrors = 20;
+    /// <summary>How many recent errors a status keeps.</summary>
+    protected const int KeptErrors = 20;
     protected readonly Lock Gate = new();
     private readonly Queue<RunnerError> _errors = new();
     private string _state = RunnerState.Starting;

@@ -49,7 +49,7 @@ public sealed class IndexSchemas(IIndexDefinitions definitions, ILocalShards? lo
 
     private async Task<IReadOnlyList<PgColumn>> SampleAsync(string index, CancellationToken ct)
     {
-        var query = Rql.RqlQuery.OfIndex(index);
+        var query = RqlQuery.OfIndex(index);
         var page = await coordinator.PageAsync(CoordinatorRequest.Of(query), query, 200, 0, null, false, ct);
         var types = new Dictionary<string, PgType>(StringComparer.Ordinal);
         foreach (var hit in page.Hits)

@@ -52,7 +52,6 @@ public static class RqlWriter
         { Literal: null } => "null",
         { Literal: string s } => RqlLexer.Quote(s),
         { Literal: double d } when double.IsFinite(d) => d.ToString("R", CultureInfo.InvariantCulture),
-        { Literal: int n } => n.ToString(CultureInfo.InvariantCulture),
         { Literal: bool b } => b ? "true" : "false",
         _ => throw Unwritable($"the value {v.Literal}"),
     };

@@ -1,6 +1,5 @@
 using Magpie.Query.Rql;
 using System.Runtime.CompilerServices;
-using System.Text;
 using System.Text.Json;
 using Magpie.Contracts.Search;
 using Magpie.Contracts.Indexes;
