@@ -16,6 +16,14 @@ public sealed class DashboardSqlTests(DeployedIndexesFixture fx) : IClassFixture
     private static readonly DateTime To = new(2016, 6, 30, 12, 0, 0, DateTimeKind.Utc);
     private const string Float = "double precision", Bigint = "bigint", Timestamp = "timestamp with time zone", Text = "text";
 
+    /// <summary>Each SQL target of the data dashboard with Grafana's macros expanded for the test's time range.</summary>
+    public static IEnumerable<string> PanelSql()
+    {
+        using var dashboard = JsonDocument.Parse(File.ReadAllText(DashboardPath("magpie-data.json")));
+        return dashboard.RootElement.GetProperty("panels").EnumerateArray().SelectMany(p => p.GetProperty("targets").EnumerateArray())
+            .Select(t => GrafanaMacros.Expand(t.GetProperty("rawSql").GetString()!, From, To)).ToList();
+    }
+
     public static string DashboardPath(string file) => Path.Combine(RepoPaths.Root, "deploy", "grafana", "dashboards", file);
 
     [Fact]

@@ -6,7 +6,7 @@ namespace Magpie.Tests.Fixtures;
 
 /// <summary>
 /// A real PostgreSQL (Debian's <c>postgresql</c> package; <c>PG_BIN</c> overrides where its binaries are) run by the test on a
-/// free port with its data in a temp dir, C collation, trust on loopback — the reference the PostgreSQL endpoint's answers
+/// given port with its data in a temp dir, C collation, trust on loopback — the reference the PostgreSQL endpoint's answers
 /// are compared with. PostgreSQL refuses to run as root, so under root (CI) it runs as the package's <c>postgres</c> user
 /// (<c>setpriv</c> execs, so the pid is the server's). Stopped by pid.
 /// </summary>
@@ -20,15 +20,15 @@ public sealed class LocalPostgres : IAsyncDisposable
 
     public int Port { get; }
 
-    public string ConnectionString => $"Host=127.0.0.1;Port={Port};Username=postgres;Database=postgres;Pooling=false";
+    private string ConnectionString => $"Host=127.0.0.1;Port={Port};Username=postgres;Database=postgres;Pooling=false";
 
-    public static async Task<LocalPostgres> StartAsync()
+    public static async Task<LocalPostgres> StartAsync(int port)
     {
         var bin = Environment.GetEnvironmentVariable("PG_BIN") is { Length: > 0 } b ? b
             : Directory.Exists("/usr/lib/postgresql") ? Directory.GetDirectories("/usr/lib/postgresql").Select(d => Path.Combine(d, "bin")).Where(Directory.Exists).OrderDescending().FirstOrDefault() : null;
         if (bin is null || !File.Exists(Path.Combine(bin, "postgres")))
             throw new InvalidOperationException("no PostgreSQL server for the tests: apt-get install postgresql (or set PG_BIN to its bin folder)");
-        var pg = new LocalPostgres(Directory.CreateTempSubdirectory("magpie-postgres-").FullName, FreePort.Next());
+        var pg = new LocalPostgres(Directory.CreateTempSubdirectory("magpie-postgres-").FullName, port);
         if (Environment.UserName == "root") await RunAsync("chown", ["-R", "postgres:postgres", pg._dir], asPostgres: false);
         var data = Path.Combine(pg._dir, "data");
         await RunAsync(Path.Combine(bin, "initdb"), ["-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"], asPostgres: true);

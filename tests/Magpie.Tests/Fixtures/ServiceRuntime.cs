@@ -27,7 +27,7 @@ public sealed class EnvironmentService(string variable) : IServiceRuntime
     public ValueTask DisposeAsync() => ValueTask.CompletedTask;
 }
 
-/// <summary>A Testcontainers container (Testcontainers.Kafka / Testcontainers.RabbitMq), removed on dispose.</summary>
+/// <summary>A Testcontainers container (Testcontainers.Kafka, .RabbitMq, .PostgreSql), removed on dispose.</summary>
 public sealed class ContainerService(IContainer container, Func<Task> ready) : IServiceRuntime
 {
     /// <summary>

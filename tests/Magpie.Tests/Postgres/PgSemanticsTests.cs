@@ -99,7 +99,7 @@ public sealed partial class PgSemanticsTests(PgSampleFixture fx) : IClassFixture
     public async Task Magpie_answers_as_postgresql_does_or_refuses_with_its_sqlstate(string sql)
     {
         var postgres = await ReferenceAsync();
-        var expected = Normalise(await PostgresEndpointTests.PsqlAsync(postgres.Port, sql, user: "postgres", database: "postgres"));
+        var expected = Normalise(await PostgresEndpointTests.PsqlAsync(postgres.Port, sql, user: "postgres", database: "postgres", host: postgres.Host));
         var actual = Normalise(await PostgresEndpointTests.PsqlAsync(fx.Magpie.PgPort, sql));
         Assert.Equal(expected, actual);
     }
@@ -113,15 +113,15 @@ public sealed partial class PgSemanticsTests(PgSampleFixture fx) : IClassFixture
 
     // One reference server for the class, loaded once.
     private static readonly SemaphoreSlim Loading = new(1, 1);
-    private static LocalPostgres? _reference;
+    private static PostgresServer? _reference;
 
-    private async Task<LocalPostgres> ReferenceAsync()
+    private async Task<PostgresServer> ReferenceAsync()
     {
         await Loading.WaitAsync();
         try
         {
             if (_reference is not null) return _reference;
-            var pg = await LocalPostgres.StartAsync();
+            var pg = await PostgresServer.StartAsync();
             AppDomain.CurrentDomain.ProcessExit += (_, _) => pg.DisposeAsync().AsTask().GetAwaiter().GetResult();
             // The columns as Magpie types them, so both sides coerce literals to the same types.
             var columns = new List<(string Name, string Type)>();

@@ -316,10 +316,10 @@ public sealed class PostgresEndpointTests(PgSampleFixture fx) : IClassFixture<Pg
 
     /// <summary>psql as a user runs it (simple protocol), unaligned, tuples only, errors verbose (with their SQLSTATE).</summary>
     internal static async Task<(int Exit, string Output, string Error)> PsqlAsync(int port, string sql, string user = "grafana", string? password = null,
-        string sslMode = "prefer", string database = "magpie")
+        string sslMode = "prefer", string database = "magpie", string host = "127.0.0.1")
     {
         var psi = new ProcessStartInfo("psql") { RedirectStandardOutput = true, RedirectStandardError = true };
-        foreach (var a in new[] { "-h", "127.0.0.1", "-p", port.ToString(CultureInfo.InvariantCulture), "-U", user, "-d", database, "-X", "-A", "-t", "-F", "|",
+        foreach (var a in new[] { "-h", host, "-p", port.ToString(CultureInfo.InvariantCulture), "-U", user, "-d", database, "-X", "-A", "-t", "-F", "|",
                      "-v", "ON_ERROR_STOP=1", "-v", "VERBOSITY=verbose", "-c", sql })
             psi.ArgumentList.Add(a);
         psi.Environment["PGCONNECT_TIMEOUT"] = "10";

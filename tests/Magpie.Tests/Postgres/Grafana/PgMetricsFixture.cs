@@ -22,7 +22,7 @@ public sealed class PgMetricsFixture : IAsyncLifetime
     public static readonly string[] Hosts = ["web-01", "web-02", "Web-03", "db-1", "DB-2", "cache-a", "cache-B", "api"];
 
     public MagpieProcess Magpie { get; private set; } = null!;
-    public LocalPostgres Reference { get; private set; } = null!;
+    public PostgresServer Reference { get; private set; } = null!;
     public NpgsqlDataSource MagpieSql { get; private set; } = null!;
     public NpgsqlDataSource ReferenceSql { get; private set; } = null!;
 
@@ -84,14 +84,14 @@ public sealed class PgMetricsFixture : IAsyncLifetime
         await using (var reader = await cmd.ExecuteReaderAsync())
             while (await reader.ReadAsync()) columns.Add((reader.GetString(0), reader.GetString(1)));
         Assert.Equal(["cpu", "epoch", "host", "mem", "note", "region", "requests", "status", "time"], columns.Select(c => c.Name));
-        Reference = await LocalPostgres.StartAsync();
+        Reference = await PostgresServer.StartAsync();
         await using (var admin = new NpgsqlConnection(Reference.ConnectionString))
         {
             await admin.OpenAsync();
             foreach (var sql in (string[])["CREATE ROLE grafana LOGIN", "CREATE DATABASE magpie OWNER grafana"])
                 await new NpgsqlCommand(sql, admin).ExecuteNonQueryAsync();
         }
-        ReferenceSql = NpgsqlDataSource.Create($"Host=127.0.0.1;Port={Reference.Port};Username=grafana;Database=magpie;Timeout=30;Command Timeout=60");
+        ReferenceSql = NpgsqlDataSource.Create($"{Reference.ConnectionStringAs("grafana", "magpie")};Timeout=30;Command Timeout=60");
         await using (var create = ReferenceSql.CreateCommand($"CREATE TABLE metrics ({string.Join(", ", columns.Select(c => $"\"{c.Name}\" {c.Type}"))})"))
             await create.ExecuteNonQueryAsync();
         var copy = new StringBuilder();
