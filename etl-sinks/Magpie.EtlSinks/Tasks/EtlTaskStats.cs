@@ -18,8 +18,18 @@ public sealed record EtlTaskStatsSnapshot(
 /// Live counters of one task, written by its runner and read by HTTP requests; what they add to <c>/metrics</c>: messages the
 /// broker confirmed, documents transformed and errors (script, delivery), per task.
 /// </summary>
-public sealed class EtlTaskStats(string name) : RunnerStatus
+public sealed class EtlTaskStats : RunnerStatus
 {
+    private readonly string _name;
+
+    public EtlTaskStats(string name)
+    {
+        _name = name;
+        // A task's error series exist at 0 from its start: "no errors" is a 0 on the dashboard, not "no data", and
+        // increase() sees the first error (a series born at 1 has no increase).
+        foreach (var kind in (string[])["script", "delivery"]) CountError(kind, 0);
+    }
+
     private static readonly Counter<long> SentCounter = RunnerMetrics.Meter.CreateCounter<long>("magpie.etl.messages.sent", "{message}",
         "Messages the broker confirmed, per task.");
     private static readonly Counter<long> DocumentsCounter = RunnerMetrics.Meter.CreateCounter<long>("magpie.etl.documents", "{document}",
@@ -39,7 +49,7 @@ public sealed class EtlTaskStats(string name) : RunnerStatus
     public void Batch(long lastEtag, int documents, int filtered, int messages)
     {
         lock (Gate) { _lastEtag = lastEtag; _processed += documents; _filtered += filtered; _sent += messages; BatchDone(); }
-        var tag = new KeyValuePair<string, object?>("task", name);
+        var tag = new KeyValuePair<string, object?>("task", _name);
         SentCounter.Add(messages, tag);
         DocumentsCounter.Add(documents, tag);
     }
@@ -57,15 +67,15 @@ public sealed class EtlTaskStats(string name) : RunnerStatus
 
     protected override void CountInterruption() => CountError("delivery");
 
-    private void CountError(string kind) =>
-        ErrorsCounter.Add(1, new KeyValuePair<string, object?>("task", name), new KeyValuePair<string, object?>("kind", kind));
+    private void CountError(string kind, long count = 1) =>
+        ErrorsCounter.Add(count, new KeyValuePair<string, object?>("task", _name), new KeyValuePair<string, object?>("kind", kind));
 
     public EtlTaskStatsSnapshot Snapshot(long? lag)
     {
         lock (Gate)
         {
             var c = Common();
-            return new(name, c.State, _lastEtag, lag, _sent, _processed, _filtered, _scriptErrors, c.Reconnects, c.LastError,
+            return new(_name, c.State, _lastEtag, lag, _sent, _processed, _filtered, _scriptErrors, c.Reconnects, c.LastError,
                 c.LastBatchAt, c.NextAttemptAt,
                 new EtlTimeSpent(Math.Round(_read.TotalMilliseconds), Math.Round(_transform.TotalMilliseconds), Math.Round(_publish.TotalMilliseconds), Math.Round(_persist.TotalMilliseconds)),
                 [.. c.RecentErrors.Select(e => new EtlError(e.At, e.Message, e.Subject))]);

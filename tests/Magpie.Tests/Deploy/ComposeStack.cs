@@ -1,3 +1,4 @@
+using System.Text.Json;
 using System.Text.RegularExpressions;
 using Magpie.Tests.Fixtures;
 
@@ -28,7 +29,7 @@ public sealed partial class ComposeStack : IAsyncDisposable
     public string Project { get; }
 
     /// <summary>The docker-compose command line a shell runs for <c>docker compose</c> (the docs' commands go through it).</summary>
-    public string CommandLine => $"DOCKER_HOST={_engine.DockerHost} docker-compose -p {Project} -f {_file} --project-directory {RepoPaths.Root}";
+    public string CommandLine => $"{string.Concat(Environment().Select(v => $"{v.Key}={v.Value} "))}docker-compose -p {Project} -f {_file} --project-directory {RepoPaths.Root}";
 
     public static ComposeStack Create(ContainerEngine engine, string project)
     {
@@ -61,10 +62,20 @@ public sealed partial class ComposeStack : IAsyncDisposable
     public async Task<string> RunAsync(TimeSpan timeout, params string[] args)
     {
         var (exit, output) = await ContainerEngine.RunAsync("docker-compose", ["-p", Project, "-f", _file, "--project-directory", RepoPaths.Root, .. args], timeout,
-            new Dictionary<string, string> { ["DOCKER_HOST"] = _engine.DockerHost });
+            Environment());
         Assert.True(exit == 0, $"docker-compose {string.Join(' ', args)} exited {exit}:\n{output}");
         return output;
     }
+
+    /// <summary>What docker-compose runs with: the engine, and the variables compose.yaml reads.</summary>
+    private Dictionary<string, string> Environment() => new(Variables) { ["DOCKER_HOST"] = _engine.DockerHost };
+
+    /// <summary>compose.yaml's variables (<c>${NAME:-default}</c>) as a user sets them in the shell or a .env file.</summary>
+    public Dictionary<string, string> Variables { get; } = [];
+
+    /// <summary>The services of the file run.</summary>
+    public async Task<List<string>> ServicesAsync() =>
+        [.. (await RunAsync(TimeSpan.FromSeconds(30), "config", "--services")).Split('\n', StringSplitOptions.RemoveEmptyEntries)];
 
     /// <summary>The host port a service's replica (1-based) publishes for a container port.</summary>
     public async Task<int> PortAsync(string service, int containerPort, int index = 1)
@@ -102,12 +113,17 @@ public sealed partial class ComposeStack : IAsyncDisposable
 
     private async Task<List<(string Name, string Service, string State, string Health, int ExitCode)>> StatesAsync()
     {
-        var (exit, output) = await ContainerEngine.RunAsync("podman", ["ps", "-a", "--filter", $"label=com.docker.compose.project={Project}", "--format",
-            "{{.Names}}\t{{index .Labels \"com.docker.compose.service\"}}\t{{.State}}\t{{.Status}}\t{{.ExitCode}}"], TimeSpan.FromSeconds(30));
+        var (exit, output) = await ContainerEngine.RunAsync("podman", ["ps", "-a", "--filter", $"label=com.docker.compose.project={Project}", "--format", "json"],
+            TimeSpan.FromSeconds(30));
         Assert.True(exit == 0, output);
-        return output.Split('\n', StringSplitOptions.RemoveEmptyEntries).Select(line => line.Split('\t')).Select(f =>
-            (f[0], f[1], f[2], f[3].Contains("(healthy)") ? "healthy" : f[3].Contains("(unhealthy)") ? "unhealthy" : f[3].Contains("(starting)") ? "starting" : "",
-                int.TryParse(f[4], out var code) ? code : 0)).ToList();
+        // State is the machine word (running, exited); the health is only in the status text: "Up 5 seconds (healthy)".
+        return JsonDocument.Parse(output).RootElement.EnumerateArray().Select(c =>
+        {
+            var status = c.GetProperty("Status").GetString() ?? "";
+            var health = status.Contains("(healthy)") ? "healthy" : status.Contains("(unhealthy)") ? "unhealthy" : status.Contains("(starting)") ? "starting" : "";
+            return (c.GetProperty("Names")[0].GetString()!, c.GetProperty("Labels").GetProperty("com.docker.compose.service").GetString()!,
+                c.GetProperty("State").GetString()!, health, c.GetProperty("ExitCode").GetInt32());
+        }).ToList();
     }
 
     public async Task<string> LogsAsync(string container) => (await ContainerEngine.RunAsync("podman", ["logs", "--tail", "60", container], TimeSpan.FromSeconds(30))).Output;
@@ -135,7 +151,7 @@ public sealed partial class ComposeStack : IAsyncDisposable
         await _stop.CancelAsync();
         await _healthChecks;
         await ContainerEngine.RunAsync("docker-compose", ["-p", Project, "-f", _file, "--project-directory", RepoPaths.Root, "down", "-v", "--remove-orphans"], TimeSpan.FromMinutes(3),
-            new Dictionary<string, string> { ["DOCKER_HOST"] = _engine.DockerHost });
+            Environment());
         Directory.Delete(Path.GetDirectoryName(_file)!, recursive: true);
     }
 }

@@ -5,7 +5,7 @@ namespace Magpie.Tests.Docs;
 /// <summary>
 /// The README's tour and the examples of the docs pages run as written (see <see cref="DocsShell"/> for what is swapped):
 /// the pages that assume a running `magpie run` share one; the pages that start their own servers start them.
-/// The compose page's stack runs in <see cref="Deploy.ComposeSmokeTests"/>.
+/// The compose page's stack runs in <see cref="Deploy.ComposeUpTests"/>.
 /// </summary>
 public sealed class ReadmeExampleTests(RabbitMqFixture rabbit) : IClassFixture<RabbitMqFixture>
 {

@@ -19,12 +19,14 @@ public sealed class KafkaBroker(string bootstrapServers, IServiceRuntime runtime
         return await StartOwnedAsync();
     }
 
-    /// <summary>A broker this test run controls (needed to stop and restart it).</summary>
-    public static async Task<KafkaBroker> StartOwnedAsync()
+    /// <summary>A broker this test run controls (needed to stop and restart it); a container on <paramref name="engine"/> when one is given.</summary>
+    public static async Task<KafkaBroker> StartOwnedAsync(ContainerEngine? engine = null)
     {
         // A fixed host port, so a restarted container keeps the address clients were given.
         var port = FreePort.Next();
-        if (ContainerService.TryBuild(() => new KafkaBuilder("apache/kafka:3.9.1").WithPortBinding(port, KafkaBuilder.KafkaPort).Build()) is { } container)
+        var builder = new KafkaBuilder("apache/kafka:3.9.1").WithPortBinding(port, KafkaBuilder.KafkaPort);
+        if (engine is not null) builder = builder.WithDockerEndpoint(engine.DockerHost);
+        if (ContainerService.TryBuild(builder.Build) is { } container)
         {
             await container.StartAsync();
             return new KafkaBroker(container.GetBootstrapAddress(), new ContainerService(container, () => FreePort.WaitOpenAsync(port, TimeSpan.FromSeconds(90))));
@@ -34,6 +36,9 @@ public sealed class KafkaBroker(string bootstrapServers, IServiceRuntime runtime
     }
 
     public static string KafkaHome => LocalKafka.KafkaHome;
+
+    /// <summary>Whether it runs as a Testcontainers container.</summary>
+    public bool InContainer => runtime is ContainerService;
 
     /// <summary>Stops the broker as an operator would (SIGTERM / docker stop) and waits until it is gone.</summary>
     public Task StopAsync() => runtime.StopAsync();

@@ -1,3 +1,4 @@
+using DotNet.Testcontainers.Containers;
 using Testcontainers.PostgreSql;
 
 namespace Magpie.Tests.Fixtures;
@@ -26,10 +27,18 @@ public sealed class PostgresServer(string host, int port, IAsyncDisposable owner
             var colon = address.LastIndexOf(':');
             return new PostgresServer(address[..colon], int.Parse(address[(colon + 1)..]), new EnvironmentService("POSTGRES_ADDRESS"));
         }
+        return await StartOwnedAsync();
+    }
+
+    /// <summary>A server this test run starts; a container on <paramref name="engine"/> when one is given.</summary>
+    public static async Task<PostgresServer> StartOwnedAsync(ContainerEngine? engine = null)
+    {
         var port = FreePort.Next();
-        if (ContainerService.TryBuild(() => new PostgreSqlBuilder("postgres:15").WithPassword("postgres")
-                .WithEnvironment("POSTGRES_HOST_AUTH_METHOD", "trust").WithEnvironment("POSTGRES_INITDB_ARGS", "--locale=C -E UTF8")
-                .WithCommand("-c", "TimeZone=UTC").WithPortBinding(port, PostgreSqlBuilder.PostgreSqlPort).Build()) is { } container)
+        var builder = new PostgreSqlBuilder("postgres:15").WithPassword("postgres")
+            .WithEnvironment("POSTGRES_HOST_AUTH_METHOD", "trust").WithEnvironment("POSTGRES_INITDB_ARGS", "--locale=C -E UTF8")
+            .WithCommand("-c", "TimeZone=UTC").WithPortBinding(port, PostgreSqlBuilder.PostgreSqlPort);
+        if (engine is not null) builder = builder.WithDockerEndpoint(engine.DockerHost);
+        if (ContainerService.TryBuild(builder.Build) is { } container)
         {
             await container.StartAsync();
             return new PostgresServer("127.0.0.1", port, container);
@@ -37,6 +46,9 @@ public sealed class PostgresServer(string host, int port, IAsyncDisposable owner
         var local = await LocalPostgres.StartAsync(port);
         return new PostgresServer("127.0.0.1", local.Port, local);
     }
+
+    /// <summary>Whether it runs as a Testcontainers container.</summary>
+    public bool InContainer => owner is IContainer;
 
     public ValueTask DisposeAsync() => owner.DisposeAsync();
 }

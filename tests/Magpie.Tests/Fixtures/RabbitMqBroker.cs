@@ -17,12 +17,13 @@ public sealed class RabbitMqBroker(string url, IServiceRuntime runtime) : IAsync
         return await StartOwnedAsync();
     }
 
-    /// <summary>A broker this test run controls (needed to stop and restart it).</summary>
-    public static async Task<RabbitMqBroker> StartOwnedAsync()
+    /// <summary>A broker this test run controls (needed to stop and restart it); a container on <paramref name="engine"/> when one is given.</summary>
+    public static async Task<RabbitMqBroker> StartOwnedAsync(ContainerEngine? engine = null)
     {
         var port = FreePort.Next();
-        if (ContainerService.TryBuild(() => new RabbitMqBuilder("rabbitmq:3.13").WithUsername("guest").WithPassword("guest")
-                .WithPortBinding(port, RabbitMqBuilder.RabbitMqPort).Build()) is { } container)
+        var builder = new RabbitMqBuilder("rabbitmq:3.13").WithUsername("guest").WithPassword("guest").WithPortBinding(port, RabbitMqBuilder.RabbitMqPort);
+        if (engine is not null) builder = builder.WithDockerEndpoint(engine.DockerHost);
+        if (ContainerService.TryBuild(builder.Build) is { } container)
         {
             await container.StartAsync();
             var url = container.GetConnectionString();
@@ -59,6 +60,9 @@ public sealed class RabbitMqBroker(string url, IServiceRuntime runtime) : IAsync
 
     /// <summary>CPU time the broker's Erlang VM has used, when this run started it as a local process (benchmarks split costs with it).</summary>
     public TimeSpan? ServerCpu() => (runtime as LocalRabbitMq)?.ServerCpu();
+
+    /// <summary>Whether it runs as a Testcontainers container.</summary>
+    public bool InContainer => runtime is ContainerService;
 
     /// <summary>Stops the broker as an operator would (SIGTERM to the Erlang VM / docker stop) and waits until it is gone.</summary>
     public Task StopAsync() => runtime.StopAsync();

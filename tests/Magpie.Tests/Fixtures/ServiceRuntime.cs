@@ -4,7 +4,7 @@ using DotNet.Testcontainers.Containers;
 namespace Magpie.Tests.Fixtures;
 
 /// <summary>
-/// How a service the tests talk to (Kafka, RabbitMQ) is run. The broker fixtures pick one in the order they promise:
+/// How a service the tests talk to (Kafka, RabbitMQ, PostgreSQL) is run. The broker fixtures pick one in the order they promise:
 /// the environment's address (<see cref="EnvironmentService"/>), a Testcontainers container when a Docker engine
 /// answers (<see cref="ContainerService"/>), else a local process this run starts and stops by pid.
 /// </summary>
