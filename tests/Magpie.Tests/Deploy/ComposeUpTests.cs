@@ -29,7 +29,7 @@ namespace Magpie.Tests.Deploy;
 public sealed class ComposeUpTests(ITestOutputHelper output)
 {
     private const string Project = "magpietest";
-    private const int SeedPosts = 20_000;
+    private const int SeedPosts = 5_000;
 
     [Fact]
     public async Task Compose_up_runs_the_stack_and_serves_the_used_by_path_through_its_ports_and_keeps_data_across_restart_and_down_up()
