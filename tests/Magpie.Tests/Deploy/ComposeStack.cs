@@ -61,11 +61,13 @@ public sealed partial class ComposeStack : IAsyncDisposable
     /// <summary>docker-compose with these arguments; throws with its output unless it exits 0.</summary>
     public async Task<string> RunAsync(TimeSpan timeout, params string[] args)
     {
-        var (exit, output) = await ContainerEngine.RunAsync("docker-compose", ["-p", Project, "-f", _file, "--project-directory", RepoPaths.Root, .. args], timeout,
-            Environment());
+        var (exit, output) = await ComposeAsync(timeout, args);
         Assert.True(exit == 0, $"docker-compose {string.Join(' ', args)} exited {exit}:\n{output}");
         return output;
     }
+
+    private Task<(int Exit, string Output)> ComposeAsync(TimeSpan timeout, params string[] args) =>
+        ContainerEngine.RunAsync("docker-compose", ["-p", Project, "-f", _file, "--project-directory", RepoPaths.Root, .. args], timeout, Environment());
 
     /// <summary>What docker-compose runs with: the engine, and the variables compose.yaml reads.</summary>
     private Dictionary<string, string> Environment() => new(Variables) { ["DOCKER_HOST"] = _engine.DockerHost };
@@ -150,8 +152,7 @@ public sealed partial class ComposeStack : IAsyncDisposable
     {
         await _stop.CancelAsync();
         await _healthChecks;
-        await ContainerEngine.RunAsync("docker-compose", ["-p", Project, "-f", _file, "--project-directory", RepoPaths.Root, "down", "-v", "--remove-orphans"], TimeSpan.FromMinutes(3),
-            Environment());
+        await ComposeAsync(TimeSpan.FromMinutes(3), "down", "-v", "--remove-orphans");
         Directory.Delete(Path.GetDirectoryName(_file)!, recursive: true);
     }
 }

@@ -73,13 +73,7 @@ public sealed class ContainerEngine : IAsyncDisposable
 
     public async ValueTask DisposeAsync()
     {
-        if (_service is { HasExited: false })
-        {
-            Signals.Send(_service.Id, 15);
-            using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(10));
-            try { await _service.WaitForExitAsync(cts.Token); }
-            catch (OperationCanceledException) { Signals.Send(_service.Id, Signals.SigKill); await _service.WaitForExitAsync(); }
-        }
+        if (_service is not null) await Signals.StopAsync(_service, Signals.SigTerm, TimeSpan.FromSeconds(10));
         _service?.Dispose();
         if (_dir is not null) try { Directory.Delete(_dir, recursive: true); } catch (IOException) { }
     }

@@ -85,14 +85,8 @@ public sealed class LocalPostgres : IAsyncDisposable
 
     public async ValueTask DisposeAsync()
     {
-        if (_server is { HasExited: false })
-        {
-            // SIGQUIT: PostgreSQL's immediate shutdown, which takes its backends down with it; SIGKILL if that hangs.
-            Signals.Send(_server.Id, 3);
-            using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(10));
-            try { await _server.WaitForExitAsync(cts.Token); }
-            catch (OperationCanceledException) { Signals.Send(_server.Id, Signals.SigKill); await _server.WaitForExitAsync(); }
-        }
+        // SIGQUIT: PostgreSQL's immediate shutdown, which takes its backends down with it; SIGKILL if that hangs.
+        if (_server is not null) await Signals.StopAsync(_server, 3, TimeSpan.FromSeconds(10));
         _server?.Dispose();
         try { Directory.Delete(_dir, recursive: true); } catch (Exception e) when (e is IOException or UnauthorizedAccessException) { }
     }

@@ -1,3 +1,4 @@
+using System.Diagnostics;
 using System.Runtime.InteropServices;
 
 namespace Magpie.Tests.Fixtures;
@@ -15,5 +16,15 @@ public static partial class Signals
     {
         if (Kill(pid, signal) != 0 && Marshal.GetLastPInvokeError() != 3 /* ESRCH: already gone */)
             throw new InvalidOperationException($"kill({pid}, {signal}) failed: errno {Marshal.GetLastPInvokeError()}");
+    }
+
+    /// <summary>Stops a child with <paramref name="signal"/> and waits for it; SIGKILL if it is still there after <paramref name="grace"/>.</summary>
+    public static async Task StopAsync(Process process, int signal, TimeSpan grace)
+    {
+        if (process.HasExited) return;
+        Send(process.Id, signal);
+        using var cts = new CancellationTokenSource(grace);
+        try { await process.WaitForExitAsync(cts.Token); }
+        catch (OperationCanceledException) { Send(process.Id, SigKill); await process.WaitForExitAsync(); }
     }
 }
