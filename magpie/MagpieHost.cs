@@ -37,6 +37,8 @@ public static class MagpieHost
         if (SettingsCheck.Problem(settings) is { } outOfRange) throw new ModuleUnmetException(outOfRange);
         foreach (var m in modules)
             if (m.Unmet(settings) is { } why) throw new ModuleUnmetException($"module '{m.Name}' can't start: {why}");
+        if (settings.PartitionedStore && modules.Any(m => m is not (DocumentStoreWiring or ChangeFeedWiring)))
+            throw new ModuleUnmetException($"PartitionedStore runs the store across ingest processes, each holding some of the documents: run it with --target ingest alone, not '{settings.Target}' (indexer, query and sinks run as their own targets and reach the store through Kafka and any ingest process)");
         var security = HostSecurity.From(settings, ModuleGraph.CallsIndexers(modules, settings.Embedded));
         if (!settings.Embedded) KafkaClients.UseCluster(settings.Kafka!, settings.KafkaClient);
         if (settings.Unsecured && !security.Loopback)

@@ -16,9 +16,10 @@ public sealed record IndexerLayout(IReadOnlyList<IndexerMember> Members, IReadOn
 /// <summary>
 /// The indexer consumer group, described through Kafka's admin API: membership and ownership come from the
 /// consumer-group protocol, not from a protocol of ours. Used by the query target (to fan queries out) and by
-/// ingest (to wait for indexes after a write). Throws <see cref="KafkaException"/> when Kafka can't tell.
+/// ingest (to wait for indexes after a write). Throws <see cref="KafkaException"/> when Kafka can't tell. The ingest processes of a
+/// partitioned store form a group of the same kind on <c>magpie.documents</c> (<paramref name="topic"/>): who owns which documents.
 /// </summary>
-public sealed class IndexerGroup(string bootstrapServers, string group) : IDisposable
+public sealed class IndexerGroup(string bootstrapServers, string group, string topic = Topics.Changes) : IDisposable
 {
     private readonly Lock _lock = new();
     private IAdminClient? _admin;
@@ -31,9 +32,9 @@ public sealed class IndexerGroup(string bootstrapServers, string group) : IDispo
         var described = await admin.DescribeConsumerGroupsAsync([group], new() { RequestTimeout = TimeSpan.FromSeconds(5) });
         var members = described.ConsumerGroupDescriptions.SelectMany(g => g.Members)
             .Select(m => new IndexerMember(m.ClientId,
-                m.Assignment.TopicPartitions.Where(tp => tp.Topic == Topics.Changes).Select(tp => tp.Partition.Value).Order().ToList()))
+                m.Assignment.TopicPartitions.Where(tp => tp.Topic == topic).Select(tp => tp.Partition.Value).Order().ToList()))
             .Where(m => m.Partitions.Count > 0).ToList();
-        var partitions = await Task.Run(() => admin.GetMetadata(Topics.Changes, TimeSpan.FromSeconds(5)).Topics
+        var partitions = await Task.Run(() => admin.GetMetadata(topic, TimeSpan.FromSeconds(5)).Topics
             .SelectMany(t => t.Partitions).Select(p => p.PartitionId).Order().ToList());
         return new IndexerLayout(members, partitions);
     }

@@ -21,6 +21,25 @@ public sealed record IngestOptions
     public string? KafkaBootstrapServers { get; init; }
 
     public int KafkaPartitions { get; init; } = 6;
+
+    /// <summary>
+    /// A partitioned store (Kafka mode): each partition of <c>magpie.documents</c>/<c>magpie.changes</c> has its own store, owned by
+    /// one member of the ingest consumer group; a process that dies has its partitions rebuilt from <c>magpie.changes</c> by the
+    /// others. False: one store in this process holds every document.
+    /// </summary>
+    public bool Partitioned { get; init; }
+
+    /// <summary>Where other ingest processes reach this one (a partitioned store forwards requests to a partition's owner).</summary>
+    public string AdvertisedUrl { get; init; } = "http://localhost:8080";
+
+    /// <summary>How long a request waits for its partition's owner while the partition moves, before a 503.</summary>
+    public TimeSpan RoutingTimeout { get; init; } = TimeSpan.FromSeconds(15);
+
+    /// <summary>
+    /// How long a write waits for Kafka to hold its change before it is acknowledged anyway with <c>Magpie-Durability: log</c> (only
+    /// this process's log holds it until Kafka returns); zero: acknowledged once the log holds it, as a single store does by default.
+    /// </summary>
+    public TimeSpan KafkaAckTimeout { get; init; }
     public short KafkaReplicationFactor { get; init; } = 1;
     public string ConsumerGroup { get; init; } = "magpie-ingest";
 

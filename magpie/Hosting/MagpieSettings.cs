@@ -37,6 +37,19 @@ public sealed class MagpieSettings
     /// <summary>librdkafka settings for every client to <see cref="Kafka"/> (SASL/SCRAM, TLS): <c>MAGPIE__KAFKACLIENT__sasl.password</c>, …</summary>
     public Dictionary<string, string> KafkaClient { get; set; } = [];
 
+    /// <summary>
+    /// Kafka mode, target ingest: each partition of <c>magpie.documents</c>/<c>magpie.changes</c> has its own store, held by one of the
+    /// ingest processes of <see cref="ConsumerGroup"/>; any of them takes any request, and the partitions of one that dies are
+    /// rebuilt from <c>magpie.changes</c> by the others (docs/KAFKA-AND-COMPOSE.md, "Scaling ingest out").
+    /// </summary>
+    public bool PartitionedStore { get; set; }
+
+    /// <summary>
+    /// How long a write waits for Kafka to hold its change before it is acknowledged anyway with <c>Magpie-Durability: log</c>:
+    /// default 10 with <see cref="PartitionedStore"/> (a takeover rebuilds from Kafka), else 0 (acknowledged once the log holds it).
+    /// </summary>
+    public int? WaitForKafkaSeconds { get; set; }
+
     /// <summary>Consumer group of the ingest target on <c>magpie.documents</c>; ingest processes sharing it split the partitions.</summary>
     public string ConsumerGroup { get; set; } = "magpie-ingest";
     public short KafkaReplicationFactor { get; set; } = 1;

@@ -26,6 +26,7 @@ public static class SettingsCheck
             ("RequestHeadersTimeoutSeconds", s.RequestHeadersTimeoutSeconds, 1, 3600),
             ("CheckpointIntervalSeconds", s.CheckpointIntervalSeconds, 1, Unbounded),
             ("RelayStallSeconds", s.RelayStallSeconds, 1, Unbounded),
+            ("WaitForKafkaSeconds", s.WaitForKafkaSeconds ?? 0, 0, 3600),
             ("RetryDelayMilliseconds", s.RetryDelayMilliseconds, 1, 3_600_000),
             ("MaxRetryDelaySeconds", s.MaxRetryDelaySeconds, 1, 86_400),
             ("MinFreeDiskMegabytes", s.MinFreeDiskMegabytes, 0, Unbounded),
@@ -47,6 +48,8 @@ public static class SettingsCheck
                 return max == Unbounded
                     ? $"setting {name} must be {min:N0} or more, not {value:N0}"
                     : $"setting {name} must be {min:N0} to {max:N0}, not {value:N0}";
+        if (s.PartitionedStore && s.Embedded)
+            return "setting PartitionedStore needs Kafka (--kafka): its partitions are those of magpie.documents and magpie.changes";
         if (s.RetryDelayMilliseconds > s.MaxRetryDelaySeconds * 1000L)
             return $"setting RetryDelayMilliseconds ({s.RetryDelayMilliseconds:N0}) must not exceed MaxRetryDelaySeconds ({s.MaxRetryDelaySeconds:N0} s)";
         return null;

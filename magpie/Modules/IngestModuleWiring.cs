@@ -27,7 +27,13 @@ public sealed class DocumentStoreWiring(bool indexerInProcess) : IMagpieModule
     public void AddServices(WebApplicationBuilder builder, MagpieSettings settings, HostSecurity security)
     {
         builder.Services.AddDocumentStore(IngestSettings.Of(settings, indexerInProcess) with { PeerClient = security.PeerClient });
-        builder.Services.AddReadinessCheck("store", (sp, ct) => sp.GetRequiredService<DocumentStore>().WriteProblemAsync(ct));
+        builder.Services.AddReadinessCheck("store", async (sp, ct) =>
+        {
+            if (sp.GetService<Ingest.Partitions.StorePartitions>() is not { } partitions) return await sp.GetRequiredService<DocumentStore>().WriteProblemAsync(ct);
+            foreach (var partition in partitions.Serving)
+                if (await partition.Store.WriteProblemAsync(ct) is { } problem) return $"partition {partition.Number}: {problem}";
+            return null;
+        });
     }
 
     public void Map(WebApplication app, MagpieSettings settings) => app.MapDocumentStore(IngestSettings.Of(settings, indexerInProcess));
@@ -57,6 +63,9 @@ internal static class IngestSettings
         DataDir = Path.GetFullPath(s.DataDir),
         KafkaBootstrapServers = s.Embedded ? null : s.Kafka,
         KafkaPartitions = s.KafkaPartitions,
+        Partitioned = s.PartitionedStore && !s.Embedded,
+        AdvertisedUrl = string.IsNullOrWhiteSpace(s.AdvertisedUrl) ? HostSecurity.DefaultUrl(s) : s.AdvertisedUrl,
+        KafkaAckTimeout = TimeSpan.FromSeconds(s.WaitForKafkaSeconds ?? (s.PartitionedStore ? 10 : 0)),
         KafkaReplicationFactor = s.KafkaReplicationFactor,
         ConsumerGroup = s.ConsumerGroup,
         MaxDocumentBytes = (int)s.MaxRequestBodyBytes,

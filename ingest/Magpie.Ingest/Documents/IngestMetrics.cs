@@ -31,13 +31,22 @@ public static class IngestMetrics
 
     public static void DeadLetter(int messages) => DeadLettered.Add(messages);
 
-    /// <summary>Gauges over the live store (and the relay in Kafka mode); called once per process when they exist.</summary>
-    public static void Observe(DocumentStore store, Func<long?>? relayLag)
+    /// <summary>A store the gauges read: the one store, or a partition of a partitioned store (tagged with its number).</summary>
+    public sealed record ObservedStore(int? Partition, DocumentStore Store, Func<long>? RelayLag);
+
+    /// <summary>
+    /// Gauges over the live stores (and their relays in Kafka mode); called once per process. A partitioned store's etags are
+    /// per partition, so its last etag is reported per partition.
+    /// </summary>
+    public static void Observe(Func<IReadOnlyList<ObservedStore>> stores, bool relayed)
     {
-        Meter.CreateObservableGauge("magpie.documents.last_etag", () => store.LastEtag, "{etag}", "The newest etag the store has made durable.");
-        Meter.CreateObservableGauge("magpie.documents.stored", () => store.Stats().Documents, "{document}", "Documents in the store (latest versions, deletes excluded).");
-        if (relayLag is not null)
-            Meter.CreateObservableGauge("magpie.relay.lag", () => relayLag() ?? 0, "{change}",
+        Meter.CreateObservableGauge("magpie.documents.last_etag", () => stores().Select(s => s.Partition is { } p
+            ? new Measurement<long>(s.Store.LastEtag, new KeyValuePair<string, object?>("partition", p))
+            : new Measurement<long>(s.Store.LastEtag)), "{etag}", "The newest etag the store has made durable (per partition, when partitioned).");
+        Meter.CreateObservableGauge("magpie.documents.stored", () => stores().Sum(s => s.Store.Stats().Documents), "{document}",
+            "Documents in the store (latest versions, deletes excluded); a partitioned store's: those of the partitions this process holds.");
+        if (relayed)
+            Meter.CreateObservableGauge("magpie.relay.lag", () => stores().Sum(s => s.RelayLag?.Invoke() ?? 0), "{change}",
                 "Changes committed to the store and not yet confirmed by Kafka on magpie.changes.");
     }
 }

@@ -16,32 +16,43 @@ public static class DocumentEndpoints
 
     public static IEndpointRouteBuilder MapDocumentEndpoints(this IEndpointRouteBuilder app, int maxJsonDepth = DocumentJson.DefaultMaxDepth)
     {
-        var docs = app.MapGroup("/docs");
+        // A partitioned store: every /docs request goes to the partition of its id (RoutedStore), here or at its owner.
+        var docs = app.MapGroup("/docs").AddEndpointFilter(RoutedStore.RouteAsync);
         // RavenDB's form, /docs?id=…, takes any id, even one a path would normalise ('..', '.') or split: Studio uses it.
-        docs.MapGet("/", (HttpContext ctx, DocumentStore store, string? id, bool? revisions, string? collection, int? start, int? pageSize, string? cursor) =>
-            id is null ? Browse(ctx, store, collection, start, pageSize, cursor)
-            : revisions == true ? Revisions(id, ctx, store, pageSize) : Get(id, ctx, store, pageSize));
-        docs.MapMethods("/", [HttpMethods.Head], (string id, HttpContext ctx, DocumentStore store) => Head(id, ctx, store));
-        docs.MapPut("/", (string id, HttpContext ctx, DocumentStore store) => Put(id, ctx, store));
-        docs.MapPatch("/", (string id, HttpContext ctx, DocumentStore store) => Patch(id, ctx, store, maxJsonDepth));
-        docs.MapDelete("/", (string id, HttpContext ctx, DocumentStore store) => Delete(id, ctx, store));
-        docs.MapGet("/{**id}", Get);
-        docs.MapMethods("/{**id}", [HttpMethods.Head], Head);
-        docs.MapPut("/{**id}", Put);
-        docs.MapPatch("/{**id}", (string id, HttpContext ctx, DocumentStore store) => Patch(id, ctx, store, maxJsonDepth));
-        docs.MapDelete("/{**id}", Delete);
-        app.MapPost("/bulk_docs", (HttpContext ctx, DocumentStore store) => Bulk(ctx, store, maxJsonDepth));
-        app.MapGet("/stats", (DocumentStore store) => Results.Ok(store.Stats()));
+        docs.MapGet("/", (HttpContext ctx, string? id, bool? revisions, string? collection, int? start, int? pageSize, string? cursor) =>
+            id is null ? Browse(ctx, collection, start, pageSize, cursor)
+            : revisions == true ? Revisions(id, ctx, RoutedStore.Of(ctx), pageSize) : Get(id, ctx, pageSize));
+        docs.MapMethods("/", [HttpMethods.Head], (string id, HttpContext ctx) => Head(id, ctx, RoutedStore.Of(ctx)));
+        docs.MapPut("/", (string id, HttpContext ctx) => Put(id, ctx));
+        docs.MapPatch("/", (string id, HttpContext ctx) => Patch(id, ctx, maxJsonDepth));
+        docs.MapDelete("/", (string id, HttpContext ctx) => Delete(id, ctx));
+        docs.MapGet("/{**id}", (string id, HttpContext ctx, int? pageSize) => Get(id, ctx, pageSize));
+        docs.MapMethods("/{**id}", [HttpMethods.Head], (string id, HttpContext ctx) => Head(id, ctx, RoutedStore.Of(ctx)));
+        docs.MapPut("/{**id}", (string id, HttpContext ctx) => Put(id, ctx));
+        docs.MapPatch("/{**id}", (string id, HttpContext ctx) => Patch(id, ctx, maxJsonDepth));
+        docs.MapDelete("/{**id}", (string id, HttpContext ctx) => Delete(id, ctx));
+        app.MapPost("/bulk_docs", (Delegate)((HttpContext ctx) => RoutedStore.Router(ctx) is { } router ? PartitionedBulk.RunAsync(ctx, router, maxJsonDepth) : Bulk(ctx, RoutedStore.Of(ctx), maxJsonDepth)));
+        app.MapGet("/stats", (HttpContext ctx, bool? local) => RoutedStore.Router(ctx) is { } router
+            ? PartitionedStats.GetAsync(ctx, router, local == true)
+            : Task.FromResult(Results.Ok(RoutedStore.Of(ctx).Stats())));
         return app;
     }
 
-    private static async Task<IResult> Get(string id, HttpContext ctx, DocumentStore store, int? pageSize)
+    private static async Task<IResult> Get(string id, HttpContext ctx, int? pageSize)
     {
         if (DocumentId.Validate(id) is { } idError) return Problems.BadRequest(idError);
+        var store = RoutedStore.Of(ctx);
         var doc = await store.GetAsync(id, ctx.RequestAborted);
         // Ids may contain '/', so "{id}/revisions" is the revisions of {id} unless a document has that very id.
         if (doc is null && id.EndsWith(RevisionsSuffix, StringComparison.Ordinal) && id.Length > RevisionsSuffix.Length)
-            return await Revisions(id[..^RevisionsSuffix.Length], ctx, store, pageSize);
+        {
+            var of = id[..^RevisionsSuffix.Length];
+            // A partitioned store keeps {id} where its own partition is: asked there in the form that names the id.
+            if (RoutedStore.Router(ctx) is { } router && router.Partitions.PartitionOf(of) != router.Partitions.PartitionOf(id))
+                return (IResult)(await RoutedStore.ServeAsync(ctx, router, of, async () => await Revisions(of, ctx, RoutedStore.Of(ctx), pageSize),
+                    $"/docs?id={Uri.EscapeDataString(of)}&revisions=true{(pageSize is { } size ? $"&pageSize={size}" : "")}"))!;
+            return await Revisions(of, ctx, store, pageSize);
+        }
         if (doc is null) return Problems.NotFound($"document '{id}' does not exist");
         ctx.Response.Headers.ETag = Etag.ToHeader(doc.Etag);
         if (Matches(ctx.Request.Headers.IfNoneMatch, doc.Etag)) return Results.StatusCode(StatusCodes.Status304NotModified);
@@ -72,8 +83,11 @@ public static class DocumentEndpoints
         return Results.StatusCode(Matches(ctx.Request.Headers.IfNoneMatch, etag) ? StatusCodes.Status304NotModified : StatusCodes.Status200OK);
     }
 
-    private static async Task<IResult> Browse(HttpContext ctx, DocumentStore store, string? collection, int? start, int? pageSize, string? cursor)
+    private static async Task<IResult> Browse(HttpContext ctx, string? collection, int? start, int? pageSize, string? cursor)
     {
+        if (RoutedStore.Router(ctx) is not null)
+            return Problems.Of(StatusCodes.Status501NotImplemented, "listing documents by log position is not served by a partitioned store, whose documents live in several logs: query the collection instead (from Posts)");
+        var store = RoutedStore.Of(ctx);
         var size = pageSize ?? 25;
         if (size is < 1 or > MaxPageSize) return Problems.BadRequest($"pageSize must be between 1 and {MaxPageSize}");
         if (start is < 0) return Problems.BadRequest("start must not be negative");
@@ -83,7 +97,7 @@ public static class DocumentEndpoints
         return new BrowseResult(page);
     }
 
-    private static async Task<IResult> Put(string id, HttpContext ctx, DocumentStore store)
+    private static async Task<IResult> Put(string id, HttpContext ctx)
     {
         if (DocumentId.Validate(id) is { } idError) return Problems.BadRequest(idError);
         if (!TryIfMatch(ctx, out var ifMatch, out var bad)) return bad!;
@@ -92,11 +106,11 @@ public static class DocumentEndpoints
         using (body)
         {
             // The store checks the body (object, depth, text) as it checks every write path's result: 400 from there.
-            return await WriteOne(ctx, store, WriteCommand.Put(id, body!.Span.ToArray(), ifMatch));
+            return await WriteOne(ctx, WriteCommand.Put(id, body!.Span.ToArray(), ifMatch));
         }
     }
 
-    private static async Task<IResult> Patch(string id, HttpContext ctx, DocumentStore store, int maxDepth)
+    private static async Task<IResult> Patch(string id, HttpContext ctx, int maxDepth)
     {
         if (DocumentId.Validate(id) is { } idError) return Problems.BadRequest(idError);
         if (!TryIfMatch(ctx, out var ifMatch, out var bad)) return bad!;
@@ -106,19 +120,20 @@ public static class DocumentEndpoints
         string? patchError;
         using (body) patch = DocumentPatcher.Parse(body!.Span, out patchError, maxDepth);
         if (patch is null) return Problems.BadRequest(patchError!);
-        return await WriteOne(ctx, store, WriteCommand.ApplyPatch(id, patch, ifMatch));
+        return await WriteOne(ctx, WriteCommand.ApplyPatch(id, patch, ifMatch));
     }
 
-    private static async Task<IResult> Delete(string id, HttpContext ctx, DocumentStore store)
+    private static async Task<IResult> Delete(string id, HttpContext ctx)
     {
         if (DocumentId.Validate(id) is { } idError) return Problems.BadRequest(idError);
         if (!TryIfMatch(ctx, out var ifMatch, out var bad)) return bad!;
         try
         {
             // A delete is a write like any other: its etag is what a reader of the change feed will see.
-            if ((await store.WriteAsync([WriteCommand.Delete(id, ifMatch)], atomic: true))[0].Etag is { } etag)
+            if ((await RoutedStore.Of(ctx).WriteAsync([WriteCommand.Delete(id, ifMatch)], atomic: true))[0].Etag is { } etag)
             {
                 ctx.Response.Headers.ETag = Etag.ToHeader(etag);
+                await RoutedStore.AcknowledgeAsync(ctx, etag);
                 await IndexWait.AfterWriteAsync(ctx, etag);
             }
             return Results.NoContent();
@@ -126,12 +141,13 @@ public static class DocumentEndpoints
         catch (WriteRejectedException e) { return WriteProblems.Rejected(e.Outcome.Error!); }
     }
 
-    private static async Task<IResult> WriteOne(HttpContext ctx, DocumentStore store, WriteCommand command)
+    private static async Task<IResult> WriteOne(HttpContext ctx, WriteCommand command)
     {
         try
         {
-            var outcome = (await store.WriteAsync([command], atomic: true))[0];
+            var outcome = (await RoutedStore.Of(ctx).WriteAsync([command], atomic: true))[0];
             ctx.Response.Headers.ETag = Etag.ToHeader(outcome.Etag!.Value);
+            await RoutedStore.AcknowledgeAsync(ctx, outcome.Etag);
             await IndexWait.AfterWriteAsync(ctx, outcome.Etag);
             var body = new { id = outcome.Id, etag = outcome.Etag };
             return outcome.Created ? Results.Created($"/docs/{DocumentId.UrlPath(outcome.Id)}", body) : Results.Ok(body);
@@ -147,9 +163,16 @@ public static class DocumentEndpoints
         string? error;
         using (body) commands = BulkCommandParser.Parse(body!.Memory, maxDepth, out error);
         if (error is not null) return Problems.BadRequest(error);
+        return await BulkWriteAsync(ctx, store, commands);
+    }
+
+    /// <summary>A bulk request's commands applied all or nothing to one store: every etag, or the first refusal naming its command.</summary>
+    internal static async Task<IResult> BulkWriteAsync(HttpContext ctx, DocumentStore store, IReadOnlyList<WriteCommand> commands)
+    {
         try
         {
             var outcomes = await store.WriteAsync(commands, atomic: true);
+            await RoutedStore.AcknowledgeAsync(ctx, outcomes.Max(o => o.Etag));
             await IndexWait.AfterWriteAsync(ctx, outcomes.Max(o => o.Etag));
             return Results.Ok(new
             {

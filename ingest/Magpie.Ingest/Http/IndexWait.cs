@@ -19,7 +19,10 @@ internal static class IndexWait
         if (etag is not { } e || !string.Equals(ctx.Request.Query["waitForIndexes"], "true", StringComparison.OrdinalIgnoreCase)) return;
         if (ctx.RequestServices.GetService<IIndexWaiter>() is not { } waiter) return;
         var timeout = int.TryParse(ctx.Request.Query["waitForIndexesTimeoutMs"], NumberStyles.None, CultureInfo.InvariantCulture, out var ms) ? ms : 15_000;
-        var done = await waiter.WaitForEtagAsync(e, TimeSpan.FromMilliseconds(Math.Clamp(timeout, 0, 300_000)), ctx.RequestAborted);
+        var wait = TimeSpan.FromMilliseconds(Math.Clamp(timeout, 0, 300_000));
+        var done = RoutedStore.PartitionOf(ctx) is { } partition && waiter is Kafka.KafkaIndexWaiter kafka
+            ? await kafka.WaitForEtagAsync(partition.Relay, e, wait, ctx.RequestAborted)
+            : await waiter.WaitForEtagAsync(e, wait, ctx.RequestAborted);
         ctx.Response.Headers[Header] = done ? "current" : "stale";
     }
 }

@@ -5,6 +5,7 @@ using Magpie.Contracts.Changes;
 using Magpie.Ingest.Changes;
 using Magpie.Ingest.Documents;
 using Magpie.Ingest.Kafka;
+using Magpie.Ingest.Partitions;
 using Magpie.Kafka;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Http;
@@ -25,6 +26,7 @@ public static class IngestModule
     public static IServiceCollection AddDocumentStore(this IServiceCollection services, IngestOptions options)
     {
         services.AddSingleton(options);
+        if (options.Partitioned) return services.AddPartitionedStore(options);
         services.AddSingleton(sp => DocumentStore.OpenAsync(options.Store, sp.GetRequiredService<ILoggerFactory>().CreateLogger("Magpie.Documents")).GetAwaiter().GetResult());
         services.AddSingleton<Magpie.Contracts.Documents.IDocumentLookup, StoreDocumentLookup>();
         services.AddSingleton<Magpie.Contracts.Documents.IDocumentOutput, StoreDocumentOutput>();
@@ -41,8 +43,32 @@ public static class IngestModule
         return services;
     }
 
+    /// <summary>
+    /// A partitioned store: the partitions this process is assigned (each with its own feed, compaction and relay, so nothing of
+    /// the single store's feed is registered), the router that sends the rest to their owners, and the consumer whose group
+    /// assignment is the ownership. Stages that read the store in process are refused with a partitioned store (SettingsCheck).
+    /// </summary>
+    private static IServiceCollection AddPartitionedStore(this IServiceCollection services, IngestOptions options)
+    {
+        KafkaNative.EnsureLoaded();
+        services.AddSingleton<StorePartitions>();
+        services.AddSingleton<PartitionRouter>();
+        // Registered before the consumer, so it stops after it: closing the consumer hands the partitions on first.
+        services.AddHostedService<PartitionsLifetime>();
+        services.AddSingleton<DocumentTopicConsumer>().AddHostedService(sp => sp.GetRequiredService<DocumentTopicConsumer>());
+        return services;
+    }
+
     public static IServiceCollection AddChangeFeed(this IServiceCollection services, IngestOptions options)
     {
+        if (options.Partitioned)
+        {
+            services.AddSingleton<InputProgress>().AddHostedService(sp => sp.GetRequiredService<InputProgress>());
+            if (options.IndexerGroup is { } indexers)
+                services.AddSingleton<Magpie.Contracts.Indexes.IIndexWaiter>(sp => new KafkaIndexWaiter(
+                    new IndexerGroup(options.KafkaBootstrapServers!, indexers), options.PeerClient(TimeSpan.FromMinutes(6))));
+            return services;
+        }
         services.AddSingleton<ChangeLogTail>();
         services.AddSingleton<ChangeLogReaders>();
         if (options.Compaction is { } compaction)
@@ -56,8 +82,8 @@ public static class IngestModule
             services.AddSingleton<ChangeRelay>().AddHostedService(sp => sp.GetRequiredService<ChangeRelay>())
                 .AddSingleton<IRelayedChanges>(sp => sp.GetRequiredService<ChangeRelay>());
             if (options.IndexerGroup is { } group)
-                services.AddSingleton<Magpie.Contracts.Indexes.IIndexWaiter>(sp => new KafkaIndexWaiter(sp.GetRequiredService<ChangeRelay>(),
-                    new IndexerGroup(options.KafkaBootstrapServers, group), options.PeerClient(TimeSpan.FromMinutes(6))));
+                services.AddSingleton<Magpie.Contracts.Indexes.IIndexWaiter>(sp => new KafkaIndexWaiter(
+                    new IndexerGroup(options.KafkaBootstrapServers, group), options.PeerClient(TimeSpan.FromMinutes(6)), sp.GetRequiredService<ChangeRelay>()));
         }
         return services;
     }
@@ -65,12 +91,20 @@ public static class IngestModule
     public static IEndpointRouteBuilder MapDocumentStore(this IEndpointRouteBuilder app, IngestOptions options)
     {
         app.MapDocumentEndpoints(options.MaxJsonDepth);
-        app.MapMessageWriteEndpoints(options.MaxJsonDepth);
+        if (options.Partitioned)
+            app.MapPost("/message_writes", () => Problems.Of(StatusCodes.Status501NotImplemented,
+                "a partitioned store does not take queue sinks' message writes yet (their ledger is one store's): run queue sinks against a single-store ingest"));
+        else app.MapMessageWriteEndpoints(options.MaxJsonDepth);
         // Kafka side of ingest: input consumed, dead letters, and how far the relay is behind the log.
         app.MapGet("/stats/pipeline", (IServiceProvider services) => Results.Ok(new
         {
             kafka = options.KafkaBootstrapServers,
             input = services.GetService<DocumentTopicConsumer>()?.Status(),
+            partitions = services.GetService<StorePartitions>()?.Serving.Select(p => new
+            {
+                partition = p.Number, lastEtag = p.Store.LastEtag, relay = p.Relay.Status(), changeLog = p.Compactor?.Status(),
+                takeover = new { kept = p.Takeover.Kept, restored = p.Takeover.Restored, ms = (long)p.Takeover.Took.TotalMilliseconds },
+            }),
             // Per input partition: the next offset applied, its etag, and the magpie.changes offsets holding it (waitForInputOffsets).
             inputApplied = services.GetService<InputProgress>()?.Published.Values.OrderBy(p => p.Partition),
             relay = services.GetService<ChangeRelay>()?.Status(),
@@ -82,8 +116,10 @@ public static class IngestModule
     public static IEndpointRouteBuilder MapChangeFeed(this IEndpointRouteBuilder app)
     {
         // Query processes ask before answering non-stale: which magpie.changes offsets hold everything stored now (IRelayedChanges).
-        app.MapGet("/changes/relayed", async (int? timeoutMs, IServiceProvider services, CancellationToken ct) =>
+        app.MapGet("/changes/relayed", async (int? timeoutMs, bool? local, HttpContext ctx, IServiceProvider services, CancellationToken ct) =>
         {
+            if (services.GetService<PartitionRouter>() is { } router)
+                return await PartitionedRelays.EndsAsync(ctx, router, TimeSpan.FromMilliseconds(Math.Clamp(timeoutMs ?? 10_000, 0, 300_000)), local == true);
             if (services.GetService<IRelayedChanges>() is not { } relayed) return Problems.NotFound("this ingest publishes no change topic (embedded)");
             var timeout = TimeSpan.FromMilliseconds(Math.Clamp(timeoutMs ?? 10_000, 0, 300_000));
             return await relayed.EndsAsync(timeout, ct) is { } ends ? Results.Ok(new { offsets = ends })
@@ -97,10 +133,23 @@ public static class IngestModule
         public Task StartAsync(CancellationToken cancellationToken)
         {
             var relay = services.GetService<ChangeRelay>();
-            IngestMetrics.Observe(store, relay is null ? null : () => relay.Lag());
+            IReadOnlyList<IngestMetrics.ObservedStore> observed = [new(null, store, relay is null ? null : relay.Lag)];
+            IngestMetrics.Observe(() => observed, relayed: relay is not null);
             return Task.CompletedTask;
         }
 
         public async Task StopAsync(CancellationToken cancellationToken) => await store.DisposeAsync();
+    }
+
+    /// <summary>Reports the partitions held on <c>/metrics</c>, and closes those still held when the process stops.</summary>
+    private sealed class PartitionsLifetime(StorePartitions partitions) : IHostedService
+    {
+        public Task StartAsync(CancellationToken cancellationToken)
+        {
+            IngestMetrics.Observe(() => [.. partitions.Serving.Select(p => new IngestMetrics.ObservedStore(p.Number, p.Store, p.Relay.Lag))], relayed: true);
+            return Task.CompletedTask;
+        }
+
+        public async Task StopAsync(CancellationToken cancellationToken) => await partitions.DisposeAsync();
     }
 }

@@ -18,8 +18,11 @@ namespace Magpie.Ingest.Kafka;
 /// is down the producer holds the messages (no delivery timeout) and the log keeps growing. A producer that gets no delivery
 /// report for <see cref="IngestOptions.RelayStallTimeout"/> while Kafka answers is given up and replaced (see
 /// <see cref="AwaitDeliveredAsync"/>).
+/// A partitioned store's relay (<paramref name="partition"/>) publishes to its own partition of the topic and keeps the offset
+/// it reached there with its position.
 /// </summary>
-public sealed class ChangeRelay(ChangeLogTail tail, ChangeLogReaders readers, IngestOptions options, ILogger<ChangeRelay> logger) : BackgroundService, IRelayedChanges
+public sealed class ChangeRelay(ChangeLogTail tail, ChangeLogReaders readers, IngestOptions options, ILogger<ChangeRelay> logger, int? partition = null)
+    : BackgroundService, IRelayedChanges
 {
     private readonly RelayPosition _position = new(Path.Combine(options.DataDir, "relay"));
     private long _published;
@@ -62,8 +65,19 @@ public sealed class ChangeRelay(ChangeLogTail tail, ChangeLogReaders readers, In
         producerRebuilds = Interlocked.Read(ref _producerRebuilds),
     };
 
+    /// <summary>Waits until Kafka confirmed every change written so far (a partition handed to another process); false on timeout.</summary>
+    public async Task<bool> DrainAsync(TimeSpan timeout, CancellationToken ct) =>
+        tail.LastEtag <= ConfirmedEtag() || await PublishedAsync(tail.LastEtag, timeout, ct) is not null;
+
+    /// <summary>The newest etag Kafka has confirmed.</summary>
+    public long Confirmed => ConfirmedEtag();
+
     /// <summary>Changes written but not yet confirmed by Kafka (0 = caught up).</summary>
     public long Lag() => Math.Max(0, tail.LastEtag - ConfirmedEtag());
+
+    /// <summary>A partition's relay: the offset after its last confirmed message there (as saved before, until it publishes).</summary>
+    private long? ConfirmedEnd() => partition is not { } p ? null
+        : _confirmedEnds.TryGetValue(p, out var end) ? end : _position.Load()?.End;
 
     private long ConfirmedEtag()
     {
@@ -113,7 +127,7 @@ public sealed class ChangeRelay(ChangeLogTail tail, ChangeLogReaders readers, In
             var batch = read.Entries;
             if (batch.Count == 0)
             {
-                _position.Save(read.NextAddress, ConfirmedEtag());   // only skipped copies: nothing to send, but past them
+                _position.Save(read.NextAddress, ConfirmedEtag(), ConfirmedEnd());   // only skipped copies: nothing to send, but past them
                 Interlocked.Exchange(ref _durableAddress, read.NextAddress);
                 continue;
             }
@@ -133,12 +147,13 @@ public sealed class ChangeRelay(ChangeLogTail tail, ChangeLogReaders readers, In
                         { Topics.Headers.Collection, Encoding.UTF8.GetBytes(record.Collection) },
                     },
                 };
-                producer.Produce(Topics.Changes, message, delivered.Report);
+                if (partition is { } p) producer.Produce(new TopicPartition(Topics.Changes, p), message, delivered.Report);
+                else producer.Produce(Topics.Changes, message, delivered.Report);
             }
             await AwaitDeliveredAsync(delivered, servers, ct);
             foreach (var (partition, end) in delivered.Ends) _confirmedEnds.AddOrUpdate(partition, end, (_, known) => Math.Max(known, end));
             var lastEtag = batch[^1].Decode().Etag;
-            _position.Save(read.NextAddress, lastEtag);
+            _position.Save(read.NextAddress, lastEtag, ConfirmedEnd());
             Interlocked.Exchange(ref _durableAddress, read.NextAddress);
             Interlocked.Exchange(ref _confirmedEtag, lastEtag);
             _confirmed.Raise();

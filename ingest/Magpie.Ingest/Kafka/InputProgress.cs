@@ -15,19 +15,23 @@ namespace Magpie.Ingest.Kafka;
 /// keyed by input partition) for query processes, whose <c>waitForInputOffsets</c> turns it into a staleness target. Runs
 /// beside the consumer: waiting for the relay never holds the input back.
 /// </summary>
-public sealed class InputProgress(ChangeRelay relay, IngestOptions options, ILogger<InputProgress> log) : BackgroundService
+public sealed class InputProgress(IngestOptions options, ILogger<InputProgress> log, ChangeRelay? relay = null) : BackgroundService
 {
-    private readonly ConcurrentDictionary<int, (long NextOffset, long Etag)> _applied = new();
+    private readonly ConcurrentDictionary<int, (long NextOffset, long Etag, ChangeRelay Relay)> _applied = new();
     private readonly ConcurrentDictionary<int, InputApplied> _published = new();
     private readonly SemaphoreSlim _more = new(0);
 
     /// <summary>What query processes have been told, by input partition.</summary>
     public IReadOnlyDictionary<int, InputApplied> Published => _published;
 
-    /// <summary>Everything of <paramref name="partition"/> before <paramref name="nextOffset"/> is in the store, the newest write at <paramref name="etag"/>.</summary>
-    public void Applied(int partition, long nextOffset, long etag)
+    /// <summary>
+    /// Everything of <paramref name="partition"/> before <paramref name="nextOffset"/> is in the store, the newest write at
+    /// <paramref name="etag"/>, which <paramref name="by"/> publishes (a partitioned store's partition has its own relay and etags).
+    /// </summary>
+    public void Applied(int partition, long nextOffset, long etag, ChangeRelay? by = null)
     {
-        _applied.AddOrUpdate(partition, (nextOffset, etag), (_, was) => (Math.Max(was.NextOffset, nextOffset), Math.Max(was.Etag, etag)));
+        var publisher = by ?? relay ?? throw new InvalidOperationException("no relay publishes this store's changes");
+        _applied.AddOrUpdate(partition, (nextOffset, etag, publisher), (_, was) => (Math.Max(was.NextOffset, nextOffset), Math.Max(was.Etag, etag), publisher));
         if (_more.CurrentCount == 0) _more.Release();
     }
 
@@ -41,16 +45,16 @@ public sealed class InputProgress(ChangeRelay relay, IngestOptions options, ILog
                 await _more.WaitAsync(ct);
                 var applied = _applied.Where(a => !_published.TryGetValue(a.Key, out var p) || p.NextOffset < a.Value.NextOffset).ToList();
                 if (applied.Count == 0) continue;
-                // The changes' ends once the newest of these etags is published cover every one of them.
-                if (await relay.PublishedAsync(applied.Max(a => a.Value.Etag), TimeSpan.FromSeconds(30), ct) is not { } ends)
+                foreach (var (partition, (next, etag, publisher)) in applied)
                 {
-                    _more.Release();   // the relay is behind (Kafka away): ask again
-                    await Task.Delay(500, ct);
-                    continue;
-                }
-                var changes = ends.ToDictionary(e => e.Key.ToString(System.Globalization.CultureInfo.InvariantCulture), e => e.Value);
-                foreach (var (partition, (next, etag)) in applied)
-                {
+                    // The changes' ends once this etag is published cover every write before it.
+                    if (await publisher.PublishedAsync(etag, TimeSpan.FromSeconds(30), ct) is not { } ends)
+                    {
+                        _more.Release();   // the relay is behind (Kafka away): ask again
+                        await Task.Delay(500, ct);
+                        break;
+                    }
+                    var changes = ends.ToDictionary(e => e.Key.ToString(System.Globalization.CultureInfo.InvariantCulture), e => e.Value);
                     var record = new InputApplied(partition, next, etag, changes);
                     await producer.ProduceAsync(Topics.InputProgress, new Message<string, byte[]>
                     {

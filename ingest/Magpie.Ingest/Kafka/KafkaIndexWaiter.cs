@@ -14,9 +14,13 @@ namespace Magpie.Ingest.Kafka;
 /// write's reduce key may be owned by any indexer). A partition without an owner (indexers starting, a rebalance) is asked again until the
 /// timeout; no indexer running means the answer is "stale" when the timeout ends.
 /// </summary>
-public sealed class KafkaIndexWaiter(ChangeRelay relay, IndexerGroup group, HttpClient http) : IIndexWaiter
+public sealed class KafkaIndexWaiter(IndexerGroup group, HttpClient http, ChangeRelay? relay = null) : IIndexWaiter
 {
-    public async Task<bool> WaitForEtagAsync(long etag, TimeSpan timeout, CancellationToken ct = default)
+    public Task<bool> WaitForEtagAsync(long etag, TimeSpan timeout, CancellationToken ct = default) =>
+        WaitForEtagAsync(relay ?? throw new InvalidOperationException("a partitioned store's writes name the relay of their partition"), etag, timeout, ct);
+
+    /// <summary>Waits for a write <paramref name="relay"/> publishes (a partitioned store's etags are its partition's).</summary>
+    public async Task<bool> WaitForEtagAsync(ChangeRelay relay, long etag, TimeSpan timeout, CancellationToken ct = default)
     {
         var deadline = DateTime.UtcNow + timeout;
         if (await relay.PublishedAsync(etag, timeout, ct) is not { } ends) return false;

@@ -1,0 +1,90 @@
+using System.Text;
+using System.Text.Json;
+using Magpie.Http;
+using Magpie.Ingest.Documents;
+using Magpie.Ingest.Partitions;
+using Microsoft.AspNetCore.Http;
+
+namespace Magpie.Ingest.Http;
+
+/// <summary>
+/// <c>POST /bulk_docs</c> on a partitioned store. Commands of one partition are applied all or nothing, as on a single store, by
+/// the partition's owner (the answer is exactly a single store's). Commands spanning partitions are split by partition, each
+/// part all or nothing on its own, as RavenDB's sharded batches are: 200 when every part was applied, else 207 with every
+/// command's outcome (its etag, or the refusal of its part) and each part's status, so a client knows what was written.
+/// </summary>
+internal static class PartitionedBulk
+{
+    public static async Task<IResult> RunAsync(HttpContext ctx, PartitionRouter router, int maxDepth)
+    {
+        var (body, problem) = await RequestBody.ReadAsync(ctx.Request, ctx.RequestAborted);
+        if (problem is not null) return problem;
+        byte[] bytes;
+        IReadOnlyList<WriteCommand> commands;
+        string? error;
+        using (body)
+        {
+            bytes = body!.Span.ToArray();
+            commands = BulkCommandParser.Parse(body.Memory, maxDepth, out error);
+        }
+        if (error is not null) return Problems.BadRequest(error);
+        var parts = commands.Select((command, index) => (command, index)).GroupBy(c => router.Partitions.PartitionOf(c.command.Id)).ToList();
+        if (parts.Count <= 1)
+        {
+            var partition = parts.Count == 0 ? 0 : parts[0].Key;
+            return (IResult)(await router.ServeAsync(ctx, partition, async lease => await WriteAsync(ctx, lease, commands), body: bytes))!;
+        }
+        var elements = RawCommands(bytes);
+        var outcomes = await Task.WhenAll(parts.Select(part => PartAsync(ctx, router, part.Key, [.. part.Select(c => c.command)], [.. part.Select(c => c.index)], elements)));
+        var results = new object?[commands.Count];
+        foreach (var part in outcomes)
+            for (var i = 0; i < part.Indexes.Count; i++) results[part.Indexes[i]] = part.Results?[i] ?? new { id = commands[part.Indexes[i]].Id, method = Method(commands[part.Indexes[i]]), error = part.Error };
+        var applied = outcomes.All(o => o.Status == StatusCodes.Status200OK);
+        var durable = outcomes.Where(o => o.Durability is not null).Select(o => o.Durability).ToList();
+        if (durable.Count > 0) ctx.Response.Headers[RoutedStore.DurabilityHeader] = durable.All(d => d == "kafka") ? "kafka" : "log";
+        var answer = new
+        {
+            results,
+            partitions = outcomes.OrderBy(o => o.Partition).Select(o => new { partition = o.Partition, status = o.Status, commands = o.Indexes.Count, error = o.Error }),
+        };
+        return applied ? Results.Ok(answer) : Results.Json(answer, statusCode: StatusCodes.Status207MultiStatus);
+    }
+
+    private static string Method(WriteCommand command) => command.Method.ToString().ToUpperInvariant();
+
+    /// <summary>One partition's part: applied here under a lease, or sent to its owner as a bulk request of its own.</summary>
+    private static async Task<PartOutcome> PartAsync(HttpContext ctx, PartitionRouter router, int partition, List<WriteCommand> commands, List<int> indexes, string[] elements)
+    {
+        var body = Encoding.UTF8.GetBytes("[" + string.Join(",", indexes.Select(i => elements[i])) + "]");
+        var sub = new DefaultHttpContext { RequestServices = ctx.RequestServices };
+        sub.Request.Method = HttpMethods.Post;
+        sub.Request.Path = "/bulk_docs";
+        sub.Request.QueryString = ctx.Request.QueryString;
+        sub.Request.ContentType = "application/json";
+        foreach (var (name, value) in ctx.Request.Headers) sub.Request.Headers[name] = value;
+        sub.Response.Body = new MemoryStream();
+        var answer = (IResult)(await router.ServeAsync(sub, partition, async lease => await WriteAsync(sub, lease, commands), body: body))!;
+        await answer.ExecuteAsync(sub);
+        sub.Response.Body.Position = 0;
+        using var json = await JsonDocument.ParseAsync(sub.Response.Body);
+        var status = sub.Response.StatusCode;
+        var durability = sub.Response.Headers[RoutedStore.DurabilityHeader].ToString() is { Length: > 0 } d ? d : null;
+        if (status == StatusCodes.Status200OK && json.RootElement.TryGetProperty("results", out var results))
+            return new PartOutcome(partition, status, indexes, [.. results.EnumerateArray().Select(r => (object?)r.Clone())], null, durability);
+        return new PartOutcome(partition, status, indexes, null, json.RootElement.Clone(), durability);
+    }
+
+    private static async Task<object?> WriteAsync(HttpContext ctx, PartitionLease lease, IReadOnlyList<WriteCommand> commands)
+    {
+        RoutedStore.Use(ctx, lease.Partition);
+        return await DocumentEndpoints.BulkWriteAsync(ctx, lease.Partition.Store, commands);
+    }
+
+    private static string[] RawCommands(byte[] body)
+    {
+        using var doc = JsonDocument.Parse(body, new JsonDocumentOptions { MaxDepth = 1024 });
+        return [.. doc.RootElement.EnumerateArray().Select(e => e.GetRawText())];
+    }
+
+    private sealed record PartOutcome(int Partition, int Status, List<int> Indexes, List<object?>? Results, JsonElement? Error, string? Durability);
+}
