@@ -88,6 +88,28 @@ public sealed class IngestClient(string baseUrl, HttpClient http) : IDocumentWri
             }
             body.Append(']');
             using var response = await http.PostAsync(new Uri(_base, "bulk_docs"), new StringContent(body.ToString(), Encoding.UTF8, "application/json"), ct);
+            if (response.StatusCode == HttpStatusCode.MultiStatus)
+            {
+                // A partitioned store applied each partition's part on its own: every command says what became of it.
+                var results = (await response.Content.ReadFromJsonAsync<JsonElement>(WireJson.Web, ct)).GetProperty("results").EnumerateArray().ToList();
+                var again = new List<GuardedWrite>();
+                foreach (var (w, r) in remaining.Zip(results))
+                {
+                    if (r.TryGetProperty("etag", out var etag) && etag.ValueKind == JsonValueKind.Number) { outcomes[w.Id] = new GuardedOutcome(w.Id, GuardedWriteResult.Written, etag.GetInt64()); continue; }
+                    var status = r.GetProperty("status").GetInt32();
+                    var reason = r.TryGetProperty("error", out var error) ? Detail(error) : null;
+                    if (status == 424) { again.Add(w); continue; }
+                    if (status == 503) throw new IngestUnavailableException($"ingest at {baseUrl}: {reason}");
+                    outcomes[w.Id] = new GuardedOutcome(w.Id, status switch
+                    {
+                        409 => GuardedWriteResult.Changed,
+                        404 => GuardedWriteResult.Missing,
+                        _ => GuardedWriteResult.Refused,
+                    }, Reason: reason);
+                }
+                remaining = again;
+                continue;
+            }
             if (response.IsSuccessStatusCode)
             {
                 var results = (await response.Content.ReadFromJsonAsync<JsonElement>(WireJson.Web, ct)).GetProperty("results").EnumerateArray().ToList();

@@ -24,8 +24,9 @@ public static class RunCommand
         var pgPort = new Option<int?>("--pg-port") { Description = "PostgreSQL wire port of the query target (default 5433; 0 = any free port; -1 = off)" };
         var bind = new Option<string?>("--bind") { Description = "Address to listen on: localhost (default), an IP, or * (needs an API key, or --unsecured)" };
         var unsecured = new Option<bool>("--unsecured") { Description = "Listen beyond loopback with no API key: anyone who reaches the port may do anything" };
+        var partitioned = new Option<bool>("--partitioned") { Description = "Target ingest with Kafka: a store partitioned across the ingest processes of the consumer group (Magpie:PartitionedStore)" };
 
-        var command = new Command("run", "Run Magpie (embedded by default)") { target, dataDir, httpPort, kafka, pgPort, bind, unsecured, listTargets };
+        var command = new Command("run", "Run Magpie (embedded by default)") { target, dataDir, httpPort, kafka, pgPort, bind, unsecured, partitioned, listTargets };
         command.SetAction(async (parse, ct) =>
         {
             if (parse.GetValue(listTargets))
@@ -42,6 +43,7 @@ public static class RunCommand
             if (parse.GetValue(pgPort) is { } pg) settings.Pg.Port = pg;
             if (parse.GetValue(bind) is { } b) settings.BindAddress = b;
             if (parse.GetValue(unsecured)) settings.Unsecured = true;
+            if (parse.GetValue(partitioned)) settings.PartitionedStore = true;
             try
             {
                 var app = MagpieHost.Build(builder, settings);

@@ -19,8 +19,8 @@ public static class DocumentEndpoints
         // A partitioned store: every /docs request goes to the partition of its id (RoutedStore), here or at its owner.
         var docs = app.MapGroup("/docs").AddEndpointFilter(RoutedStore.RouteAsync);
         // RavenDB's form, /docs?id=…, takes any id, even one a path would normalise ('..', '.') or split: Studio uses it.
-        docs.MapGet("/", (HttpContext ctx, string? id, bool? revisions, string? collection, int? start, int? pageSize, string? cursor) =>
-            id is null ? Browse(ctx, collection, start, pageSize, cursor)
+        docs.MapGet("/", (HttpContext ctx, string? id, bool? revisions, string? collection, int? start, int? pageSize, string? cursor, int? partition) =>
+            id is null ? Browse(ctx, collection, start, pageSize, cursor, partition)
             : revisions == true ? Revisions(id, ctx, RoutedStore.Of(ctx), pageSize) : Get(id, ctx, pageSize));
         docs.MapMethods("/", [HttpMethods.Head], (string id, HttpContext ctx) => Head(id, ctx, RoutedStore.Of(ctx)));
         docs.MapPut("/", (string id, HttpContext ctx) => Put(id, ctx));
@@ -83,17 +83,21 @@ public static class DocumentEndpoints
         return Results.StatusCode(Matches(ctx.Request.Headers.IfNoneMatch, etag) ? StatusCodes.Status304NotModified : StatusCodes.Status200OK);
     }
 
-    private static async Task<IResult> Browse(HttpContext ctx, string? collection, int? start, int? pageSize, string? cursor)
+    private static async Task<IResult> Browse(HttpContext ctx, string? collection, int? start, int? pageSize, string? cursor, int? partition)
     {
-        if (RoutedStore.Router(ctx) is not null)
-            return Problems.Of(StatusCodes.Status501NotImplemented, "listing documents by log position is not served by a partitioned store, whose documents live in several logs: query the collection instead (from Posts)");
-        var store = RoutedStore.Of(ctx);
         var size = pageSize ?? 25;
         if (size is < 1 or > MaxPageSize) return Problems.BadRequest($"pageSize must be between 1 and {MaxPageSize}");
         if (start is < 0) return Problems.BadRequest("start must not be negative");
+        if (RoutedStore.Router(ctx) is { } router) return await PartitionedBrowse.PageAsync(ctx, router, collection, start ?? 0, size, cursor, partition);
+        return await BrowseAsync(ctx, RoutedStore.Of(ctx), collection, start ?? 0, size, cursor);
+    }
+
+    /// <summary>A page of one store's latest versions in log order, after a cursor (a log address).</summary>
+    internal static async Task<IResult> BrowseAsync(HttpContext ctx, DocumentStore store, string? collection, int start, int size, string? cursor)
+    {
         long from = 0;
         if (cursor is not null && (!long.TryParse(cursor, out from) || from < 0)) return Problems.BadRequest("cursor is not one this server returned");
-        var page = await store.BrowseAsync(string.IsNullOrEmpty(collection) ? null : collection, start ?? 0, size, from, ctx.RequestAborted);
+        var page = await store.BrowseAsync(string.IsNullOrEmpty(collection) ? null : collection, start, size, from, ctx.RequestAborted);
         return new BrowseResult(page);
     }
 

@@ -11,7 +11,8 @@ namespace Magpie.Ingest.Http;
 /// <c>POST /bulk_docs</c> on a partitioned store. Commands of one partition are applied all or nothing, as on a single store, by
 /// the partition's owner (the answer is exactly a single store's). Commands spanning partitions are split by partition, each
 /// part all or nothing on its own, as RavenDB's sharded batches are: 200 when every part was applied, else 207 with every
-/// command's outcome (its etag, or the refusal of its part) and each part's status, so a client knows what was written.
+/// command's outcome — its etag; or the status and problem of its refusal; or 424 when another command of its part was
+/// refused, so it was not applied and may be sent again — and each part's status, so a client knows what was written.
 /// </summary>
 internal static class PartitionedBulk
 {
@@ -38,7 +39,14 @@ internal static class PartitionedBulk
         var outcomes = await Task.WhenAll(parts.Select(part => PartAsync(ctx, router, part.Key, [.. part.Select(c => c.command)], [.. part.Select(c => c.index)], elements)));
         var results = new object?[commands.Count];
         foreach (var part in outcomes)
-            for (var i = 0; i < part.Indexes.Count; i++) results[part.Indexes[i]] = part.Results?[i] ?? new { id = commands[part.Indexes[i]].Id, method = Method(commands[part.Indexes[i]]), error = part.Error };
+            for (var i = 0; i < part.Indexes.Count; i++)
+            {
+                var command = commands[part.Indexes[i]];
+                results[part.Indexes[i]] = part.Results?[i] ?? (part.RefusedAt is { } at && at != i
+                    // Refused as a whole because of another of its commands: not applied, and nothing wrong with it.
+                    ? new { id = command.Id, method = Method(command), status = StatusCodes.Status424FailedDependency, error = (object?)new { detail = $"not applied: command {part.Indexes[at]} of the same partition was refused" } }
+                    : new { id = command.Id, method = Method(command), status = part.Status, error = (object?)part.Error });
+            }
         var applied = outcomes.All(o => o.Status == StatusCodes.Status200OK);
         var durable = outcomes.Where(o => o.Durability is not null).Select(o => o.Durability).ToList();
         if (durable.Count > 0) ctx.Response.Headers[RoutedStore.DurabilityHeader] = durable.All(d => d == "kafka") ? "kafka" : "log";
@@ -71,7 +79,9 @@ internal static class PartitionedBulk
         var durability = sub.Response.Headers[RoutedStore.DurabilityHeader].ToString() is { Length: > 0 } d ? d : null;
         if (status == StatusCodes.Status200OK && json.RootElement.TryGetProperty("results", out var results))
             return new PartOutcome(partition, status, indexes, [.. results.EnumerateArray().Select(r => (object?)r.Clone())], null, durability);
-        return new PartOutcome(partition, status, indexes, null, json.RootElement.Clone(), durability);
+        var refusedAt = json.RootElement.ValueKind == JsonValueKind.Object && json.RootElement.TryGetProperty("index", out var index) && index.ValueKind == JsonValueKind.Number
+            ? index.GetInt32() : (int?)null;
+        return new PartOutcome(partition, status, indexes, null, json.RootElement.Clone(), durability, refusedAt);
     }
 
     private static async Task<object?> WriteAsync(HttpContext ctx, PartitionLease lease, IReadOnlyList<WriteCommand> commands)
@@ -86,5 +96,6 @@ internal static class PartitionedBulk
         return [.. doc.RootElement.EnumerateArray().Select(e => e.GetRawText())];
     }
 
-    private sealed record PartOutcome(int Partition, int Status, List<int> Indexes, List<object?>? Results, JsonElement? Error, string? Durability);
+    /// <param name="RefusedAt">The part's command (its index within the part) whose refusal refused the part.</param>
+    private sealed record PartOutcome(int Partition, int Status, List<int> Indexes, List<object?>? Results, JsonElement? Error, string? Durability, int? RefusedAt = null);
 }

@@ -114,23 +114,29 @@ public sealed class PartitionRouter(StorePartitions partitions, IngestOptions op
     public async Task<IReadOnlyList<(string Url, JsonElement Answer)>> AskMembersAsync(HttpContext ctx, string pathAndQuery)
     {
         var members = (await LayoutAsync())?.Members.Where(m => m.Url != options.AdvertisedUrl).Select(m => m.Url).ToList() ?? [];
-        var answers = await Task.WhenAll(members.Select(async url =>
-        {
-            using var request = new HttpRequestMessage(HttpMethod.Get, new Uri(new Uri(url), pathAndQuery));
-            foreach (var name in RequestHeaders)
-                if (ctx.Request.Headers.TryGetValue(name, out var value)) request.Headers.TryAddWithoutValidation(name, value.ToArray());
-            request.Headers.TryAddWithoutValidation(ForwardedHeader, options.AdvertisedUrl);
-            try
-            {
-                using var response = await _http.SendAsync(request, ctx.RequestAborted);
-                if (!response.IsSuccessStatusCode) return ((string, JsonElement)?)null;
-                using var json = JsonDocument.Parse(await response.Content.ReadAsByteArrayAsync(ctx.RequestAborted));
-                return (url, json.RootElement.Clone());
-            }
-            catch (HttpRequestException) { return null; }
-        }));
+        var answers = await Task.WhenAll(members.Select(async url => await AskAsync(ctx, url, pathAndQuery) is { } answer ? (url, answer) : ((string, JsonElement)?)null));
         return [.. answers.Where(a => a is not null).Select(a => a!.Value)];
     }
+
+    /// <summary>A member's JSON answer to a GET of <paramref name="pathAndQuery"/> with the caller's credentials; null unless 2xx.</summary>
+    public async Task<JsonElement?> AskAsync(HttpContext ctx, string url, string pathAndQuery)
+    {
+        using var request = new HttpRequestMessage(HttpMethod.Get, new Uri(new Uri(url), pathAndQuery));
+        foreach (var name in RequestHeaders)
+            if (ctx.Request.Headers.TryGetValue(name, out var value)) request.Headers.TryAddWithoutValidation(name, value.ToArray());
+        request.Headers.TryAddWithoutValidation(ForwardedHeader, options.AdvertisedUrl);
+        try
+        {
+            using var response = await _http.SendAsync(request, ctx.RequestAborted);
+            if (!response.IsSuccessStatusCode) return null;
+            using var json = JsonDocument.Parse(await response.Content.ReadAsByteArrayAsync(ctx.RequestAborted));
+            return json.RootElement.Clone();
+        }
+        catch (HttpRequestException) { return null; }
+    }
+
+    /// <summary>The advertised URL of the process holding <paramref name="partition"/>, as the group says now (null: none).</summary>
+    public Task<string?> OwnerOfAsync(int partition, bool refresh = false) => OwnerAsync(partition, refresh);
 
     /// <summary>The owner's answer to the request, or null when the owner says it does not hold the partition.</summary>
     public async Task<IResult?> ForwardAsync(HttpContext ctx, string owner, byte[] body, string? pathAndQuery = null)

@@ -22,6 +22,7 @@ public sealed partial class DocsShell : IAsyncDisposable
     private readonly string _dataDir = Directory.CreateTempSubdirectory("magpie-docs-data-").FullName;
     private readonly Dictionary<string, string> _exports = [];
     private bool _dataDirTaken;
+    private readonly string _partitionedGroup = $"magpie-docs-{Guid.NewGuid():N}";
 
     public string? Kafka { get; init; }
     public string? RabbitUrl { get; init; }
@@ -98,7 +99,9 @@ public sealed partial class DocsShell : IAsyncDisposable
             dataDir = _dataDirTaken ? null : _dataDir;
             _dataDirTaken = true;
         }
-        _servers[documentedPort] = await MagpieProcess.StartAsync(kafka, target, dataDir, arguments: args);
+        // The ingest processes of a partitioned store share their consumer group (each server otherwise gets a group of its own).
+        var environment = args.Contains("--partitioned") ? new Dictionary<string, string> { ["MAGPIE__CONSUMERGROUP"] = _partitionedGroup } : null;
+        _servers[documentedPort] = await MagpieProcess.StartAsync(kafka, target, dataDir, environment, arguments: args);
     }
 
     private string Swap(string text)

@@ -47,4 +47,14 @@ public sealed class KafkaPageExampleTests
         await using var shell = await DocsShell.CreateAsync(kafka: kafka.BootstrapServers);
         await shell.RunAsync(blocks);
     }
+
+    [Fact]
+    public async Task The_scaling_out_examples_run_as_written()
+    {
+        var blocks = ReadmeExamples.Blocks(File.ReadAllText(Path.Combine(RepoPaths.Root, "docs/KAFKA-AND-COMPOSE.md")), "Scaling ingest out");
+        Assert.Contains(blocks.SelectMany(b => b), c => c.Contains("--partitioned"));
+        await using var kafka = await KafkaBroker.StartOwnedAsync();
+        await using var shell = await DocsShell.CreateAsync(kafka: kafka.BootstrapServers);
+        await shell.RunAsync(blocks);
+    }
 }

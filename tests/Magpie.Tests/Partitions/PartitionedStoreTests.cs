@@ -129,16 +129,19 @@ public sealed class PartitionedStoreTests(ITestOutputHelper output)
 /// <summary>Ingest processes of one partitioned store: one consumer group, each its own data directory and advertised URL.</summary>
 public sealed class IngestCluster : IAsyncDisposable
 {
-    private IngestCluster(IReadOnlyList<MagpieProcess> nodes) => Nodes = nodes;
+    private IngestCluster(IReadOnlyList<MagpieProcess> nodes, string group) => (Nodes, Group) = (nodes, group);
 
     public IReadOnlyList<MagpieProcess> Nodes { get; }
+
+    /// <summary>The ingest consumer group the nodes share (a node started later joins with it).</summary>
+    public string Group { get; }
 
     public static async Task<IngestCluster> StartAsync(string servers, int nodes, Dictionary<string, string>? environment = null)
     {
         var group = $"magpie-ingest-{Guid.NewGuid():N}";
         var env = new Dictionary<string, string>(environment ?? []) { ["MAGPIE__PARTITIONEDSTORE"] = "true", ["MAGPIE__CONSUMERGROUP"] = group };
         var started = await Task.WhenAll(Enumerable.Range(0, nodes).Select(_ => MagpieProcess.StartAsync(servers, target: "ingest", environment: env)));
-        return new IngestCluster(started);
+        return new IngestCluster(started, group);
     }
 
     /// <summary>Partition → the advertised URL of the node holding it, as <paramref name="asked"/> sums it up in <c>/stats</c>.</summary>
