@@ -12,6 +12,8 @@ public sealed record IngestOptions
         CheckpointInterval = CheckpointInterval,
         MinFreeDiskBytes = MinFreeDiskBytes,
         LogMemoryBytes = LogMemoryBytes,
+        IndexBytes = IndexBytes,
+        IndexMemoryBytes = IndexMemoryBytes,
     };
 
     /// <summary>Root data folder; the store lives in <c>{DataDir}/documents</c>, the relay position in <c>{DataDir}/relay</c>.</summary>
@@ -78,6 +80,12 @@ public sealed record IngestOptions
     /// embedded pipeline ~10 µs of CPU per post (1M posts: 0.79 of raw Lucene with 256 MB, 0.88 with 1 GB; docs/BENCHMARKS.md).
     /// </summary>
     public long LogMemoryBytes { get; init; } = 1L << 30;
+
+    /// <summary>The id index's hash table (bytes, a power of two): <see cref="Documents.DocumentStoreOptions.IndexBytes"/>.</summary>
+    public long IndexBytes { get; init; } = 1L << 26;
+
+    /// <summary>The id index's in-memory log (bytes, a power of two): <see cref="Documents.DocumentStoreOptions.IndexMemoryBytes"/>.</summary>
+    public long IndexMemoryBytes { get; init; } = 1L << 28;
 
     /// <summary>Change-log compaction; null: the log keeps every version.</summary>
     public Changes.CompactionOptions? Compaction { get; init; } = new(new Documents.RevisionRetention(), TimeSpan.FromSeconds(60), 256L << 20);

@@ -44,7 +44,8 @@ public sealed partial class DocumentStore : IAsyncDisposable
         Directory.CreateDirectory(options.Directory);
         var pageBits = Math.Max(22, BitOperations.Log2((uint)Math.Max(options.MaxDocumentBytes, 1)) + 2);
         var memoryBits = Math.Max(BitOperations.Log2((ulong)options.LogMemoryBytes), pageBits + 2);
-        _logSettings = new FasterLogSettings(Path.Combine(options.Directory, "log"), deleteDirOnDispose: false)
+        var logDir = Path.Combine(options.Directory, "log");
+        _logSettings = new FasterLogSettings(logDir, deleteDirOnDispose: false)
         {
             PageSizeBits = pageBits,
             MemorySizeBits = memoryBits,
@@ -52,7 +53,8 @@ public sealed partial class DocumentStore : IAsyncDisposable
             LogChecksum = LogChecksumType.PerEntry,
             // Commit metadata goes into the log itself: one write per commit instead of a new metadata file each time.
             FastCommitMode = true,
-            TryRecoverLatest = true,
+            // Looking for a commit to recover in a new store cost half a second (a partition taken over opens one).
+            TryRecoverLatest = System.IO.Directory.Exists(logDir) && System.IO.Directory.EnumerateFileSystemEntries(logDir).Any(),
         };
         _log = new FasterLog(_logSettings);
         // A store whose id index predates case-insensitive ids rebuilds it from the log (RecoverAsync): its old one goes first.

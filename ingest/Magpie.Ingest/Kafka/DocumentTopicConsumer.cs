@@ -138,26 +138,30 @@ public sealed class DocumentTopicConsumer(IngestOptions options, ILogger<Documen
         // Partitions kept through a lost session: the group has decided again. Those it gave back are checked against the
         // topic like any taken over (another process may have written them meanwhile); the others are handed on.
         foreach (var p in lost) held.ReleaseAsync(p, TimeSpan.FromSeconds(30)).GetAwaiter().GetResult();
-        foreach (var p in assigned)
-        {
-            var backoff = options.Retry.Start();
-            while (!ct.IsCancellationRequested)
-            {
-                try
-                {
-                    held.AcquireAsync(p, ct).GetAwaiter().GetResult();
-                    break;
-                }
-                catch (Exception e) when (e is not OperationCanceledException)
-                {
-                    var delay = backoff.Next();
-                    logger.LogWarning("store partition {Partition} not opened ({Error}); trying again in {Delay}", p, e.Message, delay);
-                    Waits.Pause(delay, ct);
-                }
-            }
-        }
+        // Side by side: a takeover's partitions are rebuilt at once, each from its own partition of the topic.
+        Task.WhenAll(assigned.Select(p => AcquireAsync(held, p, ct))).GetAwaiter().GetResult();
         logger.LogInformation("ingest owns store partitions [{Partitions}]", string.Join(", ", held.Serving.Select(s => s.Number)));
         return assigned.Select(p => new TopicPartitionOffset(Topics.Documents, p, Offset.Unset));
+    }
+
+    /// <summary>Opens an assigned partition, trying again (Kafka unreachable for the rebuild) until it opens or the consumer stops.</summary>
+    private async Task AcquireAsync(StorePartitions held, int partition, CancellationToken ct)
+    {
+        var backoff = options.Retry.Start();
+        while (!ct.IsCancellationRequested)
+        {
+            try
+            {
+                await held.AcquireAsync(partition, ct);
+                return;
+            }
+            catch (Exception e) when (e is not OperationCanceledException)
+            {
+                var delay = backoff.Next();
+                logger.LogWarning("store partition {Partition} not opened ({Error}); trying again in {Delay}", partition, e.Message, delay);
+                await Task.Delay(delay, ct);
+            }
+        }
     }
 
     private void Revoked(IConsumer<byte[], byte[]> consumer, StorePartitions held, List<int> revoked)

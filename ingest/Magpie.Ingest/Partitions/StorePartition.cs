@@ -44,12 +44,21 @@ public sealed class StorePartition : IAsyncDisposable
     public static string DirectoryOf(IngestOptions options, int partition) =>
         Path.Combine(options.DataDir, "partitions", partition.ToString(CultureInfo.InvariantCulture));
 
-    /// <summary>The options of one partition: its own folder, and its share of the log memory.</summary>
+    /// <summary>
+    /// The options of one partition: its own folder, and its share of the memory one store would take (a process may hold every
+    /// partition; allocating a whole store's id index for each also cost a takeover seconds).
+    /// </summary>
     public static IngestOptions OptionsOf(IngestOptions options, int partition) => options with
     {
         DataDir = DirectoryOf(options, partition),
         LogMemoryBytes = Math.Max(64L << 20, options.LogMemoryBytes / Math.Max(1, options.KafkaPartitions)),
+        IndexBytes = Share(options.IndexBytes, options.KafkaPartitions, 1L << 22),
+        IndexMemoryBytes = Share(options.IndexMemoryBytes, options.KafkaPartitions, 1L << 24),
     };
+
+    /// <summary>A power of two near <paramref name="whole"/> / <paramref name="parts"/>, at least <paramref name="floor"/>.</summary>
+    private static long Share(long whole, int parts, long floor) =>
+        Math.Max(floor, (long)System.Numerics.BitOperations.RoundUpToPowerOf2((ulong)Math.Max(1, whole / Math.Max(1, parts))));
 
     public static async Task<StorePartition> OpenAsync(int partition, IngestOptions options, ILoggerFactory loggers, CancellationToken ct)
     {

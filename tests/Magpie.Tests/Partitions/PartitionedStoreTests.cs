@@ -25,6 +25,8 @@ public sealed class PartitionedStoreTests(ITestOutputHelper output)
         var cluster = await IngestCluster.StartAsync(broker.BootstrapServers, 3);
         await using var _ = cluster;
         await cluster.AllPartitionsServedAsync(TimeSpan.FromSeconds(60));
+        await using var query = await MagpieProcess.StartAsync(broker.BootstrapServers, target: "indexer,query",
+            environment: new() { ["MAGPIE__INGESTURL"] = cluster.Nodes[0].BaseUrl.ToString() });
 
         var acknowledged = new ConcurrentDictionary<string, Acknowledged>();
         using var stop = new CancellationTokenSource();
@@ -42,6 +44,7 @@ public sealed class PartitionedStoreTests(ITestOutputHelper output)
         await cluster.AllPartitionsServedAsync(TimeSpan.FromSeconds(60), survivors);
         var takeover = killedAt.Elapsed;
         output.WriteLine($"partitions [{string.Join(", ", victimPartitions)}] of the killed node served again after {takeover.TotalSeconds:N1} s");
+        foreach (var line in survivors.SelectMany(n => n.Output).Where(l => l.Contains("rebuilt from"))) output.WriteLine(line);
         await Task.Delay(TimeSpan.FromSeconds(3));
         stop.Cancel();
         await Task.WhenAll(writers);
@@ -51,6 +54,9 @@ public sealed class PartitionedStoreTests(ITestOutputHelper output)
         Assert.True(takeover < TimeSpan.FromSeconds(10), $"the killed node's partitions took {takeover.TotalSeconds:N1} s to be served again");
         foreach (var node in survivors) await AssertEveryWriteReadableAsync(node, acknowledged.Values);
         AssertEtagsIncreasePerPartition(acknowledged.Values);
+        // The index, fed by the relays of every owner before and after the takeover, holds exactly what the store holds.
+        var indexed = await SplitDeployment.NonStaleAsync(query, "from load");
+        Assert.Equal(acknowledged.Count, indexed.GetProperty("totalResults").GetInt32());
 
         // The killed node comes back on its data directory and takes partitions back; every document reads through it too.
         await victim.StartAsync();
