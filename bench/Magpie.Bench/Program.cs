@@ -20,6 +20,7 @@ using Magpie.Tests.Fixtures;
 //        dotnet run -c Release --project bench/Magpie.Bench -- pg [--docs N] [--runs R] [--warmup-seconds S]
 //        dotnet run -c Release --project bench/Magpie.Bench -- load-document [--docs N]   (a map that load()s each post's owner vs the same map without; a rename)
 //        dotnet run -c Release --project bench/Magpie.Bench -- patch-by-query [--docs N] (update by query vs POST /bulk_docs of the same changes)
+//        dotnet run -c Release --project bench/Magpie.Bench -- ingest-nodes [--nodes 1,2,3] [--docs N] [--takeover-docs M]  (a partitioned store on N ingest processes; the takeover after a kill -9)
 //        dotnet run -c Release --project bench/Magpie.Bench -- faults [--rounds N] [--outage-seconds S] [--kafka]
 //        dotnet run -c Release --project bench/Magpie.Bench -- overload [--connections C] [--seconds S] [--docs N] [--write-share W] [--query-share Q] [--shed-pause-ms P]
 var docs = Arg("--docs", 300_000);
@@ -50,6 +51,7 @@ switch (args.FirstOrDefault())
     case "studio": await RunStudioAsync(); return;
     case "overload": await RunOverloadAsync(); return;
     case "faults": await RunFaultsAsync(); return;
+    case "ingest-nodes": await RunIngestNodesAsync(); return;
     case "compaction": await RunCompactionAsync(); return;
 }
 
@@ -977,6 +979,53 @@ void StopMagpie(Process magpie)
     magpie.Kill();
     magpie.WaitForExit();
     try { Directory.Delete(run, recursive: true); } catch (IOException) { }
+}
+
+async Task RunIngestNodesAsync()
+{
+    var counts = (ArgText("--nodes") ?? "1,2,3").Split(',').Select(int.Parse).ToList();
+    var n = Arg("--docs", 200_000);
+    var takeoverDocs = Arg("--takeover-docs", 1_000_000);
+    var outcomes = new List<PartitionedIngestBenchmark.Outcome>();
+    foreach (var nodes in counts.Append(-1))
+    {
+        // The last round: three nodes loaded with --takeover-docs, then one killed.
+        var takeover = nodes == -1;
+        var size = takeover ? takeoverDocs : n;
+        var count = takeover ? 3 : nodes;
+        await using var broker = await KafkaBroker.StartOwnedAsync();
+        var ports = Enumerable.Range(0, count).Select(_ => FreePort.Next()).ToList();
+        var processes = ports.Select((port, i) => StartMagpie(Path.Combine(run, $"ingest-nodes-{count}-{i}"), port, "--target", "ingest", "--partitioned", "--kafka", broker.BootstrapServers)).ToList();
+        try
+        {
+            foreach (var port in ports) await WaitHealthy(port);
+            var urls = ports.Select(p => new Uri($"http://127.0.0.1:{p}/")).ToList();
+            Console.WriteLine(takeover ? $"takeover: 3 nodes, {size:N0} posts, then one killed" : $"{count} node(s): warm-up, then {size:N0} posts");
+            if (!takeover) await PartitionedIngestBenchmark.RunAsync(processes, urls, IngestBenchmark.Batches(20_000, batchSize, seed: 7).Select(b => b.Select(w => w with { Id = "warmup/" + w.Id }).ToArray()).ToList(), clients);
+            var outcome = await PartitionedIngestBenchmark.RunAsync(processes, urls, IngestBenchmark.Batches(size, batchSize, seed: 42), clients);
+            if (takeover)
+            {
+                var docsHeld = await PartitionedIngestBenchmark.DocumentsAsync(urls[0]);
+                outcome = outcome with { TakeoverSeconds = await PartitionedIngestBenchmark.TakeoverAsync(processes, urls), TakeoverDocs = docsHeld };
+            }
+            outcomes.Add(outcome);
+            Console.WriteLine($"  {outcome.DocsPerSecond:N0} docs/s, {outcome.CpuMicrosPerDoc:N1} µs CPU per doc (all nodes)" + (takeover ? $", takeover {outcome.TakeoverSeconds:N1} s" : ""));
+        }
+        finally
+        {
+            foreach (var p in processes.Where(p => !p.HasExited)) { p.Kill(); p.WaitForExit(); }
+        }
+    }
+    try { Directory.Delete(run, recursive: true); } catch (IOException) { }
+    Console.WriteLine();
+    Console.WriteLine($"{"nodes",6} {"docs",10} {"docs/s",10} {"CPU µs/doc",11} {"takeover s",11}");
+    foreach (var o in outcomes) Console.WriteLine($"{o.Nodes,6} {o.Docs,10:N0} {o.DocsPerSecond,10:N0} {o.CpuMicrosPerDoc,11:N1} {(double.IsNaN(o.TakeoverSeconds) ? "" : o.TakeoverSeconds.ToString("N1", CultureInfo.InvariantCulture)),11}");
+    Console.WriteLine(JsonSerializer.Serialize(new
+    {
+        benchmark = "ingest-nodes", cores = Environment.ProcessorCount, clients, batch = batchSize,
+        runs = outcomes.Where(o => double.IsNaN(o.TakeoverSeconds)).Select(o => new { nodes = o.Nodes, docs = o.Docs, docs_per_s = Math.Round(o.DocsPerSecond), cpu_us_per_doc = Math.Round(o.CpuMicrosPerDoc, 1) }),
+        takeover = outcomes.Where(o => !double.IsNaN(o.TakeoverSeconds)).Select(o => new { nodes = o.Nodes, docs = o.TakeoverDocs, load_docs_per_s = Math.Round(o.DocsPerSecond), seconds = Math.Round(o.TakeoverSeconds, 1) }),
+    }));
 }
 
 static Process StartMagpie(string dataDir, int port, params string[] extra)

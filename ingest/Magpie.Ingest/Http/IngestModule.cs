@@ -38,6 +38,7 @@ public static class IngestModule
         {
             // Fail at start-up, with the fix in the message, rather than retrying a missing librdkafka forever.
             KafkaNative.EnsureLoaded();
+            services.AddSingleton<InputBatches>();
             services.AddSingleton<DocumentTopicConsumer>().AddHostedService(sp => sp.GetRequiredService<DocumentTopicConsumer>());
         }
         return services;
@@ -55,7 +56,8 @@ public static class IngestModule
         services.AddSingleton<PartitionRouter>();
         // Registered before the consumer, so it stops after it: closing the consumer hands the partitions on first.
         services.AddHostedService<PartitionsLifetime>();
-        services.AddSingleton<DocumentTopicConsumer>().AddHostedService(sp => sp.GetRequiredService<DocumentTopicConsumer>());
+        services.AddSingleton<InputBatches>();
+        services.AddSingleton<PartitionedTopicConsumer>().AddHostedService(sp => sp.GetRequiredService<PartitionedTopicConsumer>());
         return services;
     }
 
@@ -91,15 +93,12 @@ public static class IngestModule
     public static IEndpointRouteBuilder MapDocumentStore(this IEndpointRouteBuilder app, IngestOptions options)
     {
         app.MapDocumentEndpoints(options.MaxJsonDepth);
-        if (options.Partitioned)
-            app.MapPost("/message_writes", () => Problems.Of(StatusCodes.Status501NotImplemented,
-                "a partitioned store does not take queue sinks' message writes yet (their ledger is one store's): run queue sinks against a single-store ingest"));
-        else app.MapMessageWriteEndpoints(options.MaxJsonDepth);
+        app.MapMessageWriteEndpoints(options.MaxJsonDepth);
         // Kafka side of ingest: input consumed, dead letters, and how far the relay is behind the log.
         app.MapGet("/stats/pipeline", (IServiceProvider services) => Results.Ok(new
         {
             kafka = options.KafkaBootstrapServers,
-            input = services.GetService<DocumentTopicConsumer>()?.Status(),
+            input = services.GetService<InputBatches>()?.Status(),
             partitions = services.GetService<StorePartitions>()?.Serving.Select(p => new
             {
                 partition = p.Number, lastEtag = p.Store.LastEtag, relay = p.Relay.Status(), changeLog = p.Compactor?.Status(),

@@ -5,6 +5,7 @@ using Magpie.Ingest.Documents;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Routing;
+using Microsoft.Extensions.DependencyInjection;
 
 namespace Magpie.Ingest.Http;
 
@@ -16,7 +17,7 @@ public static class MessageWriteEndpoints
 {
     public static IEndpointRouteBuilder MapMessageWriteEndpoints(this IEndpointRouteBuilder app, int maxJsonDepth)
     {
-        app.MapPost("/message_writes", async (HttpContext ctx, IMessageWriter writer) =>
+        app.MapPost("/message_writes", async (HttpContext ctx, IServiceProvider services) =>
         {
             var (body, problem) = await RequestBody.ReadAsync(ctx.Request, ctx.RequestAborted);
             if (problem is not null) return problem;
@@ -34,7 +35,8 @@ public static class MessageWriteEndpoints
             }
             if (request is not { } r) return Problems.BadRequest(error!);
             if (MessageLedgers.Problem(r.Ledger, "'ledger'") is { } ledgerProblem) return Problems.BadRequest(ledgerProblem);
-            var outcomes = await writer.WriteAsync(r.Ledger, r.Messages, ctx.RequestAborted);
+            if (RoutedStore.Router(ctx) is { } router) return await PartitionedMessageWrites.RunAsync(ctx, router, r.Ledger, r.Messages);
+            var outcomes = await services.GetRequiredService<IMessageWriter>().WriteAsync(r.Ledger, r.Messages, ctx.RequestAborted);
             return Results.Stream(async stream =>
             {
                 await using var w = new Utf8JsonWriter(stream);

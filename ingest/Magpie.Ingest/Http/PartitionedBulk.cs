@@ -64,24 +64,13 @@ internal static class PartitionedBulk
     private static async Task<PartOutcome> PartAsync(HttpContext ctx, PartitionRouter router, int partition, List<WriteCommand> commands, List<int> indexes, string[] elements)
     {
         var body = Encoding.UTF8.GetBytes("[" + string.Join(",", indexes.Select(i => elements[i])) + "]");
-        var sub = new DefaultHttpContext { RequestServices = ctx.RequestServices };
-        sub.Request.Method = HttpMethods.Post;
-        sub.Request.Path = "/bulk_docs";
-        sub.Request.QueryString = ctx.Request.QueryString;
-        sub.Request.ContentType = "application/json";
-        foreach (var (name, value) in ctx.Request.Headers) sub.Request.Headers[name] = value;
-        sub.Response.Body = new MemoryStream();
-        var answer = (IResult)(await router.ServeAsync(sub, partition, async lease => await WriteAsync(sub, lease, commands), body: body))!;
-        await answer.ExecuteAsync(sub);
-        sub.Response.Body.Position = 0;
-        using var json = await JsonDocument.ParseAsync(sub.Response.Body);
-        var status = sub.Response.StatusCode;
-        var durability = sub.Response.Headers[RoutedStore.DurabilityHeader].ToString() is { Length: > 0 } d ? d : null;
-        if (status == StatusCodes.Status200OK && json.RootElement.TryGetProperty("results", out var results))
-            return new PartOutcome(partition, status, indexes, [.. results.EnumerateArray().Select(r => (object?)r.Clone())], null, durability);
-        var refusedAt = json.RootElement.ValueKind == JsonValueKind.Object && json.RootElement.TryGetProperty("index", out var index) && index.ValueKind == JsonValueKind.Number
+        var answer = await router.ServePartAsync(ctx, partition, "/bulk_docs", body, (part, lease) => WriteAsync(part, lease, commands));
+        var durability = answer.Headers[RoutedStore.DurabilityHeader].ToString() is { Length: > 0 } d ? d : null;
+        if (answer.Status == StatusCodes.Status200OK && answer.Body.TryGetProperty("results", out var results))
+            return new PartOutcome(partition, answer.Status, indexes, [.. results.EnumerateArray().Select(r => (object?)r.Clone())], null, durability);
+        var refusedAt = answer.Body.ValueKind == JsonValueKind.Object && answer.Body.TryGetProperty("index", out var index) && index.ValueKind == JsonValueKind.Number
             ? index.GetInt32() : (int?)null;
-        return new PartOutcome(partition, status, indexes, null, json.RootElement.Clone(), durability, refusedAt);
+        return new PartOutcome(partition, answer.Status, indexes, null, answer.Body, durability, refusedAt);
     }
 
     private static async Task<object?> WriteAsync(HttpContext ctx, PartitionLease lease, IReadOnlyList<WriteCommand> commands)

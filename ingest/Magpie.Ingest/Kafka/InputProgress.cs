@@ -10,7 +10,7 @@ using Microsoft.Extensions.Logging;
 namespace Magpie.Ingest.Kafka;
 
 /// <summary>
-/// Read your writes through Kafka: what <see cref="DocumentTopicConsumer"/> applied, per input partition, once the relay has put
+/// Read your writes through Kafka: what the input consumer applied, per input partition, once the relay has put
 /// it on <c>magpie.changes</c> — kept for <c>GET /stats/pipeline</c> and published to <c>magpie.input-progress</c> (compacted,
 /// keyed by input partition) for query processes, whose <c>waitForInputOffsets</c> turns it into a staleness target. Runs
 /// beside the consumer: waiting for the relay never holds the input back.

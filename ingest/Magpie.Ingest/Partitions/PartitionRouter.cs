@@ -80,6 +80,28 @@ public sealed class PartitionRouter(StorePartitions partitions, IngestOptions op
         }
     }
 
+    /// <summary>
+    /// One partition's part of a request that spans partitions (a bulk's commands, a queue sink's messages): <paramref name="local"/>
+    /// under a lease when this process holds the partition, else <paramref name="body"/> sent to the owner at <paramref name="path"/>
+    /// as a request of its own (the caller's credentials and query). The answer is read back either way.
+    /// </summary>
+    public async Task<PartAnswer> ServePartAsync(HttpContext ctx, int partition, string path, byte[] body, Func<HttpContext, PartitionLease, Task<object?>> local)
+    {
+        var part = new DefaultHttpContext { RequestServices = ctx.RequestServices, RequestAborted = ctx.RequestAborted };
+        part.Request.Method = HttpMethods.Post;
+        part.Request.Path = path;
+        part.Request.QueryString = ctx.Request.QueryString;
+        part.Request.ContentType = "application/json";
+        foreach (var name in RequestHeaders.Append(ForwardedHeader))
+            if (ctx.Request.Headers.TryGetValue(name, out var value)) part.Request.Headers[name] = value;
+        part.Response.Body = new MemoryStream();
+        var answer = await ServeAsync(part, partition, lease => local(part, lease), body: body);
+        if (answer is IResult result) await result.ExecuteAsync(part);
+        part.Response.Body.Position = 0;
+        using var json = await JsonDocument.ParseAsync(part.Response.Body, cancellationToken: ctx.RequestAborted);
+        return new PartAnswer(part.Response.StatusCode, json.RootElement.Clone(), part.Response.Headers);
+    }
+
     /// <summary>The owner of every partition, from the group (cached for a second; <paramref name="refresh"/> asks again).</summary>
     public async Task<IndexerLayout?> LayoutAsync(bool refresh = false)
     {
@@ -178,6 +200,9 @@ public sealed class PartitionRouter(StorePartitions partitions, IngestOptions op
         _group.Dispose();
         _http.Dispose();
     }
+
+    /// <summary>One partition's answer to its part of a request: status, JSON body, headers.</summary>
+    public sealed record PartAnswer(int Status, JsonElement Body, IHeaderDictionary Headers);
 
     /// <summary>The owner's answer, passed on as it came: status, the headers a client reads, the body.</summary>
     private sealed class ForwardedAnswer(HttpResponseMessage response) : IResult

@@ -24,10 +24,14 @@ public sealed class StorePartition : IAsyncDisposable
     private readonly ChangeLogCompactor? _compactor;
     private readonly CancellationTokenSource _stop = new();
 
-    private StorePartition(int number, DocumentStore store, ChangeRelay relay, ChangeLogCompactor? compactor, PartitionTakeover takeover)
+    private StorePartition(int number, DocumentStore store, ChangeRelay relay, ChangeLogCompactor? compactor, PartitionTakeover takeover, int maxJsonDepth)
     {
         (Number, Store, _relay, _compactor, Takeover) = (number, store, relay, compactor, takeover);
+        Messages = new StoreMessageWriter(store, maxJsonDepth);
     }
+
+    /// <summary>Queue sinks' messages whose writes are this partition's documents (its own ledger).</summary>
+    public Contracts.Documents.IMessageWriter Messages { get; }
 
     public int Number { get; }
 
@@ -87,7 +91,7 @@ public sealed class StorePartition : IAsyncDisposable
             var tail = new ChangeLogTail(store);
             var relay = new ChangeRelay(tail, readers, own, loggers.CreateLogger<ChangeRelay>(), partition);
             var compactor = options.Compaction is { } compaction ? new ChangeLogCompactor(store, readers, compaction, loggers.CreateLogger<ChangeLogCompactor>()) : null;
-            var opened = new StorePartition(partition, store, relay, compactor, takeover);
+            var opened = new StorePartition(partition, store, relay, compactor, takeover, options.MaxJsonDepth);
             await relay.StartAsync(opened._stop.Token);
             if (compactor is not null) await compactor.StartAsync(opened._stop.Token);
             return opened;

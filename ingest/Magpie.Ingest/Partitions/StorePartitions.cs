@@ -5,7 +5,7 @@ namespace Magpie.Ingest.Partitions;
 
 /// <summary>
 /// The partitions of a partitioned store this process holds, as the ingest consumer group assigns them
-/// (<see cref="Kafka.DocumentTopicConsumer"/> opens and releases them). A request works on a partition through a
+/// (<see cref="PartitionedTopicConsumer"/> opens and releases them). A request works on a partition through a
 /// <see cref="PartitionLease"/>: releasing a partition first stops new leases, waits for the ones out to end, then waits until
 /// Kafka holds every change written, so the next owner, which rebuilds the partition from the topic, starts from all of them.
 /// </summary>

@@ -4,6 +4,7 @@ using System.Text;
 using System.Text.Json;
 using Confluent.Kafka;
 using Magpie.Contracts;
+using Magpie.Contracts.Documents;
 using Magpie.Kafka;
 using Magpie.Kafka.Documents;
 using Magpie.Tests.Fixtures;
@@ -100,6 +101,18 @@ public sealed class PartitionedDeploymentTests
         Assert.Equal(424, results[2].GetProperty("status").GetInt32());
         Assert.Equal(HttpStatusCode.OK, (await ingest0.Http.GetAsync($"docs/{a}")).StatusCode);
         Assert.Equal(HttpStatusCode.NotFound, (await ingest0.Http.GetAsync($"docs/{c}")).StatusCode);
+
+        // A queue sink's messages through any node (the client the sinks process uses): each applied by its documents' owner,
+        // once per ledger; one whose writes span partitions set aside with the reason.
+        var sink = new Magpie.Http.IngestClient(ingest1.BaseUrl.ToString(), ingest1.Http);
+        MessageWrites Message(string id, params string[] docs) => new(id, [.. docs.Select(d => new MessageWrite(MessageWriteMethod.Put, d, """{"from":"queue"}"""))]);
+        var (x, y) = TwoIdsInDifferentPartitions("queued/");
+        var first = await sink.WriteAsync("orders-sink", [Message("m1", x), Message("m2", x, y), Message("m3", y)]);
+        Assert.Equal([MessageWriteResult.Applied, MessageWriteResult.Refused, MessageWriteResult.Applied], first.Select(o => o.Result));
+        Assert.Contains("partitions", first[1].Reason);
+        var again = await new Magpie.Http.IngestClient(ingest0.BaseUrl.ToString(), ingest0.Http).WriteAsync("orders-sink", [Message("m1", x), Message("m3", y)]);
+        Assert.All(again, o => Assert.Equal(MessageWriteResult.AlreadyApplied, o.Result));
+        Assert.Equal("queue", (await (await ingest0.Http.GetAsync($"docs/{y}")).JsonAsync()).GetProperty("from").GetString());
     }
 
     private static (string, string) TwoIdsInDifferentPartitions(string prefix)
