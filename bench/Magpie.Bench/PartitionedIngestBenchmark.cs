@@ -13,7 +13,42 @@ namespace Magpie.Bench;
 /// </summary>
 public static class PartitionedIngestBenchmark
 {
-    public sealed record Outcome(int Nodes, long Docs, double DocsPerSecond, double CpuMicrosPerDoc, double TakeoverSeconds, long TakeoverDocs);
+    public sealed record Outcome(int Nodes, long Docs, double DocsPerSecond, double CpuMicrosPerDoc, double TakeoverSeconds, long TakeoverDocs,
+        double KafkaDocsPerSecond = double.NaN, double KafkaCpuMicrosPerDoc = double.NaN);
+
+    /// <summary>
+    /// The same posts published to <c>magpie.documents</c> (keyed by id, Kafka's default placement): each node applies the messages of
+    /// its own partitions, nothing is forwarded. Timed from the first message sent until the nodes applied them all.
+    /// </summary>
+    public static async Task<(double DocsPerSecond, double CpuMicrosPerDoc)> KafkaInputAsync(IReadOnlyList<Process> nodes, IReadOnlyList<Uri> urls, string servers,
+        IReadOnlyList<DocumentWrite[]> batches)
+    {
+        var docs = batches.Sum(b => (long)b.Length);
+        var before = await AppliedAsync(urls);
+        var cpuBefore = nodes.Sum(p => p.TotalProcessorTime.TotalMilliseconds);
+        var watch = Stopwatch.StartNew();
+        await using (var sink = new Magpie.Producers.Sinks.KafkaDocumentSink(servers))
+            foreach (var batch in batches) await sink.SendAsync(batch, CancellationToken.None);
+        while (await AppliedAsync(urls) - before < docs)
+        {
+            if (watch.Elapsed > TimeSpan.FromMinutes(10)) throw new TimeoutException("the nodes did not apply every message in 10 minutes");
+            await Task.Delay(20);
+        }
+        var elapsed = watch.Elapsed;
+        var cpu = nodes.Sum(p => p.TotalProcessorTime.TotalMilliseconds) - cpuBefore;
+        return (docs / elapsed.TotalSeconds, cpu * 1000 / docs);
+    }
+
+    private static async Task<long> AppliedAsync(IReadOnlyList<Uri> urls)
+    {
+        long applied = 0;
+        foreach (var url in urls)
+        {
+            using var http = new HttpClient { BaseAddress = url };
+            applied += (await http.GetFromJsonAsync<JsonElement>("stats/pipeline")).GetProperty("input").GetProperty("applied").GetInt64();
+        }
+        return applied;
+    }
 
     public static async Task<Outcome> RunAsync(IReadOnlyList<Process> nodes, IReadOnlyList<Uri> urls, IReadOnlyList<DocumentWrite[]> batches, int clients)
     {

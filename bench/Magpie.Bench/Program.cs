@@ -1003,13 +1003,20 @@ async Task RunIngestNodesAsync()
             Console.WriteLine(takeover ? $"takeover: 3 nodes, {size:N0} posts, then one killed" : $"{count} node(s): warm-up, then {size:N0} posts");
             if (!takeover) await PartitionedIngestBenchmark.RunAsync(processes, urls, IngestBenchmark.Batches(20_000, batchSize, seed: 7).Select(b => b.Select(w => w with { Id = "warmup/" + w.Id }).ToArray()).ToList(), clients);
             var outcome = await PartitionedIngestBenchmark.RunAsync(processes, urls, IngestBenchmark.Batches(size, batchSize, seed: 42), clients);
+            if (!takeover)
+            {
+                var (rate, cpu) = await PartitionedIngestBenchmark.KafkaInputAsync(processes, urls, broker.BootstrapServers,
+                    IngestBenchmark.Batches(size, 512, seed: 43).Select(b => b.Select(w => w with { Id = "topic/" + w.Id }).ToArray()).ToList());
+                outcome = outcome with { KafkaDocsPerSecond = rate, KafkaCpuMicrosPerDoc = cpu };
+            }
             if (takeover)
             {
                 var docsHeld = await PartitionedIngestBenchmark.DocumentsAsync(urls[0]);
                 outcome = outcome with { TakeoverSeconds = await PartitionedIngestBenchmark.TakeoverAsync(processes, urls), TakeoverDocs = docsHeld };
             }
             outcomes.Add(outcome);
-            Console.WriteLine($"  {outcome.DocsPerSecond:N0} docs/s, {outcome.CpuMicrosPerDoc:N1} µs CPU per doc (all nodes)" + (takeover ? $", takeover {outcome.TakeoverSeconds:N1} s" : ""));
+            Console.WriteLine($"  HTTP through any node: {outcome.DocsPerSecond:N0} docs/s, {outcome.CpuMicrosPerDoc:N1} µs CPU per doc (all nodes)" + (takeover ? $", takeover {outcome.TakeoverSeconds:N1} s"
+                : $"; magpie.documents: {outcome.KafkaDocsPerSecond:N0} docs/s, {outcome.KafkaCpuMicrosPerDoc:N1} µs CPU per doc"));
         }
         finally
         {
@@ -1018,12 +1025,16 @@ async Task RunIngestNodesAsync()
     }
     try { Directory.Delete(run, recursive: true); } catch (IOException) { }
     Console.WriteLine();
-    Console.WriteLine($"{"nodes",6} {"docs",10} {"docs/s",10} {"CPU µs/doc",11} {"takeover s",11}");
-    foreach (var o in outcomes) Console.WriteLine($"{o.Nodes,6} {o.Docs,10:N0} {o.DocsPerSecond,10:N0} {o.CpuMicrosPerDoc,11:N1} {(double.IsNaN(o.TakeoverSeconds) ? "" : o.TakeoverSeconds.ToString("N1", CultureInfo.InvariantCulture)),11}");
+    Console.WriteLine($"{"nodes",6} {"docs",10} {"HTTP docs/s",12} {"µs/doc",8} {"topic docs/s",13} {"µs/doc",8} {"takeover s",11}");
+    foreach (var o in outcomes) Console.WriteLine($"{o.Nodes,6} {o.Docs,10:N0} {o.DocsPerSecond,12:N0} {o.CpuMicrosPerDoc,8:N1} {o.KafkaDocsPerSecond,13:N0} {o.KafkaCpuMicrosPerDoc,8:N1} {(double.IsNaN(o.TakeoverSeconds) ? "" : o.TakeoverSeconds.ToString("N1", CultureInfo.InvariantCulture)),11}");
     Console.WriteLine(JsonSerializer.Serialize(new
     {
         benchmark = "ingest-nodes", cores = Environment.ProcessorCount, clients, batch = batchSize,
-        runs = outcomes.Where(o => double.IsNaN(o.TakeoverSeconds)).Select(o => new { nodes = o.Nodes, docs = o.Docs, docs_per_s = Math.Round(o.DocsPerSecond), cpu_us_per_doc = Math.Round(o.CpuMicrosPerDoc, 1) }),
+        runs = outcomes.Where(o => double.IsNaN(o.TakeoverSeconds)).Select(o => new
+        {
+            nodes = o.Nodes, docs = o.Docs, http_docs_per_s = Math.Round(o.DocsPerSecond), http_cpu_us_per_doc = Math.Round(o.CpuMicrosPerDoc, 1),
+            topic_docs_per_s = Math.Round(o.KafkaDocsPerSecond), topic_cpu_us_per_doc = Math.Round(o.KafkaCpuMicrosPerDoc, 1),
+        }),
         takeover = outcomes.Where(o => !double.IsNaN(o.TakeoverSeconds)).Select(o => new { nodes = o.Nodes, docs = o.TakeoverDocs, load_docs_per_s = Math.Round(o.DocsPerSecond), seconds = Math.Round(o.TakeoverSeconds, 1) }),
     }));
 }

@@ -1,5 +1,4 @@
 using System.Buffers;
-using FASTER.core;
 using Magpie.Contracts.Changes;
 
 namespace Magpie.Ingest.Documents;
@@ -36,19 +35,13 @@ public sealed partial class DocumentStore
                 ApplyToIndex(change.Op, change.Id, change.Collection, change.Etag, address, held is { } before ? _collections.NameOf(before.CollectionId) : null);
                 entries++;
             }
-            end = _log.TailAddress;
-            if (entries > 0) _log.Commit(spinWait: false);
-            _writesSinceCheckpoint += entries;
+            end = StartCommit(entries);
         }
         finally
         {
             _writeLock.Release();
         }
-        if (entries > 0)
-        {
-            try { await _log.WaitForCommitAsync(end, token: ct); }
-            catch (CommitFailureException e) { throw CommitFailed(e); }
-        }
+        if (entries > 0) await AwaitCommitAsync(end, ct);
         Interlocked.Exchange(ref _committedEtag, LastEtag);
     }
 }

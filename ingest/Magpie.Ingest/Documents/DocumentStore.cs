@@ -167,11 +167,7 @@ public sealed partial class DocumentStore : IAsyncDisposable
                 _ledgers.Add(applied.Ledger, applied.MessageIds);
                 entries++;
             }
-            end = _log.TailAddress;
-            // Start the commit right here, under the lock (so never mid-batch): FASTER folds requests that
-            // arrive while a commit is in flight into the next one, which is the group commit.
-            if (entries > 0) _log.Commit(spinWait: false);
-            _writesSinceCheckpoint += entries;
+            end = StartCommit(entries);
         }
         finally
         {
@@ -179,14 +175,32 @@ public sealed partial class DocumentStore : IAsyncDisposable
         }
         if (entries > 0)
         {
-            try { await _log.WaitForCommitAsync(end); }
-            catch (CommitFailureException e) { throw CommitFailed(e); }
+            await AwaitCommitAsync(end, CancellationToken.None);
             var newest = outcomes.Length == 0 ? 0 : outcomes.Max(o => o.Etag ?? 0);   // a batch of source positions only has no outcomes
             long known;
             while ((known = Interlocked.Read(ref _committedEtag)) < newest && Interlocked.CompareExchange(ref _committedEtag, newest, known) != known) { }
         }
         IngestMetrics.Wrote(outcomes, fromKafka: progress is not null);
         return outcomes;
+    }
+
+    /// <summary>
+    /// Starts the commit of <paramref name="entries"/> just enqueued, under the write lock (so never mid-batch): FASTER folds
+    /// requests that arrive while a commit is in flight into the next one, which is the group commit. Returns where they end.
+    /// </summary>
+    private long StartCommit(int entries)
+    {
+        var end = _log.TailAddress;
+        if (entries > 0) _log.Commit(spinWait: false);
+        _writesSinceCheckpoint += entries;
+        return end;
+    }
+
+    /// <summary>Returns once the log is durable up to <paramref name="end"/>; a failed commit is the store's 507.</summary>
+    private async Task AwaitCommitAsync(long end, CancellationToken ct)
+    {
+        try { await _log.WaitForCommitAsync(end, token: ct); }
+        catch (CommitFailureException e) { throw CommitFailed(e); }
     }
 
     /// <summary>

@@ -6,10 +6,10 @@ namespace Magpie.Tests.Deploy;
 
 /// <summary>
 /// compose.yaml run by Debian's docker-compose against a container engine's Docker API, as its own project. The file run is
-/// compose.yaml with the three edits this engine needs and nothing else (each must apply exactly once, so a change to
+/// compose.yaml with the four edits this engine needs and nothing else (each must apply exactly once, so a change to
 /// compose.yaml that moves them fails here first): no top-level <c>name:</c> (docker-compose 1.29 does not know it; the
-/// project is named with -p), no grafana service (no image here), and the indexer's host port range published as one
-/// container port (podman 4.3's Docker API refuses host port ranges; each replica's port is read with <see cref="PortAsync"/>).
+/// project is named with -p), no grafana service (no image here), and the indexer's and ingest's host port ranges published
+/// as one container port (podman 4.3's Docker API refuses host port ranges; each replica's port is read with <see cref="PortAsync"/>).
 /// podman runs health checks from systemd timers, and there is no systemd here: while the stack lives, a loop runs the
 /// check of every container still starting, as the timers would.
 /// </summary>
@@ -37,6 +37,7 @@ public sealed partial class ComposeStack : IAsyncDisposable
         text = Once(text, NameLine(), "");
         text = Once(text, GrafanaService(), "\n");
         text = Once(text, IndexerPortRange(), "    ports: [\"8080\"]\n");
+        text = Once(text, IngestPortRange(), "    ports: [\"8080\"]\n");
         var file = Path.Combine(Directory.CreateTempSubdirectory("magpie-compose-").FullName, "compose.yaml");
         File.WriteAllText(file, text);
         return new ComposeStack(engine, project, file);
@@ -57,6 +58,9 @@ public sealed partial class ComposeStack : IAsyncDisposable
 
     [GeneratedRegex(@"^    ports: \[""8091-8099:8080""\]\n", RegexOptions.Multiline)]
     private static partial Regex IndexerPortRange();
+
+    [GeneratedRegex(@"^    ports: \[""8080-8081:8080""\]\n", RegexOptions.Multiline)]
+    private static partial Regex IngestPortRange();
 
     /// <summary>docker-compose with these arguments; throws with its output unless it exits 0.</summary>
     public async Task<string> RunAsync(TimeSpan timeout, params string[] args)

@@ -55,7 +55,10 @@ public sealed class ComposeUpTests(ITestOutputHelper output)
         var admin = (await stack.RunAsync(TimeSpan.FromSeconds(30), "exec", "-T", "ingest", "cat", "/keys/admin.key")).Trim();
         var grafana = (await stack.RunAsync(TimeSpan.FromSeconds(30), "exec", "-T", "ingest", "cat", "/keys/grafana.key")).Trim();
         HttpClient Client(int port) => new() { BaseAddress = new Uri($"http://127.0.0.1:{port}/"), Timeout = TimeSpan.FromSeconds(60), DefaultRequestHeaders = { Authorization = new AuthenticationHeaderValue("Bearer", admin) } };
-        using var ingest = Client(8080);
+        // Two ingest replicas of a partitioned store: either takes any request.
+        var ingestPorts = new[] { await stack.PortAsync("ingest", 8080, 1), await stack.PortAsync("ingest", 8080, 2) };
+        using var ingest = Client(ingestPorts[0]);
+        var replicas = ingestPorts.Select(Client).ToList();
         using var query = Client(8082);
         using var sinks = Client(8083);
         var indexerPorts = new[] { await stack.PortAsync("indexer", 8080, 1), await stack.PortAsync("indexer", 8080, 2) };
@@ -96,9 +99,11 @@ public sealed class ComposeUpTests(ITestOutputHelper output)
 
         // produce's posts and the sample's are in: what the store holds, the query service counts, over HTTP and SQL.
         await stack.WaitHealthyAsync(TimeSpan.FromMinutes(5), "keys", "seed", "produce");
-        var posts = await StoredPostsAsync(ingest, sinceStart: true);
+        var posts = await StoredPostsAsync(replicas, sinceStart: true);
         Assert.True(posts > SeedPosts, $"{posts} posts stored");
-        Assert.Equal(1, (await ingest.GetFromJsonAsync<JsonElement>("stats/pipeline")).GetProperty("input").GetProperty("deadLettered").GetInt64());
+        long deadLettered = 0;
+        foreach (var replica in replicas) deadLettered += (await replica.GetFromJsonAsync<JsonElement>("stats/pipeline")).GetProperty("input").GetProperty("deadLettered").GetInt64();
+        Assert.Equal(1, deadLettered);
         Assert.Equal(posts, await IndexedAsync(query, "from index 'PostActivity'"));
         await IndexedAsync(query, "from index 'TagCounts'");
         var pg = $"Host=127.0.0.1;Port=5433;Username=grafana;Password={grafana};Database=magpie;Pooling=false;Server Compatibility Mode=NoTypeLoading";
@@ -128,7 +133,7 @@ public sealed class ComposeUpTests(ITestOutputHelper output)
 
         // /metrics of every service, linted; every metric the pipeline dashboard charts is exported by some service.
         var samples = new HashSet<string>();
-        foreach (var port in indexerPorts.Concat([8080, 8082, 8083]))
+        foreach (var port in indexerPorts.Concat(ingestPorts).Concat([8082, 8083]))
         {
             using var service = Client(port);
             var metrics = await service.GetStringAsync("metrics");
@@ -137,7 +142,7 @@ public sealed class ComposeUpTests(ITestOutputHelper output)
             samples.UnionWith(metrics.Split('\n').Where(l => l.Length > 0 && l[0] != '#').Select(l => l[..l.IndexOfAny(['{', ' '])]));
         }
         Assert.Empty(PipelineDashboardMetrics().Except(samples));
-        // The Prometheus container scrapes all five (both indexers found by DNS) and sees every write.
+        // The Prometheus container scrapes all six (both indexers and both ingest replicas found by DNS) and sees every write.
         using var prometheus = new HttpClient { BaseAddress = new Uri("http://127.0.0.1:9090/") };
         var deadline = DateTime.UtcNow.AddSeconds(60);
         List<(Dictionary<string, string> Labels, double Value)> up, written;
@@ -146,8 +151,8 @@ public sealed class ComposeUpTests(ITestOutputHelper output)
             await Task.Delay(1000);
             up = await Prometheus.QueryAsync(prometheus, "up == 1");
             written = await Prometheus.QueryAsync(prometheus, "sum(magpie_documents_written_total)");
-        } while ((up.Count < 5 || written.Count == 0 || written[0].Value < posts) && DateTime.UtcNow < deadline);
-        Assert.Equal(["magpie-indexer", "magpie-indexer", "magpie-ingest", "magpie-query", "magpie-sinks"], up.Select(u => u.Labels["job"]).Order());
+        } while ((up.Count < 6 || written.Count == 0 || written[0].Value < posts) && DateTime.UtcNow < deadline);
+        Assert.Equal(["magpie-indexer", "magpie-indexer", "magpie-ingest", "magpie-ingest", "magpie-query", "magpie-sinks"], up.Select(u => u.Labels["job"]).Order());
         Assert.True(written.Single().Value >= posts, $"prometheus saw {written.Single().Value} writes of {posts} posts");
 
         // `restart indexer`: the replicas come back healthy on their shards and answer the same.
@@ -157,24 +162,26 @@ public sealed class ComposeUpTests(ITestOutputHelper output)
         Assert.Equal(posts, await IndexedAsync(query, "from index 'PostActivity'"));
         output.WriteLine($"restart indexer to answering again: {step.Elapsed.TotalSeconds:F0} s");
 
-        // `down` then `up`: the volumes keep the keys, the store and Kafka's log; the indexers (no volume) rebuild from
-        // magpie.changes. produce is left out of this `up`: publishing its posts again would hide the loss of its volume's copy.
+        // `down` then `up`: the volumes keep the keys and Kafka's log; the ingest replicas and the indexers (no volume) rebuild
+        // the store's partitions and the shards from magpie.changes. produce is left out of this `up`: publishing its posts
+        // again would hide a loss.
         step.Restart();
         await stack.RunAsync(TimeSpan.FromMinutes(3), "down");
         await stack.RunAsync(TimeSpan.FromMinutes(10), ["up", "-d", .. (await stack.ServicesAsync()).Where(s => s != "produce")]);
         await stack.WaitHealthyAsync(TimeSpan.FromMinutes(5), "keys", "seed");
         Assert.Equal(admin, (await stack.RunAsync(TimeSpan.FromSeconds(30), "exec", "-T", "ingest", "cat", "/keys/admin.key")).Trim());
-        Assert.Equal(posts, await StoredPostsAsync(ingest, sinceStart: false));
+        var after = new[] { await stack.PortAsync("ingest", 8080, 1), await stack.PortAsync("ingest", 8080, 2) }.Select(Client).ToList();
+        Assert.Equal(posts, await StoredPostsAsync(after, sinceStart: false));
         Assert.Equal(posts, await IndexedAsync(query, "from index 'PostActivity'"));
         output.WriteLine($"down + up to answering again: {step.Elapsed.TotalSeconds:F0} s; the whole test {clock.Elapsed.TotalSeconds:F0} s");
     }
 
     /// <summary>
-    /// The Posts the store holds, once ingest has taken every message on magpie.documents (the topic's end offsets, read on
-    /// the host's Kafka port, against what the input consumer applied or dead-lettered since it started) and the relay has
-    /// published the writes.
+    /// The Posts the store holds, once the ingest replicas have taken every message on magpie.documents (the topic's end
+    /// offsets, read on the host's Kafka port, against what their input consumers applied or dead-lettered since they started),
+    /// every partition is served and every partition's relay has published its writes.
     /// </summary>
-    private static async Task<long> StoredPostsAsync(HttpClient ingest, bool sinceStart)
+    private static async Task<long> StoredPostsAsync(IReadOnlyList<HttpClient> replicas, bool sinceStart)
     {
         long messages = 0;
         if (sinceStart)
@@ -187,13 +194,21 @@ public sealed class ComposeUpTests(ITestOutputHelper output)
         var deadline = DateTime.UtcNow.AddMinutes(3);
         while (true)
         {
-            var pipeline = await ingest.GetFromJsonAsync<JsonElement>("stats/pipeline");
-            var input = pipeline.GetProperty("input");
-            if (input.GetProperty("applied").GetInt64() + input.GetProperty("deadLettered").GetInt64() >= messages
-                && pipeline.GetProperty("relay").GetProperty("lagEtags").GetInt64() == 0)
-                return (await ingest.GetFromJsonAsync<JsonElement>("stats")).GetProperty("collections").EnumerateObject()
+            long taken = 0, lag = 0;
+            var pipelines = new List<JsonElement>();
+            foreach (var replica in replicas)
+            {
+                var pipeline = await replica.GetFromJsonAsync<JsonElement>("stats/pipeline");
+                pipelines.Add(pipeline);
+                var input = pipeline.GetProperty("input");
+                taken += input.GetProperty("applied").GetInt64() + input.GetProperty("deadLettered").GetInt64();
+                lag += pipeline.GetProperty("partitions").EnumerateArray().Sum(p => p.GetProperty("relay").GetProperty("lagEtags").GetInt64());
+            }
+            var stats = await replicas[0].GetFromJsonAsync<JsonElement>("stats");
+            if (taken >= messages && lag == 0 && stats.GetProperty("missing").GetArrayLength() == 0)
+                return stats.GetProperty("collections").EnumerateObject()
                     .Single(c => c.Name.Equals("Posts", StringComparison.OrdinalIgnoreCase)).Value.GetInt64();   // names as first written
-            Assert.True(DateTime.UtcNow < deadline, $"ingest did not take the {messages} messages on magpie.documents in 3 minutes: {pipeline}");
+            Assert.True(DateTime.UtcNow < deadline, $"ingest did not take the {messages} messages on magpie.documents in 3 minutes: {string.Join("\n", pipelines)}");
             await Task.Delay(250);
         }
     }
