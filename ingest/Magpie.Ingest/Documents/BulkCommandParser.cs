@@ -11,7 +11,8 @@ namespace Magpie.Ingest.Documents;
 /// </summary>
 public static class BulkCommandParser
 {
-    public static IReadOnlyList<WriteCommand> Parse(ReadOnlyMemory<byte> body, int maxDepth, out string? error)
+    /// <param name="raw">When given, receives each command's JSON text as sent (a partitioned store passes commands on to other owners).</param>
+    public static IReadOnlyList<WriteCommand> Parse(ReadOnlyMemory<byte> body, int maxDepth, out string? error, List<string>? raw = null)
     {
         error = null;
         JsonDocument doc;
@@ -41,6 +42,7 @@ public static class BulkCommandParser
                 catch (InvalidOperationException) { (command, reason) = (null, "an id or method is not valid text (invalid UTF-8, or a \\u escape of a lone surrogate)"); }
                 if (command is null) { error = $"command [{i}]: {reason}"; return []; }
                 commands.Add(command);
+                raw?.Add(item.GetRawText());
                 i++;
             }
             if (commands.Count == 0) error = "the batch has no commands";

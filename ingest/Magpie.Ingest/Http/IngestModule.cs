@@ -63,14 +63,17 @@ public static class IngestModule
 
     public static IServiceCollection AddChangeFeed(this IServiceCollection services, IngestOptions options)
     {
-        if (options.Partitioned)
+        if (options.KafkaBootstrapServers is not null)
         {
+            // Which magpie.changes offsets hold each input offset applied (the consumer reports to it when it is here).
             services.AddSingleton<InputProgress>().AddHostedService(sp => sp.GetRequiredService<InputProgress>());
-            if (options.IndexerGroup is { } indexers)
+            // A single store's writes wait on its relay; a partitioned store's on their partition's (IndexWait).
+            if (options.IndexerGroup is { } group)
                 services.AddSingleton<Magpie.Contracts.Indexes.IIndexWaiter>(sp => new KafkaIndexWaiter(
-                    new IndexerGroup(options.KafkaBootstrapServers!, indexers), options.PeerClient(TimeSpan.FromMinutes(6))));
-            return services;
+                    new IndexerGroup(options.KafkaBootstrapServers, group), options.PeerClient(TimeSpan.FromMinutes(6)), sp.GetService<ChangeRelay>()));
         }
+        // A partitioned store's partitions each have their own feed, compaction and relay (StorePartition).
+        if (options.Partitioned) return services;
         services.AddSingleton<ChangeLogTail>();
         services.AddSingleton<ChangeLogReaders>();
         if (options.Compaction is { } compaction)
@@ -78,15 +81,8 @@ public static class IngestModule
                 sp.GetRequiredService<ILoggerFactory>().CreateLogger<ChangeLogCompactor>())).AddHostedService(sp => sp.GetRequiredService<ChangeLogCompactor>());
         services.AddSingleton<IChangeFeed, EmbeddedChangeFeed>();
         if (options.KafkaBootstrapServers is not null)
-        {
-            // Which magpie.changes offsets hold each input offset applied (the consumer reports to it when it is here).
-            services.AddSingleton<InputProgress>().AddHostedService(sp => sp.GetRequiredService<InputProgress>());
             services.AddSingleton<ChangeRelay>().AddHostedService(sp => sp.GetRequiredService<ChangeRelay>())
                 .AddSingleton<IRelayedChanges>(sp => sp.GetRequiredService<ChangeRelay>());
-            if (options.IndexerGroup is { } group)
-                services.AddSingleton<Magpie.Contracts.Indexes.IIndexWaiter>(sp => new KafkaIndexWaiter(
-                    new IndexerGroup(options.KafkaBootstrapServers, group), options.PeerClient(TimeSpan.FromMinutes(6)), sp.GetRequiredService<ChangeRelay>()));
-        }
         return services;
     }
 

@@ -23,10 +23,11 @@ internal static class PartitionedBulk
         byte[] bytes;
         IReadOnlyList<WriteCommand> commands;
         string? error;
+        var elements = new List<string>();
         using (body)
         {
             bytes = body!.Span.ToArray();
-            commands = BulkCommandParser.Parse(body.Memory, maxDepth, out error);
+            commands = BulkCommandParser.Parse(body.Memory, maxDepth, out error, elements);
         }
         if (error is not null) return Problems.BadRequest(error);
         var parts = commands.Select((command, index) => (command, index)).GroupBy(c => router.Partitions.PartitionOf(c.command.Id)).ToList();
@@ -35,7 +36,6 @@ internal static class PartitionedBulk
             var partition = parts.Count == 0 ? 0 : parts[0].Key;
             return (IResult)(await router.ServeAsync(ctx, partition, async lease => await WriteAsync(ctx, lease, commands), body: bytes))!;
         }
-        var elements = RawCommands(bytes);
         var outcomes = await Task.WhenAll(parts.Select(part => PartAsync(ctx, router, part.Key, [.. part.Select(c => c.command)], [.. part.Select(c => c.index)], elements)));
         var results = new object?[commands.Count];
         foreach (var part in outcomes)
@@ -61,7 +61,7 @@ internal static class PartitionedBulk
     private static string Method(WriteCommand command) => command.Method.ToString().ToUpperInvariant();
 
     /// <summary>One partition's part: applied here under a lease, or sent to its owner as a bulk request of its own.</summary>
-    private static async Task<PartOutcome> PartAsync(HttpContext ctx, PartitionRouter router, int partition, List<WriteCommand> commands, List<int> indexes, string[] elements)
+    private static async Task<PartOutcome> PartAsync(HttpContext ctx, PartitionRouter router, int partition, List<WriteCommand> commands, List<int> indexes, List<string> elements)
     {
         var body = Encoding.UTF8.GetBytes("[" + string.Join(",", indexes.Select(i => elements[i])) + "]");
         var answer = await router.ServePartAsync(ctx, partition, "/bulk_docs", body, (part, lease) => WriteAsync(part, lease, commands));
@@ -77,12 +77,6 @@ internal static class PartitionedBulk
     {
         RoutedStore.Use(ctx, lease.Partition);
         return await DocumentEndpoints.BulkWriteAsync(ctx, lease.Partition.Store, commands);
-    }
-
-    private static string[] RawCommands(byte[] body)
-    {
-        using var doc = JsonDocument.Parse(body, new JsonDocumentOptions { MaxDepth = 1024 });
-        return [.. doc.RootElement.EnumerateArray().Select(e => e.GetRawText())];
     }
 
     /// <param name="RefusedAt">The part's command (its index within the part) whose refusal refused the part.</param>

@@ -69,9 +69,6 @@ public sealed class ChangeRelay(ChangeLogTail tail, ChangeLogReaders readers, In
     public async Task<bool> DrainAsync(TimeSpan timeout, CancellationToken ct) =>
         tail.LastEtag <= ConfirmedEtag() || await PublishedAsync(tail.LastEtag, timeout, ct) is not null;
 
-    /// <summary>The newest etag Kafka has confirmed.</summary>
-    public long Confirmed => ConfirmedEtag();
-
     /// <summary>Changes written but not yet confirmed by Kafka (0 = caught up).</summary>
     public long Lag() => Math.Max(0, tail.LastEtag - ConfirmedEtag());
 

@@ -58,7 +58,7 @@ public sealed class PartitionRouter(StorePartitions partitions, IngestOptions op
                 ctx.Response.Headers.RetryAfter = "1";
                 return Problems.Of(ErrorKind.Unavailable, $"this ingest process does not hold partition {partition} (any more)");
             }
-            var owner = await OwnerAsync(partition, refresh);
+            var owner = await OwnerOfAsync(partition, refresh);
             if (owner is not null && owner != options.AdvertisedUrl)
             {
                 if (body is null)
@@ -119,7 +119,8 @@ public sealed class PartitionRouter(StorePartitions partitions, IngestOptions op
         }
     }
 
-    private async Task<string?> OwnerAsync(int partition, bool refresh) =>
+    /// <summary>The advertised URL of the process holding <paramref name="partition"/>, as the group says now (null: none).</summary>
+    public async Task<string?> OwnerOfAsync(int partition, bool refresh = false) =>
         (await LayoutAsync(refresh))?.Members.FirstOrDefault(m => m.Partitions.Contains(partition))?.Url;
 
     private static async Task<byte[]> BufferAsync(HttpRequest request)
@@ -143,10 +144,7 @@ public sealed class PartitionRouter(StorePartitions partitions, IngestOptions op
     /// <summary>A member's JSON answer to a GET of <paramref name="pathAndQuery"/> with the caller's credentials; null unless 2xx.</summary>
     public async Task<JsonElement?> AskAsync(HttpContext ctx, string url, string pathAndQuery)
     {
-        using var request = new HttpRequestMessage(HttpMethod.Get, new Uri(new Uri(url), pathAndQuery));
-        foreach (var name in RequestHeaders)
-            if (ctx.Request.Headers.TryGetValue(name, out var value)) request.Headers.TryAddWithoutValidation(name, value.ToArray());
-        request.Headers.TryAddWithoutValidation(ForwardedHeader, options.AdvertisedUrl);
+        using var request = CallerRequest(ctx, HttpMethod.Get, url, pathAndQuery);
         try
         {
             using var response = await _http.SendAsync(request, ctx.RequestAborted);
@@ -157,21 +155,15 @@ public sealed class PartitionRouter(StorePartitions partitions, IngestOptions op
         catch (HttpRequestException) { return null; }
     }
 
-    /// <summary>The advertised URL of the process holding <paramref name="partition"/>, as the group says now (null: none).</summary>
-    public Task<string?> OwnerOfAsync(int partition, bool refresh = false) => OwnerAsync(partition, refresh);
-
     /// <summary>The owner's answer to the request, or null when the owner says it does not hold the partition.</summary>
     public async Task<IResult?> ForwardAsync(HttpContext ctx, string owner, byte[] body, string? pathAndQuery = null)
     {
-        using var request = new HttpRequestMessage(new HttpMethod(ctx.Request.Method), new Uri(new Uri(owner), pathAndQuery ?? ctx.Request.Path + ctx.Request.QueryString));
+        using var request = CallerRequest(ctx, new HttpMethod(ctx.Request.Method), owner, pathAndQuery ?? ctx.Request.Path + ctx.Request.QueryString);
         if (body.Length > 0 || HttpMethods.IsPut(ctx.Request.Method) || HttpMethods.IsPost(ctx.Request.Method) || HttpMethods.IsPatch(ctx.Request.Method))
         {
             request.Content = new ByteArrayContent(body);
             if (ctx.Request.ContentType is { } type) request.Content.Headers.TryAddWithoutValidation("Content-Type", type);
         }
-        foreach (var name in RequestHeaders)
-            if (ctx.Request.Headers.TryGetValue(name, out var value)) request.Headers.TryAddWithoutValidation(name, value.ToArray());
-        request.Headers.TryAddWithoutValidation(ForwardedHeader, options.AdvertisedUrl);
         HttpResponseMessage response;
         try { response = await _http.SendAsync(request, HttpCompletionOption.ResponseHeadersRead, ctx.RequestAborted); }
         catch (HttpRequestException e)
@@ -185,6 +177,16 @@ public sealed class PartitionRouter(StorePartitions partitions, IngestOptions op
             return null;
         }
         return new ForwardedAnswer(response);
+    }
+
+    /// <summary>A request to another member carrying the caller's credentials and conditions, marked as forwarded by this process.</summary>
+    private HttpRequestMessage CallerRequest(HttpContext ctx, HttpMethod method, string url, string pathAndQuery)
+    {
+        var request = new HttpRequestMessage(method, new Uri(new Uri(url), pathAndQuery));
+        foreach (var name in RequestHeaders)
+            if (ctx.Request.Headers.TryGetValue(name, out var value)) request.Headers.TryAddWithoutValidation(name, value.ToArray());
+        request.Headers.TryAddWithoutValidation(ForwardedHeader, options.AdvertisedUrl);
+        return request;
     }
 
     /// <summary>A client without the service key: a forwarded request carries only its caller's credentials.</summary>

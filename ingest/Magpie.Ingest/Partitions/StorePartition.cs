@@ -20,13 +20,11 @@ namespace Magpie.Ingest.Partitions;
 /// </summary>
 public sealed class StorePartition : IAsyncDisposable
 {
-    private readonly ChangeRelay _relay;
-    private readonly ChangeLogCompactor? _compactor;
     private readonly CancellationTokenSource _stop = new();
 
     private StorePartition(int number, DocumentStore store, ChangeRelay relay, ChangeLogCompactor? compactor, PartitionTakeover takeover, int maxJsonDepth)
     {
-        (Number, Store, _relay, _compactor, Takeover) = (number, store, relay, compactor, takeover);
+        (Number, Store, Relay, Compactor, Takeover) = (number, store, relay, compactor, takeover);
         Messages = new StoreMessageWriter(store, maxJsonDepth);
     }
 
@@ -38,12 +36,12 @@ public sealed class StorePartition : IAsyncDisposable
     public DocumentStore Store { get; }
 
     /// <summary>The relay of this partition's changes (what a write waits on before its acknowledgement).</summary>
-    public ChangeRelay Relay => _relay;
+    public ChangeRelay Relay { get; }
 
     /// <summary>How this process came to hold the partition: kept, or rebuilt from the topic (and how long that took).</summary>
     public PartitionTakeover Takeover { get; }
 
-    public ChangeLogCompactor? Compactor => _compactor;
+    public ChangeLogCompactor? Compactor { get; }
 
     public static string DirectoryOf(IngestOptions options, int partition) =>
         Path.Combine(options.DataDir, "partitions", partition.ToString(CultureInfo.InvariantCulture));
@@ -126,15 +124,15 @@ public sealed class StorePartition : IAsyncDisposable
     /// Hands the partition on: waits (bounded) until Kafka holds every change written, so the next owner restores them, then
     /// stops the relay and closes the store. Writes must have stopped before (<see cref="StorePartitions"/> does that).
     /// </summary>
-    public async Task<bool> DrainAsync(TimeSpan timeout, CancellationToken ct) => await _relay.DrainAsync(timeout, ct);
+    public async Task<bool> DrainAsync(TimeSpan timeout, CancellationToken ct) => await Relay.DrainAsync(timeout, ct);
 
     public async ValueTask DisposeAsync()
     {
         _stop.Cancel();
-        await _relay.StopAsync(CancellationToken.None);
-        if (_compactor is not null) await _compactor.StopAsync(CancellationToken.None);
-        _relay.Dispose();
-        _compactor?.Dispose();
+        await Relay.StopAsync(CancellationToken.None);
+        if (Compactor is not null) await Compactor.StopAsync(CancellationToken.None);
+        Relay.Dispose();
+        Compactor?.Dispose();
         await Store.DisposeAsync();
         _stop.Dispose();
     }

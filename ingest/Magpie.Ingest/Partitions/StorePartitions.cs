@@ -25,9 +25,6 @@ public sealed class StorePartitions(IngestOptions options, ILoggerFactory logger
         get { lock (_lock) return [.. _entries.Values.Where(e => e is { Open: not null, Releasing: false }).Select(e => e.Open!).OrderBy(p => p.Number)]; }
     }
 
-    /// <summary>Whether this process holds or is opening <paramref name="partition"/>.</summary>
-    public bool Holds(int partition) { lock (_lock) return _entries.ContainsKey(partition); }
-
     /// <summary>A lease on a partition this process serves; waits for one being opened (up to <paramref name="wait"/>); null: not here.</summary>
     public async Task<PartitionLease?> EnterAsync(int partition, TimeSpan wait, CancellationToken ct)
     {

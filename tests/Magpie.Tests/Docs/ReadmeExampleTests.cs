@@ -39,20 +39,16 @@ public sealed class ReadmeExampleTests(RabbitMqFixture rabbit) : IClassFixture<R
 public sealed class KafkaPageExampleTests
 {
     [Fact]
-    public async Task The_kafka_mode_examples_run_as_written()
-    {
-        var blocks = ReadmeExamples.Blocks(File.ReadAllText(Path.Combine(RepoPaths.Root, "docs/KAFKA-AND-COMPOSE.md")), "Kafka mode");
-        Assert.Contains(blocks.SelectMany(b => b), c => c.Contains("--target indexer"));
-        await using var kafka = await KafkaBroker.StartOwnedAsync();
-        await using var shell = await DocsShell.CreateAsync(kafka: kafka.BootstrapServers);
-        await shell.RunAsync(blocks);
-    }
+    public Task The_kafka_mode_examples_run_as_written() => RunSectionAsync("Kafka mode", "--target indexer");
 
     [Fact]
-    public async Task The_scaling_out_examples_run_as_written()
+    public Task The_scaling_out_examples_run_as_written() => RunSectionAsync("Scaling ingest out", "--partitioned");
+
+    /// <summary>Runs a section's commands (one of which contains <paramref name="mustContain"/>) against a broker of their own.</summary>
+    private static async Task RunSectionAsync(string heading, string mustContain)
     {
-        var blocks = ReadmeExamples.Blocks(File.ReadAllText(Path.Combine(RepoPaths.Root, "docs/KAFKA-AND-COMPOSE.md")), "Scaling ingest out");
-        Assert.Contains(blocks.SelectMany(b => b), c => c.Contains("--partitioned"));
+        var blocks = ReadmeExamples.Blocks(File.ReadAllText(Path.Combine(RepoPaths.Root, "docs/KAFKA-AND-COMPOSE.md")), heading);
+        Assert.Contains(blocks.SelectMany(b => b), c => c.Contains(mustContain));
         await using var kafka = await KafkaBroker.StartOwnedAsync();
         await using var shell = await DocsShell.CreateAsync(kafka: kafka.BootstrapServers);
         await shell.RunAsync(blocks);
