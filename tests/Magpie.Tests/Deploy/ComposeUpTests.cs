@@ -49,7 +49,8 @@ public sealed class ComposeUpTests(ITestOutputHelper output)
 
         step.Restart();
         await stack.RunAsync(TimeSpan.FromMinutes(10), "up", "-d");
-        await stack.WaitHealthyAsync(TimeSpan.FromMinutes(5), "keys", "seed");
+        // produce is a one-shot too: with two ingest replicas it can finish its posts before the last service is healthy.
+        await stack.WaitHealthyAsync(TimeSpan.FromMinutes(5), "keys", "seed", "produce");
         output.WriteLine($"up -d to all healthy: {step.Elapsed.TotalSeconds:F0} s");
 
         var admin = (await stack.RunAsync(TimeSpan.FromSeconds(30), "exec", "-T", "ingest", "cat", "/keys/admin.key")).Trim();
