@@ -71,6 +71,18 @@ public sealed class ScriptSandbox
         Engine.SetValue(name, new ClrFunction(Engine, name, (_, args) => function(args), length));
     }
 
+    /// <summary>Makes a host function callable as a member of a global object (<c>embedding.text</c>); only before <see cref="Seal"/>.</summary>
+    public void Define(string owner, string name, Func<JsValue[], JsValue> function, int length)
+    {
+        if (_sealed is not null) throw new InvalidOperationException("the sandbox is sealed");
+        if (Engine.Global.Get(owner) is not ObjectInstance holder)
+        {
+            holder = new JsObject(Engine);
+            Engine.SetValue(owner, holder);
+        }
+        holder.Set(name, new ClrFunction(Engine, $"{owner}.{name}", (_, args) => function(args), length));
+    }
+
     /// <summary>Freezes every built-in and host function and records the globals every later run starts from.</summary>
     public void Seal()
     {

@@ -168,13 +168,17 @@ public sealed record MoreLikeThisOptions
 public enum VectorSimilarity { Cosine, DotProduct, Euclidean }
 
 /// <summary>
-/// RavenDB's <c>vector.search</c>, exact: the <see cref="K"/> entries whose <see cref="Field"/> vector is most similar to
+/// RavenDB's <c>vector.search</c>: the <see cref="K"/> entries whose <see cref="Field"/> vector is most similar to
 /// <see cref="Vector"/> (at least <see cref="MinimumSimilarity"/>), among the entries <see cref="Filter"/> matches; scored by the
-/// similarity. <see cref="Int8"/>: compared through the field's int8 copies (approximate).
+/// similarity. <see cref="Int8"/>: compared through the field's int8 copies (approximate). Cosine searches walk a
+/// nearest-neighbour graph where a segment has one (approximate); <see cref="Exact"/> compares every vector.
 /// </summary>
 public sealed record VectorSearchQuery(string Field, float[] Vector, float MinimumSimilarity, int K, VectorSimilarity Similarity, bool Int8, SearchQuery Filter) : SearchQuery
 {
     public const int MaxK = 1_024;
+
+    /// <summary><c>exact(vector.search(…))</c>: every vector compared, never the graph.</summary>
+    public bool Exact { get; init; }
 }
 
 /// <summary>The entries of these ids (an id's every entry), each scored as given: the order a query coordinator decided (a hybrid query's fused ranks).</summary>

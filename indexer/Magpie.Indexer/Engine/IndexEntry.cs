@@ -18,6 +18,12 @@ public sealed record DoubleField(string Name, double Value, bool Stored = false)
 /// <summary>A vector (float32) for nearest-neighbour search; one per field per entry.</summary>
 public sealed record VectorField(string Name, float[] Values) : IndexField(Name, false);
 
+/// <summary>
+/// A vector still to be made from text by the embedding model (<c>embedding.text(…)</c>): the map stage embeds a batch's texts
+/// together and puts a <see cref="VectorField"/> in its place, so an engine never receives one.
+/// </summary>
+public sealed record EmbeddingField(string Name, string Text) : IndexField(Name, false);
+
 /// <summary>Kept for projections only, not searchable.</summary>
 public sealed record StoredField(string Name, string Value) : IndexField(Name, true);
 

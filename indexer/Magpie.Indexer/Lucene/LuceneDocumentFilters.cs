@@ -37,7 +37,8 @@ public sealed class LuceneDocumentFilters(ScriptLimits limits) : IDocumentFilter
             lock (_lock)
             {
                 List<Engine.IndexEntry> entries;
-                try { entries = maps.Run(change).Select(e => EntryMapping.From(e, definition)).ToList(); }
+                // A condition never searches vectors (vector.search runs on an index): texts to embed are left out, not embedded.
+                try { entries = maps.Run(change).Select(e => EntryMapping.From(e, definition)).Select(e => e.Fields.Any(f => f is Engine.EmbeddingField) ? new Engine.IndexEntry([.. e.Fields.Where(f => f is not Engine.EmbeddingField)]) : e).ToList(); }
                 catch (Exception e) when (e is ScriptRunException or EntryRefusedException) { return false; }
                 if (entries.Count == 0) return false;
                 try

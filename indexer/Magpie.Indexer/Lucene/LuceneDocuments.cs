@@ -117,6 +117,7 @@ internal static class LuceneDocuments
             case VectorField v:
                 doc.Add(new BinaryDocValuesField(v.Name + Vectors.VectorColumns.Suffix, new BytesRef(System.Runtime.InteropServices.MemoryMarshal.AsBytes(v.Values.AsSpan()).ToArray())));
                 break;
+            case EmbeddingField e: throw new InvalidOperationException($"the field '{e.Name}' reached the engine before its text was embedded");
             default: throw new ArgumentException($"unknown field kind {field.GetType().Name}");
         }
     }

@@ -39,7 +39,7 @@ public static class EntryMapping
             if (name.Length > MaxFieldNameLength)
                 throw new EntryRefusedException(string.Create(CultureInfo.InvariantCulture, $"the map returned a field name of {name.Length:N0} characters ('{Shorten(name)}'), over the limit of {MaxFieldNameLength:N0}"));
             var options = definition.FieldOptions(name);
-            if (value is VectorValue vector || value is List<object?> vectors && vectors.Any(v => v is VectorValue))
+            if (value is VectorValue or EmbeddingValue || value is List<object?> vectors && vectors.Any(v => v is VectorValue or EmbeddingValue))
             {
                 fields.Add(Vector(name, value, options));
                 continue;
@@ -55,8 +55,9 @@ public static class EntryMapping
     }
 
     /// <summary>One vector per field of an entry (a map emitting several makes one entry each), of the dimensions the field declares.</summary>
-    private static VectorField Vector(string name, object? value, IndexFieldOptions options)
+    private static IndexField Vector(string name, object? value, IndexFieldOptions options)
     {
+        if (value is EmbeddingValue embedding) return new EmbeddingField(name, embedding.Text);
         if (value is not VectorValue vector) throw new EntryRefusedException($"the field '{Shorten(name)}' holds more than one vector or a vector beside other values: one vector per field of an entry");
         if (options.Vector?.Dimensions is { } dimensions && dimensions != vector.Values.Length)
             throw new EntryRefusedException($"the field '{Shorten(name)}' is declared with {dimensions} dimensions; this vector has {vector.Values.Length}");

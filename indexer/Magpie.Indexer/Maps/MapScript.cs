@@ -54,6 +54,10 @@ public sealed class MapScript
         _sandbox.Define("load", args => Load(args.Length > 0 ? args[0] : JsValue.Undefined, args.Length > 1 ? args[1] : JsValue.Undefined), 2);
         _sandbox.Define("LoadDocument", args => Load(args.Length > 0 ? args[0] : JsValue.Undefined, args.Length > 1 ? args[1] : JsValue.Undefined), 2);
         _sandbox.Define("createVector", args => CreateVector(args.Length > 0 ? args[0] : JsValue.Undefined), 1);
+        _sandbox.Define("embedding", "text", args => EmbeddingOf(args.Length > 0 ? args[0] : JsValue.Undefined), 1);
+        foreach (var quantized in new[] { "text_i8", "text_i1" })
+            _sandbox.Define("embedding", quantized, _ => throw new ScriptRunException(
+                $"in a map, embedding.text makes the vector; to hold it quantized, set the field's Vector.Quantization (embedding.{quantized} is for queries on automatic indexes)"), 1);
         _sandbox.Seal();
     }
 
@@ -112,12 +116,42 @@ public sealed class MapScript
     /// <summary>The vectors this run's <c>createVector</c> made, by the object it returned (that object in an entry is the vector).</summary>
     private readonly Dictionary<ObjectInstance, float[]> _vectors = new(ReferenceEqualityComparer.Instance);
 
+    /// <summary>The texts this run's <c>embedding.text</c> asked vectors of, by the object it returned.</summary>
+    private readonly Dictionary<ObjectInstance, string> _embeddings = new(ReferenceEqualityComparer.Instance);
+
+    /// <summary>
+    /// <c>embedding.text(p.Title + ' ' + p.Body)</c>: a vector the built-in model makes of the text (an array of strings is one text,
+    /// its elements on lines of their own). Nothing (no vector) for null, undefined, or text that is empty or whitespace.
+    /// </summary>
+    private JsValue EmbeddingOf(JsValue value)
+    {
+        string text;
+        if (value.IsNull() || value.IsUndefined()) return JsValue.Undefined;
+        if (value.IsString()) text = value.AsString();
+        else if (value is JsArray array)
+        {
+            var lines = new List<string>();
+            for (uint i = 0, n = JsValueJson.LengthOf(array); i < n; i++)
+                if (array.Get(i) is var item && item.IsString()) lines.Add(item.AsString());
+                else if (!item.IsNull() && !item.IsUndefined()) throw new ScriptRunException($"embedding.text takes text or an array of texts: element {i} is {item.Type}");
+            text = string.Join('\n', lines);
+        }
+        else throw new ScriptRunException($"embedding.text takes text or an array of texts, not {value.Type}");
+        if (Magpie.Embeddings.EmbeddingText.Of(text) is not { } cut) return JsValue.Undefined;
+        var made = new JsObject(_sandbox.Engine);
+        _embeddings[made] = cut;
+        return made;
+    }
+
     /// <summary>
     /// <c>createVector([0.1, …])</c> or <c>createVector('base64 of float32s')</c>: a vector value for an entry. What is not an array of
     /// finite numbers (or whole little-endian float32s in base64), or has more than 4,096 dimensions, fails the document.
     /// </summary>
     private JsValue CreateVector(JsValue value)
     {
+        // createVector(embedding.text(…)), RavenDB's form: the text's vector, made with the batch's others.
+        if (value is ObjectInstance asked && _embeddings.ContainsKey(asked)) return asked;
+        if (value.IsUndefined()) return JsValue.Undefined;
         float[] vector;
         if (value is JsArray array)
         {
@@ -173,6 +207,7 @@ public sealed class MapScript
     {
         _loaded.Clear();
         _vectors.Clear();
+        _embeddings.Clear();
         var entries = new List<MappedEntry>();
         if (change.Document is not { } document) return entries;
         foreach (var map in _maps)
@@ -194,8 +229,9 @@ public sealed class MapScript
         _loaded.Clear();
         var entries = new List<string>();
         _vectors.Clear();
+        _embeddings.Clear();
         Each(change, value => entries.Add(JsValueJson.Serialize(_sandbox.Engine, ObjectOf(value), _maxDepth)));
-        if (_vectors.Count > 0) throw new ScriptRunException("createVector makes values for map indexes to search; a reduce does not take them");
+        if (_vectors.Count + _embeddings.Count > 0) throw new ScriptRunException("createVector makes values for map indexes to search; a reduce does not take them");
         return entries;
     }
 
@@ -251,6 +287,7 @@ public sealed class MapScript
     {
         JsValueJson.CheckDepth(depth, _maxDepth);
         if (v is ObjectInstance made && _vectors.TryGetValue(made, out var vector)) return new VectorValue(vector);
+        if (v is ObjectInstance asked && _embeddings.TryGetValue(asked, out var text)) return new EmbeddingValue(text);
         switch (v)
         {
             case JsNull or JsUndefined: return null;
@@ -268,6 +305,9 @@ public sealed class MapScript
 
 /// <summary>A vector an entry holds (<c>createVector</c>).</summary>
 public sealed record VectorValue(float[] Values);
+
+/// <summary>A vector an entry holds, still to be made from its text by the embedding model (<c>embedding.text</c>).</summary>
+public sealed record EmbeddingValue(string Text);
 
 /// <summary>An object value inside an entry: indexed as its JSON text, as RavenDB does.</summary>
 public sealed record NestedJson(string Json);

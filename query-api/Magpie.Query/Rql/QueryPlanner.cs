@@ -96,6 +96,9 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
     {
         var at = new RqlValue(null, Position: v.Position);
         var field = NotId(v.Field, "vector.search");
+        // embedding.text(Title): an automatic index holds the model's vectors in Title_embedding; a static index in the field its map
+        // filled with createVector(embedding.text(…)).
+        if (v.Embedding is not null && v.EmbeddingField is var embedded && definition.Fields.ContainsKey(embedded)) field = embedded;
         var similarity = VectorSimilarity.Cosine;
         if (v.Options is { } given)
             foreach (var option in Options(given, "vector.search").EnumerateObject())
@@ -115,7 +118,20 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
         var int8 = definition.FieldOptions(field).Vector?.Quantization == VectorFieldOptions.Int8;
         // Sharded: the coordinator's k-th best similarity over every shard (a shard keeps only what the global k nearest can hold).
         if (parameters?.GetValueOrDefault(VectorThreshold) is { ValueKind: JsonValueKind.Number } threshold) minimum = Math.Max(minimum, threshold.GetSingle());
-        return new VectorSearchQuery(field, VectorOf(v.Vector), minimum, k, similarity, int8, filter);
+        var vector = v.Embedding is null ? VectorOf(v.Vector) : EmbeddingOf(v.Vector);
+        return new VectorSearchQuery(field, vector, minimum, k, similarity, int8, filter) { Exact = v.Exact };
+    }
+
+    /// <summary>The vector the built-in model makes of the query's text (made once per distinct text, then cached).</summary>
+    private float[] EmbeddingOf(RqlValue v)
+    {
+        JsonElement json;
+        if (v.IsParameter)
+            json = parameters is not null && parameters.TryGetValue(v.Parameter!, out var p) ? p : throw Bad(v, $"parameter ${v.Parameter} is not in \"parameters\"");
+        else json = JsonSerializer.SerializeToElement(v.Literal);
+        if (json.ValueKind != JsonValueKind.String) throw Bad(v, "embedding.text searches for text: the query's value must be a string");
+        return Embeddings.QueryEmbeddings.BuiltIn.VectorOfAsync(json.GetString()!, CancellationToken.None).GetAwaiter().GetResult()
+            ?? throw Bad(v, "the text to search for is empty");
     }
 
     /// <summary>The query's vector: a JSON array of numbers, or base64 of little-endian float32s.</summary>

@@ -490,6 +490,7 @@ public sealed class RqlParser
                 "endswith" => new RqlEndsWith(Field(), AfterComma()),
                 "search" => Search(),
                 "exists" => new RqlExists(Field()),
+                "exact" when Current.Is("vector.search") && Next.IsSymbol("(") => ExactVectorSearch(),
                 "exact" => Comparison(exact: true),
                 "regex" => new RqlRegex(Field(), AfterComma()),
                 "lucene" => new RqlLucene(Field(), AfterComma()),
@@ -596,18 +597,39 @@ public sealed class RqlParser
 
     private int _moreLikeThis;
 
-    /// <summary><c>vector.search(Field, vector[, minimumSimilarity[, k[, options]]])</c>, after <c>vector.search(</c>.</summary>
+    /// <summary>
+    /// <c>vector.search(Field, vector[, minimumSimilarity[, k[, options]]])</c>, after <c>vector.search(</c>; the field may be
+    /// <c>embedding.text(Field)</c> (or <c>embedding.text_i8</c>, <c>embedding.text_i1</c>): the query's value is then text the
+    /// built-in model embeds, searched among the vectors it made of the field's text.
+    /// </summary>
     private RqlVectorSearch VectorSearch()
     {
         var at = Current.Position;
+        string? embedding = null;
+        if (Current.Kind == RqlTokenKind.Identifier && Next.IsSymbol("(") && RqlVectorSearch.Embeddings.FirstOrDefault(e => Current.Is(e)) is { } kind)
+        {
+            if (kind == "embedding.text_i1") throw RqlLexer.Error(_text, Current.Position, "embedding.text_i1: binary embeddings are not held by this version; use embedding.text or embedding.text_i8 (int8)");
+            embedding = kind;
+            _at += 2;
+        }
         var field = Field();
+        if (embedding is not null) Expect(")");
         var vector = AfterComma();
         RqlValue? minimum = null, k = null, options = null;
         if (Accept(",")) minimum = Value();
         if (Accept(",")) k = Value();
         if (Accept(",")) options = Options();
         _vectorSearches++;
-        return new RqlVectorSearch(field, vector, minimum, k, options, at);
+        return new RqlVectorSearch(field, vector, minimum, k, options, at) { Embedding = embedding };
+    }
+
+    /// <summary><c>exact(vector.search(…))</c>, after <c>exact(</c>: every vector compared, no nearest-neighbour graph.</summary>
+    private RqlVectorSearch ExactVectorSearch()
+    {
+        _at += 2;
+        var search = VectorSearch();
+        Expect(")");
+        return search with { Exact = true };
     }
 
     private int _vectorSearches;

@@ -244,7 +244,25 @@ public sealed record RqlExists(string Field) : RqlExpression;
 /// </summary>
 public sealed record RqlHybrid(RqlExpression Text, RqlVectorSearch Vector, RqlValue? Options, int Position) : RqlExpression;
 
-public sealed record RqlVectorSearch(string Field, RqlValue Vector, RqlValue? MinimumSimilarity, RqlValue? K, RqlValue? Options, int Position) : RqlExpression;
+public sealed record RqlVectorSearch(string Field, RqlValue Vector, RqlValue? MinimumSimilarity, RqlValue? K, RqlValue? Options, int Position) : RqlExpression
+{
+    /// <summary>RavenDB's forms of a field whose vectors the embedding model makes of its text.</summary>
+    public static readonly string[] Embeddings = ["embedding.text", "embedding.text_i8", "embedding.text_i1"];
+
+    /// <summary><c>embedding.text</c> (or a quantized form) when the field is written <c>embedding.text(Field)</c>: the value is text to embed.</summary>
+    public string? Embedding { get; init; }
+
+    /// <summary><c>exact(vector.search(…))</c>: compare every vector rather than walk the nearest-neighbour graph.</summary>
+    public bool Exact { get; init; }
+
+    public const string EmbeddingSuffix = "_embedding", Int8Suffix = "_embedding_i8";
+
+    /// <summary>
+    /// The automatic index's field holding the embedding model's vectors of <c>embedding.text(Field)</c>: <c>Field_embedding</c>
+    /// (<c>Field_embedding_i8</c> held as int8). The parser refuses <c>embedding.text_i1</c> (binary): its vectors are not held that way.
+    /// </summary>
+    public string EmbeddingField => Embedding == "embedding.text_i8" ? Field + Int8Suffix : Field + EmbeddingSuffix;
+}
 
 /// <summary>
 /// <c>moreLikeThis(id() = 'posts/1'[, options])</c> (the document's own text, it left out of the results) or with the document given

@@ -48,6 +48,11 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
         var exact = new SortedSet<string>(StringComparer.Ordinal);
         var search = new SortedSet<string>(StringComparer.Ordinal);
         Collect(query.Where, exact, search);
+        // embedding.text(Title) reads Title's text into a field of its own: Title itself is indexed only when something else asks for it.
+        var conditions = RqlConditionFields.Of(query.Where).ToList();
+        foreach (var v in RqlConditionFields.Nodes(query.Where).OfType<RqlVectorSearch>().Where(v => v.Embedding is not null))
+            if (conditions.Count(f => f.Field == v.Field) == RqlConditionFields.Nodes(query.Where).OfType<RqlVectorSearch>().Count(s => s.Embedding is not null && s.Field == v.Field))
+                exact.Remove(v.Field);
         foreach (var o in query.OrderBy.Select(o => o.Field).OfType<string>().Where(f => f != RqlFields.Id)) if (!search.Contains(o)) exact.Add(o);
         // Suggestions come from the words of the text (a search field), as a search would match them.
         foreach (var s in query.Suggestions) if (s.Field != RqlFields.Id) { exact.Remove(s.Field); search.Add(s.Field); }
@@ -58,25 +63,37 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
             foreach (var r in f.Ranges) Collect(r.Expression, exact, search);
             foreach (var a in f.Aggregations) if (!search.Contains(a.Field)) exact.Add(a.Field);
         }
-        // vector.search's field holds vectors: the map makes one of each document's array (or base64 string).
-        var vectors = new SortedSet<string>(RqlConditionFields.Nodes(query.Where).OfType<RqlVectorSearch>().Select(v => v.Field).Where(f => f != RqlFields.Id), StringComparer.Ordinal);
+        // vector.search's field holds vectors: the map makes one of each document's array (or base64 string), or, for
+        // embedding.text(Field), one the embedding model makes of its text, in a field of its own (Field_embedding).
+        var searches = RqlConditionFields.Nodes(query.Where).OfType<RqlVectorSearch>().Where(v => v.Field != RqlFields.Id).ToList();
+        var vectors = new SortedSet<string>(searches.Where(v => v.Embedding is null).Select(v => v.Field), StringComparer.Ordinal);
+        var embedded = new SortedSet<string>(searches.Where(v => v.Embedding is not null).Select(v => v.EmbeddingField), StringComparer.Ordinal);
         exact.ExceptWith(vectors);
         search.ExceptWith(vectors);
-        if (exact.Concat(search).Concat(vectors).FirstOrDefault(f => !FieldPattern().IsMatch(f)) is { } bad)
+        if (exact.Concat(search).Concat(vectors).Concat(embedded).FirstOrDefault(f => !FieldPattern().IsMatch(f)) is { } bad)
             throw new QueryProblem(ErrorKind.Invalid, $"'{bad}' can't be indexed automatically: fields are letters, digits, '_' and '.' paths");
 
         var fields = exact.Select(f => (Field: f, Kind: ""))
             .Concat(search.Select(f => (Field: f, Kind: "_search")))
             .Concat(vectors.Select(f => (Field: f, Kind: "_vector")))
+            .Concat(embedded.Select(f => (Field: f, Kind: "_text")))
             .OrderBy(f => f.Field, StringComparer.Ordinal).ToList();
-        var indexName = $"Auto/{Segment(collection)}/" + (fields.Count == 0 ? "All" : "By" + string.Join("And", fields.Select(f => NameOf(f.Field) + f.Kind)));
+        var indexName = $"Auto/{Segment(collection)}/" + (fields.Count == 0 ? "All" : "By" + string.Join("And", fields.Select(f => NameOf(f.Field) + (f.Kind == "_text" ? "" : f.Kind))));
         var definition = new IndexDefinition
         {
-            Maps = [Map(collection, fields.Select(f => (f.Field, f.Kind == "_vector")))],
-            Fields = fields.Where(f => f.Kind != "").ToDictionary(f => f.Field, f => f.Kind == "_search"
-                ? new IndexFieldOptions { Indexing = IndexFieldOptions.Search }
-                : new IndexFieldOptions { Indexing = IndexFieldOptions.No, Vector = new VectorFieldOptions() }),
+            Maps = [Map(collection, fields.Select(f => (f.Field, f.Kind)))],
+            Fields = fields.Where(f => f.Kind != "").ToDictionary(f => f.Field, f => f.Kind switch
+            {
+                "_search" => new IndexFieldOptions { Indexing = IndexFieldOptions.Search },
+                "_text" => new IndexFieldOptions
+                {
+                    Indexing = IndexFieldOptions.No,
+                    Vector = new VectorFieldOptions { Quantization = f.Field.EndsWith(RqlVectorSearch.Int8Suffix, StringComparison.Ordinal) ? VectorFieldOptions.Int8 : VectorFieldOptions.None },
+                },
+                _ => new IndexFieldOptions { Indexing = IndexFieldOptions.No, Vector = new VectorFieldOptions() },
+            }),
         };
+        vectors.UnionWith(embedded);
         return (indexName, definition, exact, search, vectors);
     }
 
@@ -114,12 +131,20 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
     /// <summary>A field as index names spell it (<c>Lines[].Product</c>: <c>Lines-all.Product</c>).</summary>
     private static string NameOf(string field) => field.Replace("[]", "-all", StringComparison.Ordinal);
 
-    private static string Map(string collection, IEnumerable<(string Field, bool Vector)> fields) =>
-        $"map('{collection}', function (d) {{ {AutoMaps.Get}" + (fields.Any(f => f.Vector) ? Vec : "") +
-        $"return {{ {string.Join(", ", fields.Select(f => f.Vector ? $"'{f.Field}': vec(get(d, '{f.Field}'))" : $"'{f.Field}': get(d, '{f.Field}')"))} }}; }})";
+    private static string Map(string collection, IEnumerable<(string Field, string Kind)> fields) =>
+        $"map('{collection}', function (d) {{ {AutoMaps.Get}" + (fields.Any(f => f.Kind == "_vector") ? Vec : "") + (fields.Any(f => f.Kind == "_text") ? Emb : "") +
+        $"return {{ {string.Join(", ", fields.Select(f => f.Kind switch
+        {
+            "_vector" => $"'{f.Field}': vec(get(d, '{f.Field}'))",
+            "_text" => $"'{f.Field}': emb(get(d, '{f.Field[..f.Field.LastIndexOf(RqlVectorSearch.EmbeddingSuffix, StringComparison.Ordinal)]}'))",
+            _ => $"'{f.Field}': get(d, '{f.Field}')",
+        }))} }}; }})";
 
     /// <summary>A document's vector: its array of numbers or base64 string as a vector, nothing when it has neither.</summary>
     private const string Vec = "function vec(v) { return Array.isArray(v) || typeof v === 'string' ? createVector(v) : undefined; } ";
+
+    /// <summary>The embedding model's vector of a document's text (or array of texts), nothing when it has none.</summary>
+    private const string Emb = "function emb(v) { return Array.isArray(v) || typeof v === 'string' ? createVector(embedding.text(v)) : undefined; } ";
 
     /// <summary>
     /// RavenDB's group by over arrays: a key through an array (<c>group by Lines[].Product</c>) makes one group per element, with
@@ -174,7 +199,7 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
     private static bool Covers(IndexDefinition d, IReadOnlySet<string> exact, IReadOnlySet<string> search, IReadOnlySet<string> vectors) =>
         d.Maps.Count == 1 && d.Reduce is null && d.Maps[0].Contains("/* auto v2 */", StringComparison.Ordinal) && exact.All(f => d.Maps[0].Contains($"'{f}': get(") && d.FieldOptions(f).Indexing == IndexFieldOptions.Exact)
         && search.All(f => d.Maps[0].Contains($"'{f}': get(") && d.FieldOptions(f).Indexing == IndexFieldOptions.Search)
-        && vectors.All(f => d.Maps[0].Contains($"'{f}': vec(get("));
+        && vectors.All(f => d.Maps[0].Contains($"'{f}': vec(get(") || d.Maps[0].Contains($"'{f}': emb(get("));
 
     private static void Collect(RqlExpression? e, ISet<string> exact, ISet<string> search)
     {

@@ -16,8 +16,9 @@ namespace Magpie.Indexer.Indexing.Stages;
 /// Kafka-mode indexers have no document store beside them, so query results come from the index.</param>
 /// <param name="lookup">Where <c>load(id)</c> reads documents (the store); a map that loads keeps what each document loaded
 /// (<see cref="DocumentReferences"/>) and maps the documents that loaded one again when it changes, in the batch that changes it.</param>
+/// <param name="embedder">Makes the vectors of <c>embedding.text(…)</c> (the built-in model unless given).</param>
 public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, IIndexErrors status, bool storeSource,
-    Contracts.Documents.IDocumentLookup? lookup = null) : IIndexStage
+    Contracts.Documents.IDocumentLookup? lookup = null, Embeddings.ITextEmbedder? embedder = null) : IIndexStage
 {
     private readonly MapScript _maps = MapScript.Compile(definition.Maps, limits);
     private DocumentLoads? _loads;
@@ -74,7 +75,46 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, II
             references?.Keep(change.Id, _maps.Loaded, mapped, documents, deletes);
             documents.Add(new IndexedDocument(change.Id, mapped));
         }
+        if (documents.Any(d => d.Entries.Any(e => e.Fields.Any(f => f is EmbeddingField)))) Embed(documents);
         return new MappedBatch(FeedRead.Of(batch), deletes, documents, entries);
+    }
+
+    /// <summary>
+    /// The batch's <c>embedding.text</c> fields made vectors, all texts of the batch in the model's batches (each distinct text once).
+    /// When the model fails, the documents that asked for one are recorded as failed and lose their entries, as a map error does.
+    /// </summary>
+    private void Embed(List<IndexedDocument> documents)
+    {
+        var model = embedder ?? Embeddings.BuiltInModel.Shared;
+        var texts = documents.SelectMany(d => d.Entries).SelectMany(e => e.Fields).OfType<EmbeddingField>().Select(f => f.Text).Distinct(StringComparer.Ordinal).ToList();
+        Dictionary<string, float[]> vectors;
+        string? failure = null;
+        try
+        {
+            var made = model.EmbedAsync(texts, CancellationToken.None).GetAwaiter().GetResult();
+            vectors = new Dictionary<string, float[]>(StringComparer.Ordinal);
+            for (var i = 0; i < texts.Count; i++) vectors[texts[i]] = made[i];
+        }
+        catch (Exception e) when (e is not OperationCanceledException)
+        {
+            vectors = [];
+            failure = $"the embedding model {model.Model} failed: {e.Message}";
+        }
+        for (var i = 0; i < documents.Count; i++)
+        {
+            var document = documents[i];
+            if (!document.Entries.Any(e => e.Fields.Any(f => f is EmbeddingField))) continue;
+            if (failure is not null)
+            {
+                status.Error(document.Id, failure);
+                documents[i] = document with { Entries = [] };
+                continue;
+            }
+            documents[i] = document with
+            {
+                Entries = [.. document.Entries.Select(e => new IndexEntry([.. e.Fields.Select(f => f is EmbeddingField m ? new VectorField(m.Name, vectors[m.Text]) : f)]))],
+            };
+        }
     }
 
     private static List<IndexEntry> WithSource(List<IndexEntry> entries, ChangeEvent change)

@@ -1,0 +1,115 @@
+using System.Net;
+using System.Net.Http.Json;
+using System.Text.Json;
+using Magpie.Tests.Http;
+using Magpie.Tests.Queries.Conformance;
+
+namespace Magpie.Tests.Queries.Search;
+
+/// <summary>
+/// <c>vector.search(embedding.text(…), $q)</c> on the Stack Exchange sample, embedded: questions found by what they mean through
+/// wording they do not share, which a keyword search on the same field misses.
+/// </summary>
+public sealed class SemanticSearchTests(RqlConformanceFixture fx) : IClassFixture<RqlConformanceFixture>
+{
+    private HttpClient Http => fx.Magpie.Http;
+
+    /// <summary>Paraphrases written for this test, each of one question's title and sharing almost none of its words.</summary>
+    public static readonly (string Id, string Query)[] Paraphrases =
+    [
+        ("posts/865", "I want to contest a flag someone raised on my post"),
+        ("posts/197", "remove the misspelled democracy tag"),
+        ("posts/42", "can I ask about politics from the last few decades"),
+        ("posts/497", "reward answers that give good references"),
+        ("posts/2057", "proposal for a tag about books"),
+        ("posts/18", "stop posting questions that are answered on an online encyclopedia"),
+        ("posts/3542", "making reopening of closed posts work better"),
+        ("posts/526", "clothing versus fashion tag, what is the distinction"),
+    ];
+
+    private async Task<List<string>> TopAsync(string rql, object parameters, int n = 5)
+    {
+        // Embedding a field's text takes a while on first use (the index is built then): the wait is asked again, up to 5 minutes.
+        JsonElement body;
+        var deadline = DateTime.UtcNow.AddMinutes(5);
+        do
+        {
+            var r = await Http.PostAsJsonAsync("queries", new { query = rql, parameters, pageSize = n, waitForNonStaleResults = true, timeoutMs = 50_000 });
+            Assert.True(r.IsSuccessStatusCode, await r.Content.ReadAsStringAsync());
+            body = await r.JsonAsync();
+        } while (body.GetProperty("isStale").GetBoolean() && DateTime.UtcNow < deadline);
+        Assert.False(body.GetProperty("isStale").GetBoolean(), rql);
+        return body.GetProperty("results").EnumerateArray().Select(d => d.GetProperty("@metadata").GetProperty("@id").GetString()!).ToList();
+    }
+
+    [Fact]
+    public async Task One_rql_line_finds_paraphrased_titles_that_a_keyword_search_misses()
+    {
+        foreach (var (id, query) in Paraphrases)
+        {
+            var semantic = await TopAsync("from Posts where vector.search(embedding.text(Title), $q, 0.3)", new { q = query });
+            Assert.True(semantic.Contains(id), $"'{query}': {id} is not among {string.Join(", ", semantic)}");
+            var keywords = await TopAsync("from Posts where search(Title, $q)", new { q = query });
+            Assert.DoesNotContain(id, keywords);
+        }
+        // The automatic index made on first use embeds the field, and is the one every embedding.text(Title) query reuses.
+        var indexes = await (await Http.GetAsync("indexes")).Content.ReadAsStringAsync();
+        Assert.Contains("Auto/Posts/ByTitle_embedding", indexes);
+    }
+
+    [Fact]
+    public async Task A_title_searched_for_as_written_is_its_own_nearest_at_similarity_one()
+    {
+        var post = fx.Posts.First(p => p.Id == "posts/526");
+        await TopAsync("from Posts where vector.search(embedding.text(Title), $q)", new { q = post.Title });
+        var r = await Http.PostAsJsonAsync("queries", new
+        {
+            query = "from Posts where vector.search(embedding.text(Title), $q)", parameters = new { q = post.Title }, pageSize = 1,
+            waitForNonStaleResults = true, timeoutMs = 50_000,
+        });
+        var first = (await r.JsonAsync()).GetProperty("results")[0].GetProperty("@metadata");
+        Assert.Equal(post.Id, first.GetProperty("@id").GetString());
+        // The index holds the model's vector of the title, the query the model's vector of the same text: cosine 1.
+        Assert.True(first.GetProperty("@index-score").GetSingle() >= 0.999f, first.ToString());
+        // exact(): every vector compared, the same nearest.
+        Assert.Equal(post.Id, (await TopAsync("from Posts where exact(vector.search(embedding.text(Title), $q))", new { q = post.Title }, 1)).Single());
+        // int8 copies: its own field and index, the same nearest.
+        Assert.Equal(post.Id, (await TopAsync("from Posts where vector.search(embedding.text_i8(Title), $q)", new { q = post.Title }, 1)).Single());
+    }
+
+    [Fact]
+    public async Task A_static_map_embeds_with_embedding_text_and_the_query_embeds_its_text_with_the_same_model()
+    {
+        await Http.PutIndexAsync("Posts/Semantic", """
+            { "maps": ["map('Posts', p => ({ PostTypeId: p.PostTypeId, Text: createVector(embedding.text(p.Title ? p.Title + ' ' + p.Tags : null)) }))"] }
+            """);
+        var found = await TopAsync("from index 'Posts/Semantic' where vector.search(embedding.text(Text), $q, 0.3) and PostTypeId = 1",
+            new { q = "one person operating several user profiles" });
+        Assert.Contains("posts/3312", found);
+    }
+
+    [Fact]
+    public async Task Bad_text_fails_only_itself()
+    {
+        // Empty, whitespace or missing text: no vector (never found), no error; a 1 MB title is embedded from its first 16 KB.
+        var megabyte = string.Concat(Enumerable.Repeat("handling several accounts of one user ", 28_000));
+        foreach (var (id, title) in new[] { ("semantic/empty", ""), ("semantic/blank", "  \n "), ("semantic/big", megabyte) })
+            Assert.Equal(HttpStatusCode.Created, (await Http.PutAsync(id, JsonSerializer.Serialize(new { Title = title }))).StatusCode);
+        Assert.Equal(HttpStatusCode.Created, (await Http.PutAsync("semantic/none", "{}")).StatusCode);
+        var found = await TopAsync("from Semantic where vector.search(embedding.text(Title), $q, 0.1)", new { q = "one user with multiple accounts" }, 10);
+        Assert.Equal(["semantic/big"], found);
+
+        // A map giving embedding.text something that is not text fails that document, with the reason.
+        await Http.PutIndexAsync("Semantic/Numbers", """{ "maps": ["map('Semantic', s => ({ V: createVector(embedding.text(5)) }))"] }""");
+        await Http.QueryNonStaleAsync("from index 'Semantic/Numbers'");
+        var status = (await (await Http.GetAsync("indexes/Semantic/Numbers")).JsonAsync()).GetProperty("status");
+        Assert.Equal(4, status.GetProperty("errorCount").GetInt64());
+        Assert.All(status.GetProperty("errors").EnumerateArray(), e => Assert.Contains("embedding.text takes text or an array of texts, not Number", e.GetProperty("message").GetString()));
+
+        async Task Refused(string rql, object parameters, string detail) =>
+            await HttpJson.AssertProblem(await Http.PostAsJsonAsync("queries", new { query = rql, parameters }), HttpStatusCode.BadRequest, detail);
+        await Refused("from Posts where vector.search(embedding.text(Title), $q)", new { q = " " }, "the text to search for is empty");
+        await Refused("from Posts where vector.search(embedding.text(Title), $q)", new { q = new[] { 0.1, 0.2 } }, "the query's value must be a string");
+        await Refused("from Posts where vector.search(embedding.text_i1(Title), $q)", new { q = "tags" }, "binary embeddings are not held");
+    }
+}
