@@ -47,6 +47,7 @@ switch (args.FirstOrDefault())
     case "load-document": await RunLoadDocumentAsync(); return;
     case "patch-by-query": await RunPatchByQueryAsync(); return;
     case "vectors": await RunVectorsAsync(); return;
+    case "embeddings": await RunEmbeddingsAsync(); return;
     case "highlight": await RunHighlightAsync(); return;
     case "studio": await RunStudioAsync(); return;
     case "overload": await RunOverloadAsync(); return;
@@ -746,6 +747,26 @@ async Task RunPatchByQueryAsync()
     }));
 }
 
+async Task RunEmbeddingsAsync()
+{
+    var n = (int)Arg("--docs", 20_000);
+    var (titles, bodies) = EmbeddingBenchmark.Sample(FindRoot());
+    var titleRate = await EmbeddingBenchmark.ThroughputAsync(titles);
+    var bodyRate = await EmbeddingBenchmark.ThroughputAsync(bodies);
+    Console.WriteLine($"built-in model, in this process: titles {titleRate.PerCpuSecond:N0} per CPU-second ({titleRate.PerSecond:N0}/s), bodies {bodyRate.PerCpuSecond:N1} per CPU-second ({bodyRate.PerSecond:N1}/s)");
+    using var loaded = await StartLoadedAsync("embeddings", n);
+    var plain = await VectorBenchmark.IndexAsync(loaded.Http, EmbeddingBenchmark.Plain, EmbeddingBenchmark.PlainDefinition, n);
+    var embedded = await VectorBenchmark.IndexAsync(loaded.Http, EmbeddingBenchmark.Embedded, EmbeddingBenchmark.EmbeddedDefinition, n);
+    StopMagpie(loaded.Process);
+    Console.WriteLine($"indexing {n:N0} posts: map of Title {n / plain.TotalSeconds:N0} docs/s, with embedding.text(Title) {n / embedded.TotalSeconds:N0} docs/s ({plain.TotalSeconds / embedded.TotalSeconds:F3})");
+    Console.WriteLine(JsonSerializer.Serialize(new
+    {
+        benchmark = "embeddings", docs = n, cores = Environment.ProcessorCount,
+        titles_per_cpu_s = Math.Round(titleRate.PerCpuSecond), bodies_per_cpu_s = Math.Round(bodyRate.PerCpuSecond, 1),
+        index_docs_per_s_plain = Math.Round(n / plain.TotalSeconds), index_docs_per_s_embedded = Math.Round(n / embedded.TotalSeconds),
+    }));
+}
+
 async Task RunVectorsAsync()
 {
     var n = (int)Arg("--docs", 1_000_000);
@@ -777,10 +798,23 @@ async Task RunVectorsAsync()
     }
     magpie.Refresh();
     var rssWarm = magpie.WorkingSet64;
+    // The nearest-neighbour graphs (HNSW) of the float32 index: built in the background once searches ask, then recall@10 against the loop.
+    var graphs = await VectorBenchmark.GraphsBuiltAsync(http, VectorBenchmark.Exact, Path.Combine(run, "vectors"));
+    Console.WriteLine($"graphs built in {graphs.Took.TotalSeconds:F0} s: {graphs.Graphs} segments' graphs of {graphs.Vectors:N0} vectors, {graphs.Bytes / 1048576.0:N0} MB on disk (mapped)");
+    var graphRecalls = new Dictionary<bool, List<double>> { [false] = [], [true] = [] };
+    for (var q = 0; q < 100; q++)
+        foreach (var filtered in new[] { false, true })
+        {
+            var truth = raw.Top(VectorBenchmark.Query(q), 10, filtered).Select(i => $"vectors/{i}").ToList();
+            graphRecalls[filtered].Add((await VectorBenchmark.AskAsync(http, VectorBenchmark.Exact, VectorBenchmark.Query(q), filtered, exact: false, k: 10)).Count(truth.Contains) / 10.0);
+        }
+    magpie.Refresh();
+    var rssGraphs = magpie.WorkingSet64;
     var rows = new List<(string Side, bool Filtered, int Clients, List<double> Ms)>();
     foreach (var filtered in new[] { false, true })
         foreach (var clients in new[] { 1, 16 })
         {
+            rows.Add(("magpie hnsw", filtered, clients, await VectorBenchmark.LatencyAsync(http, VectorBenchmark.Exact, filtered, clients, seconds, exact: false)));
             rows.Add(("magpie exact", filtered, clients, await VectorBenchmark.LatencyAsync(http, VectorBenchmark.Exact, filtered, clients, seconds)));
             rows.Add(("magpie int8", filtered, clients, await VectorBenchmark.LatencyAsync(http, VectorBenchmark.Int8, filtered, clients, seconds)));
             rows.Add(("raw TensorPrimitives", filtered, clients, await VectorBenchmark.RawLatencyAsync(raw, filtered, clients, seconds)));
@@ -795,12 +829,15 @@ async Task RunVectorsAsync()
     Console.WriteLine($"exact top-20 equal to the raw loop's: {exactMatches} of 40 queries; int8 recall@20 {recalls.Average():F3}");
     Console.WriteLine($"ratio raw p50 / magpie exact p50 (1 client): unfiltered {P50("raw TensorPrimitives", false, 1) / P50("magpie exact", false, 1):F2}, filtered {P50("raw TensorPrimitives", true, 1) / P50("magpie exact", true, 1):F2}");
     Console.WriteLine($"int8 speed-up (p50, 1 client, unfiltered): {P50("magpie exact", false, 1) / P50("magpie int8", false, 1):F2}×");
+    Console.WriteLine($"hnsw recall@10 against the loop: unfiltered {graphRecalls[false].Average():F3}, filtered {graphRecalls[true].Average():F3}; p50 {P50("magpie hnsw", false, 1):F2} ms vs exact {P50("magpie exact", false, 1):F1} ms; RSS with graphs mapped {rssGraphs / 1048576:N0} MB");
     Console.WriteLine($"magpie RSS {rssBefore / 1048576:N0} MB before searching, {rssWarm / 1048576:N0} MB with both vector copies held; raw array {raw.Bytes / 1048576:N0} MB");
     Console.WriteLine($"facet cache of the exact index: {(stats.TryGetProperty("status", out var status) && status.TryGetProperty("facetCache", out var cache) ? cache.ToString() : "(not reported)")}");
     Console.WriteLine(JsonSerializer.Serialize(new
     {
         benchmark = "vectors", docs = n, dimensions = VectorBenchmark.Dimensions, cores = Environment.ProcessorCount, exact_matches_of_40 = exactMatches,
-        int8_recall_at_20 = Math.Round(recalls.Average(), 3), rss_before_mb = rssBefore / 1048576, rss_warm_mb = rssWarm / 1048576,
+        int8_recall_at_20 = Math.Round(recalls.Average(), 3), hnsw_recall_at_10 = Math.Round(graphRecalls[false].Average(), 3),
+        hnsw_recall_at_10_filtered = Math.Round(graphRecalls[true].Average(), 3), graphs_build_s = Math.Round(graphs.Took.TotalSeconds), graphs_vectors = graphs.Vectors, graphs_mb = graphs.Bytes / 1048576,
+        rss_graphs_mb = rssGraphs / 1048576, rss_before_mb = rssBefore / 1048576, rss_warm_mb = rssWarm / 1048576,
         rows = rows.Select(r => new { side = r.Side, filtered = r.Filtered, clients = r.Clients, p50_ms = Math.Round(IndexBenchmark.Percentile(r.Ms, 0.5), 1), p99_ms = Math.Round(IndexBenchmark.Percentile(r.Ms, 0.99), 1) }),
     }));
 }
@@ -1055,7 +1092,10 @@ static Process StartMagpie(string dataDir, int port, params string[] extra)
         psi.Environment[pair[..eq]] = pair[(eq + 1)..];
     }
     var p = Process.Start(psi)!;
-    p.OutputDataReceived += (_, _) => { };
+    // BENCH_MAGPIE_LOG=path keeps the magpie process's log (dropped otherwise).
+    var logPath = Environment.GetEnvironmentVariable("BENCH_MAGPIE_LOG");
+    var log = logPath is null ? null : TextWriter.Synchronized(new StreamWriter(logPath, append: true) { AutoFlush = true });
+    p.OutputDataReceived += (_, e) => { if (e.Data is not null) log?.WriteLine(e.Data); };
     p.ErrorDataReceived += (_, e) => { if (e.Data is not null) Console.Error.WriteLine(e.Data); };
     p.BeginOutputReadLine();
     p.BeginErrorReadLine();

@@ -68,25 +68,49 @@ public static class VectorBenchmark
         }
     }
 
-    public static string Rql(string index, bool filtered) =>
-        $"from index '{index}' where vector.search(Vector, $q, -1, 20){(filtered ? " and Category = 3" : "")}";
+    /// <summary>The top 20 (or <paramref name="k"/>); <paramref name="exact"/>: <c>exact(vector.search(…))</c>, every vector compared, else through the graphs.</summary>
+    public static string Rql(string index, bool filtered, bool exact = true, int k = 20) =>
+        $"from index '{index}' where {(exact ? $"exact(vector.search(Vector, $q, -1, {k}))" : $"vector.search(Vector, $q, -1, {k})")}{(filtered ? " and Category = 3" : "")}";
 
-    public static async Task<List<string>> AskAsync(HttpClient http, string index, float[] q, bool filtered)
+    public static async Task<List<string>> AskAsync(HttpClient http, string index, float[] q, bool filtered, bool exact = true, int k = 20)
     {
-        var r = await http.PostAsJsonAsync("queries", new { query = Rql(index, filtered), parameters = new { q }, pageSize = 20 });
+        var r = await http.PostAsJsonAsync("queries", new { query = Rql(index, filtered, exact, k), parameters = new { q }, pageSize = k });
         r.EnsureSuccessStatusCode();
         return (await r.Content.ReadFromJsonAsync<JsonElement>()).GetProperty("results").EnumerateArray()
             .Select(x => x.GetProperty("@metadata").GetProperty("@id").GetString()!).ToList();
     }
 
-    public static Task<List<double>> LatencyAsync(HttpClient http, string index, bool filtered, int clients, TimeSpan duration)
+    public static Task<List<double>> LatencyAsync(HttpClient http, string index, bool filtered, int clients, TimeSpan duration, bool exact = true)
     {
         var next = 0;
         return IndexBenchmark.TimedAsync(async () =>
         {
             var q = Query(Interlocked.Increment(ref next) % 100);
-            (await http.PostAsJsonAsync("queries", new { query = Rql(index, filtered), parameters = new { q }, pageSize = 20 })).EnsureSuccessStatusCode();
+            var r = await http.PostAsJsonAsync("queries", new { query = Rql(index, filtered, exact), parameters = new { q }, pageSize = 20 });
+            if (!r.IsSuccessStatusCode) throw new InvalidOperationException($"{(int)r.StatusCode}: {await r.Content.ReadAsStringAsync()}");
         }, clients, duration);
+    }
+
+    /// <summary>
+    /// Searches through the graphs until every segment's is built: the first search asks for them, they are built in the
+    /// background; done when the index's stats show none pending after a search. Returns how long that took, the graphs, the
+    /// vectors they hold and their files' bytes.
+    /// </summary>
+    public static async Task<(TimeSpan Took, int Graphs, long Vectors, long Bytes)> GraphsBuiltAsync(HttpClient http, string index, string dataDir)
+    {
+        var watch = Stopwatch.StartNew();
+        while (watch.Elapsed < TimeSpan.FromMinutes(60))
+        {
+            await AskAsync(http, index, Query(0), filtered: false, exact: false);
+            var stats = await http.GetFromJsonAsync<JsonElement>($"indexes/{index}/stats");
+            if (stats.GetProperty("vectorGraphs") is { ValueKind: JsonValueKind.Object } graphs && graphs.GetProperty("pending").GetInt32() == 0)
+            {
+                var bytes = Directory.GetFiles(dataDir, "*.usearch", SearchOption.AllDirectories).Sum(f => new FileInfo(f).Length);
+                return (watch.Elapsed, graphs.GetProperty("built").GetInt32(), graphs.GetProperty("vectors").GetInt64(), bytes);
+            }
+            await Task.Delay(1000);
+        }
+        throw new TimeoutException("the vector graphs were not built within an hour");
     }
 
     public static Task<List<double>> RawLatencyAsync(Raw raw, bool filtered, int clients, TimeSpan duration)

@@ -48,6 +48,9 @@ public sealed class IndexerOptions
     /// </summary>
     public int KnownIdsMegabytes { get; init; } = 512;
 
+    /// <summary>Vectors a segment holds before a nearest-neighbour graph is built for it (Lucene/Vectors/VectorGraphs; 0: never).</summary>
+    public int VectorGraphMinimum { get; init; } = Lucene.LuceneEngine.DefaultVectorGraphMinimum;
+
     /// <summary>Kafka bootstrap servers when the indexer runs as its own process (Kafka mode); null = embedded.</summary>
     public string? Kafka { get; init; }
 

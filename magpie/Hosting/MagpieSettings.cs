@@ -110,6 +110,9 @@ public sealed class MagpieSettings
     /// <summary>The index engine's budget for its filters of the ids each index holds (all indexes and shards together), in MB.</summary>
     public int KnownIdsMegabytes { get; set; } = 512;
 
+    /// <summary>Vectors a segment holds before a nearest-neighbour graph (HNSW) is built for its cosine searches; 0: scan always.</summary>
+    public int VectorGraphMinimum { get; set; } = 5_000;
+
     /// <summary>The PostgreSQL wire endpoint of the query target (<c>Magpie:Pg:*</c>, <c>MAGPIE__PG__PORT</c>, <c>--pg-port</c>).</summary>
     public PgSettings Pg { get; set; } = new();
 

@@ -33,6 +33,7 @@ public static class SettingsCheck
             ("LogMemoryMegabytes", s.LogMemoryMegabytes, 16, 1 << 20),
             ("FacetCacheMegabytes", s.FacetCacheMegabytes, 1, Unbounded),
             ("KnownIdsMegabytes", s.KnownIdsMegabytes, 1, Unbounded),
+            ("VectorGraphMinimum", s.VectorGraphMinimum, 0, Unbounded),
             ("Compaction:Revisions", s.Compaction.Revisions, 1, Unbounded),
             ("Compaction:RevisionsSeconds", s.Compaction.RevisionsSeconds ?? 1, 1, Unbounded),
             ("Compaction:IntervalSeconds", s.Compaction.IntervalSeconds, 1, Unbounded),

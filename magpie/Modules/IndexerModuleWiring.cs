@@ -50,6 +50,7 @@ public sealed class IndexerModuleWiring(bool ingestInProcess) : IMagpieModule
         KafkaReplicationFactor = s.KafkaReplicationFactor,
         FacetCacheMegabytes = s.FacetCacheMegabytes,
         KnownIdsMegabytes = s.KnownIdsMegabytes,
+        VectorGraphMinimum = s.VectorGraphMinimum,
         Retry = s.Retry,
     };
 }

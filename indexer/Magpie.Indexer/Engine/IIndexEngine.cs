@@ -59,7 +59,13 @@ public interface IIndexPersistence : IShardSearcher
 /// <summary>
 /// Commit user data (how far the index consumed its source), the live entry count, the facet cache's and the id filter's figures.
 /// </summary>
-public sealed record IndexState(IReadOnlyDictionary<string, string> CommitData, long Entries, FacetCacheStats FacetCache, KnownIdsStats KnownIds);
+public sealed record IndexState(IReadOnlyDictionary<string, string> CommitData, long Entries, FacetCacheStats FacetCache, KnownIdsStats KnownIds)
+{
+    /// <summary>The index's nearest-neighbour graphs: built (and the vectors they hold), and waiting to be built.</summary>
+    public VectorGraphStats VectorGraphs { get; init; } = new(0, 0, 0);
+}
+
+public sealed record VectorGraphStats(int Built, int Pending, long Vectors);
 
 /// <summary>
 /// The index's filter of the ids it holds (what lets a new id be added without a lookup): its memory, whether it is still being

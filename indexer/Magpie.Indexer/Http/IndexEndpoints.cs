@@ -150,6 +150,7 @@ public static class IndexEndpoints
         // Per shard here: the engine's facet columns (this index's share, the engine's total within its budget) and the id filter.
         var caches = new List<FacetCacheStats>();
         var filters = new List<KnownIdsStats>();
+        var graphs = new List<VectorGraphStats>();
         foreach (var index in workers.Select(w => w.Index).OfType<IIndexPersistence>())
         {
             try
@@ -157,6 +158,7 @@ public static class IndexEndpoints
                 var state = await index.StateAsync(ct);
                 caches.Add(state.FacetCache);
                 filters.Add(state.KnownIds);
+                graphs.Add(state.VectorGraphs);
             }
             catch (IndexEngineException) { }   // closing under us: left out of the figures
         }
@@ -185,6 +187,13 @@ public static class IndexEndpoints
                 hits = caches[0].Hits,
                 misses = caches[0].Misses,
                 evictions = caches[0].Evictions,
+            },
+            // Nearest-neighbour graphs of this process's shards: segments searched through one, and those waiting for theirs.
+            vectorGraphs = graphs.Sum(g => g.Built + g.Pending) == 0 ? null : new
+            {
+                built = graphs.Sum(g => g.Built),
+                pending = graphs.Sum(g => g.Pending),
+                vectors = graphs.Sum(g => g.Vectors),
             },
             // The filter of known ids over this process's shards: shards still filling it, or past its bound, write updates only.
             knownIds = filters.Count == 0 ? null : new

@@ -37,7 +37,7 @@ public static class IndexerModule
                 ingest is null ? null : ingest.ListAsync));
         // The search engine behind the seam (Engine/IIndexEngine): Lucene.Net in-process. The container disposes it after the registry.
         services.AddSingleton<IIndexEngine>(sp => new LuceneEngine(sp.GetRequiredService<ILoggerFactory>().CreateLogger("Magpie.Indexes.Engine"),
-            (long)options.FacetCacheMegabytes << 20, (long)options.KnownIdsMegabytes << 20));
+            (long)options.FacetCacheMegabytes << 20, (long)options.KnownIdsMegabytes << 20, options.VectorGraphMinimum));
         // Where load() reads: the store when ingest runs here (registered first), else the ingest process named.
         if (ingest is not null) services.TryAddSingleton<IDocumentLookup>(ingest);
         services.AddSingleton(sp => new IndexRegistry(sp.GetRequiredService<IndexDefinitionStore>(), sp.GetRequiredService<IIndexShards>(), options,

@@ -29,7 +29,7 @@ internal sealed class BackgroundMergeScheduler : ConcurrentMergeScheduler
     {
         public override void Run()
         {
-            if (OperatingSystem.IsLinux()) Lower();
+            if (OperatingSystem.IsLinux()) LowerThisThread();
             base.Run();
         }
 
@@ -40,7 +40,7 @@ internal sealed class BackgroundMergeScheduler : ConcurrentMergeScheduler
     /// Lowers the calling thread's priority by <see cref="MergeNice"/> steps (capped at 19). Only this thread's: on Linux the
     /// nice value is per thread, and <c>nice</c> changes the caller's.
     /// </summary>
-    private static void Lower()
+    internal static void LowerThisThread()
     {
         try { _ = nice(MergeNice); }
         catch (Exception e) when (e is DllNotFoundException or EntryPointNotFoundException) { }

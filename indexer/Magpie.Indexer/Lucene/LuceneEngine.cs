@@ -16,7 +16,8 @@ namespace Magpie.Indexer.Lucene;
 /// Lucene.Net 4.8, in-process: one <see cref="IndexWriter"/> on an <see cref="NIOFSDirectory"/> and one
 /// <see cref="SearcherManager"/> per index (<see cref="LuceneIndex"/>), and the facet column cache all indexes share.
 /// </summary>
-public sealed class LuceneEngine(ILogger log, long facetCacheBytes = 256L << 20, long knownIdsBytes = 512L << 20) : IIndexEngine
+public sealed class LuceneEngine(ILogger log, long facetCacheBytes = 256L << 20, long knownIdsBytes = 512L << 20,
+    int vectorGraphMinimum = LuceneEngine.DefaultVectorGraphMinimum) : IIndexEngine
 {
     /// <summary>Where an index logs what Lucene said when it refused something, for operators (clients get Magpie's words).</summary>
     internal ILogger Log => log;
@@ -42,6 +43,11 @@ public sealed class LuceneEngine(ILogger log, long facetCacheBytes = 256L << 20,
     internal Similarity Similarity { get; } = new BM25Similarity();
 
     internal FacetColumns Columns { get; } = new(facetCacheBytes);
+
+    /// <summary>Vectors a segment holds before a nearest-neighbour graph is built for it (<see cref="Vectors.VectorGraphs"/>; 0: never).</summary>
+    public const int DefaultVectorGraphMinimum = 5_000;
+
+    internal int VectorGraphMinimum => vectorGraphMinimum;
 
     /// <summary>The memory every index's filter of known ids (<see cref="KnownIdFilter"/>) may take together.</summary>
     internal KnownIdsBudget KnownIdsBudget { get; } = new(knownIdsBytes);
@@ -130,7 +136,7 @@ public sealed class LuceneEngine(ILogger log, long facetCacheBytes = 256L << 20,
             if (log.IsEnabled(LogLevel.Trace)) config.SetInfoStream(new LoggedInfoStream(log, Path.GetFileName(directory)));
             var warmer = new ColumnWarmer(Columns);
             config.MergedSegmentWarmer = warmer;
-            return warmer.Owner = new LuceneIndex(this, new IndexWriter(files, config));
+            return warmer.Owner = new LuceneIndex(this, new IndexWriter(files, config), Path.Combine(directory, "graphs"));
         }
         catch
         {

@@ -27,14 +27,16 @@ internal sealed class LuceneIndex : IIndexPersistence
     private long _nextSnapshot;
     private volatile bool _closed;
 
-    public LuceneIndex(LuceneEngine engine, IndexWriter writer)
+    /// <param name="graphs">The folder the index's nearest-neighbour graphs are saved in (null: in memory only).</param>
+    public LuceneIndex(LuceneEngine engine, IndexWriter writer, string? graphs = null)
     {
         _engine = engine;
         _writer = writer;
         _files = writer.Directory;
         _searchers = new SearcherManager(writer, applyAllDeletes: true, new SimilarSearchers(engine.Similarity));
         _known = KnownIdsFilledInBackground();
-        _vectors = new Vectors.VectorColumns((leaf, what, read) => engine.Columns.Other(this, leaf, what, read, c => c.Size));
+        _vectors = new Vectors.VectorColumns((leaf, what, read) => engine.Columns.Other(this, leaf, what, read, c => c.Size),
+            new Vectors.VectorGraphs(graphs, engine.VectorGraphMinimum, engine.Log));
         Opened = State();
     }
 
@@ -214,7 +216,10 @@ internal sealed class LuceneIndex : IIndexPersistence
     {
         var data = new SortedDictionary<string, string>(_writer.CommitData ?? new Dictionary<string, string>(), StringComparer.Ordinal);
         var entries = WithSearcher(0, s => s.IndexReader.NumDocs - CountState(s));
-        return new IndexState(data, entries, _engine.Columns.Stats(this), new KnownIdsStats(_known.Bytes, _known.Filling, _known.Full));
+        return new IndexState(data, entries, _engine.Columns.Stats(this), new KnownIdsStats(_known.Bytes, _known.Filling, _known.Full))
+        {
+            VectorGraphs = _vectors.Graphs?.Stats() ?? new(0, 0, 0),
+        };
     }
 
     /// <summary>Live state entries: never counted as entries.</summary>

@@ -32,10 +32,13 @@ internal sealed class VectorColumn
     public long Size => 64 + 4L * Docs.Length + 4L * Slots.Length + 4L * (Floats?.Length ?? 0) + (Bytes?.Length ?? 0) + 4L * (Scales?.Length ?? 0) + 4L * Norms.Length;
 }
 
-/// <summary>Reads and keeps the vector columns of an index's segments (<see cref="VectorColumn"/>).</summary>
+/// <summary>Reads and keeps the vector columns of an index's segments (<see cref="VectorColumn"/>), and their graphs.</summary>
 /// <remarks><paramref name="cached"/> keeps a segment's column under the index's column cache (its leaf, a key, how to read it).</remarks>
-internal sealed class VectorColumns(Func<AtomicReader, string, Func<VectorColumn>, VectorColumn> cached)
+internal sealed class VectorColumns(Func<AtomicReader, string, Func<VectorColumn>, VectorColumn> cached, VectorGraphs? graphs = null)
 {
+    /// <summary>The segments' nearest-neighbour graphs (null: every search scans).</summary>
+    public VectorGraphs? Graphs => graphs;
+
     /// <summary>The doc-values field a vector field is written to.</summary>
     public const string Suffix = "@vec";
 

@@ -256,6 +256,9 @@ public sealed class KafkaConformanceTests(KafkaConformanceFixture fx) : IClassFi
 
     /// <summary>Each shard finds its nearest; the coordinator's first pass makes them the global k nearest (the brute-force answer).</summary>
     [Fact]
+    public Task Semantic_search_over_shards_finds_the_models_ten_nearest_titles() => Search.SemanticSearchTests.NearestTitlesAsync(fx.Query.Http, fx.Posts);
+
+    [Fact]
     public async Task Nearest_vectors_over_shards_are_the_global_nearest()
     {
         await Search.VectorCases.DefineAsync(fx.Indexer.Http);
