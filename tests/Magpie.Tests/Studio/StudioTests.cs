@@ -55,6 +55,26 @@ public sealed class StudioTests(StudioFixture fx) : IClassFixture<StudioFixture>
     }
 
     [Fact]
+    public async Task A_semantic_hybrid_query_shows_its_ranking_scores()
+    {
+        var page = await fx.PageAsync("#/query");
+        await StudioFixture.ShotOnFailureAsync(page, "semantic-query", async () =>
+        {
+            await page.FillAsync("#rql", "from Posts where hybrid(search(Title, $q), vector.search(embedding.text(Title), $q, 0.2))");
+            await page.FillAsync("#parameters", """{ "q": "one person operating several user profiles" }""");
+            await page.PressAsync("#rql", "Control+Enter");
+            await Assertions.Expect(page.Locator("table.results thead th").Nth(1)).ToHaveTextAsync("score", new() { Timeout = 120_000 });
+            // posts/3312 ("Handling a user with multiple accounts?") is among them; the fused scores come best first.
+            var ids = await page.Locator("table.results tbody tr td:first-child").AllInnerTextsAsync();
+            Assert.Contains("posts/3312", ids);
+            var scores = (await page.Locator("table.results tbody tr td.score").AllInnerTextsAsync())
+                .Select(s => float.Parse(s, System.Globalization.CultureInfo.InvariantCulture)).ToList();
+            Assert.Equal(ids.Count, scores.Count);
+            Assert.True(scores[0] > 0 && scores.SequenceEqual(scores.OrderDescending()), string.Join(", ", scores));
+        });
+    }
+
+    [Fact]
     public async Task A_document_changed_meanwhile_is_a_conflict_and_is_not_overwritten()
     {
         Assert.True((await fx.Magpie.Http.PutAsync("notes/conflict", """{"Text": "first", "Score": 1}""")).IsSuccessStatusCode);

@@ -82,16 +82,21 @@ export async function render(main) {
   rql.focus();
 }
 
-/** A page of results as a table: the id, then the union of the results' top-level fields (values as JSON), and highlights. */
+/**
+ * A page of results as a table: the id, the score when the query ranks (search, vector.search, hybrid), then the union of the
+ * results' top-level fields (values as JSON), and highlights.
+ */
 function table(results, highlightings) {
   const columns = [...new Set(results.flatMap(r => Object.keys(r).filter(k => k !== '@metadata')))].slice(0, 8);
   const marked = highlightings ? Object.keys(highlightings) : [];
+  const scored = results.some(r => typeof r['@metadata']?.['@index-score'] === 'number');
   const cell = (v) => v === undefined ? '' : typeof v === 'string' ? v : JSON.stringify(v);
-  return h`<table class="results"><thead><tr><th>id</th>${columns.map(c => html`<th>${c}</th>`)}${marked.map(m => html`<th>${m} (highlights)</th>`)}</tr></thead><tbody>
+  return h`<table class="results"><thead><tr><th>id</th>${scored ? html`<th>score</th>` : ''}${columns.map(c => html`<th>${c}</th>`)}${marked.map(m => html`<th>${m} (highlights)</th>`)}</tr></thead><tbody>
     ${results.map(r => {
       const id = r['@metadata']?.['@id'] ?? '';
       const link = id ? html`<a href="#/documents/${encodeURIComponent(r['@metadata']['@collection'] ?? '')}/${encodeURIComponent(id)}">${id}</a>` : '';
-      return html`<tr><td>${link}</td>${columns.map(c => html`<td class="json">${cell(r[c])}</td>`)}${marked.map(m => html`<td>${fragments(highlightings[m][id] ?? [])}</td>`)}</tr>`;
+      const score = scored ? html`<td class="score">${r['@metadata']?.['@index-score']?.toFixed(4) ?? ''}</td>` : '';
+      return html`<tr><td>${link}</td>${score}${columns.map(c => html`<td class="json">${cell(r[c])}</td>`)}${marked.map(m => html`<td>${fragments(highlightings[m][id] ?? [])}</td>`)}</tr>`;
     })}</tbody></table>`;
 }
 
