@@ -28,8 +28,6 @@ public sealed class BuiltInModel : ITextEmbedder
 
     public string Model => Name;
 
-    public int Dimensions => 384;
-
     public async Task<float[][]> EmbedAsync(IReadOnlyList<string> texts, CancellationToken ct, bool query = false)
     {
         var vectors = new float[texts.Count][];

@@ -6,8 +6,6 @@ public interface ITextEmbedder
     /// <summary>The model's name (vectors of different models are not comparable).</summary>
     string Model { get; }
 
-    int Dimensions { get; }
-
     /// <summary>
     /// One vector per text, in order. Texts are cut to <see cref="EmbeddingText.MaxCharacters"/> first. <paramref name="query"/>:
     /// a query's text, which never waits behind indexing's batches.

@@ -14,8 +14,6 @@ public sealed class QueryEmbeddings(ITextEmbedder model)
 
     public static QueryEmbeddings BuiltIn { get; } = new(BuiltInModel.Shared);
 
-    public ITextEmbedder Model => model;
-
     /// <summary>The text's vector; null when the text is empty or whitespace (there is nothing to search for).</summary>
     public async Task<float[]?> VectorOfAsync(string text, CancellationToken ct)
     {

@@ -125,22 +125,21 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
     /// <summary>The vector the built-in model makes of the query's text (made once per distinct text, then cached).</summary>
     private float[] EmbeddingOf(RqlValue v)
     {
-        JsonElement json;
-        if (v.IsParameter)
-            json = parameters is not null && parameters.TryGetValue(v.Parameter!, out var p) ? p : throw Bad(v, $"parameter ${v.Parameter} is not in \"parameters\"");
-        else json = JsonSerializer.SerializeToElement(v.Literal);
+        var json = JsonOf(v);
         if (json.ValueKind != JsonValueKind.String) throw Bad(v, "embedding.text searches for text: the query's value must be a string");
         return Embeddings.QueryEmbeddings.BuiltIn.VectorOfAsync(json.GetString()!, CancellationToken.None).GetAwaiter().GetResult()
             ?? throw Bad(v, "the text to search for is empty");
     }
 
+    /// <summary>A vector.search's value as JSON: the parameter's, or the literal written in the query.</summary>
+    private JsonElement JsonOf(RqlValue v) => v.IsParameter
+        ? parameters is not null && parameters.TryGetValue(v.Parameter!, out var p) ? p : throw Bad(v, $"parameter ${v.Parameter} is not in \"parameters\"")
+        : JsonSerializer.SerializeToElement(v.Literal);
+
     /// <summary>The query's vector: a JSON array of numbers, or base64 of little-endian float32s.</summary>
     private float[] VectorOf(RqlValue v)
     {
-        JsonElement json;
-        if (v.IsParameter)
-            json = parameters is not null && parameters.TryGetValue(v.Parameter!, out var p) ? p : throw Bad(v, $"parameter ${v.Parameter} is not in \"parameters\"");
-        else json = JsonSerializer.SerializeToElement(v.Literal);
+        var json = JsonOf(v);
         float[] vector;
         if (json.ValueKind == JsonValueKind.Array)
         {

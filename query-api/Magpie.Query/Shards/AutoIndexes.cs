@@ -48,11 +48,11 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
         var exact = new SortedSet<string>(StringComparer.Ordinal);
         var search = new SortedSet<string>(StringComparer.Ordinal);
         Collect(query.Where, exact, search);
+        var searches = RqlConditionFields.Nodes(query.Where).OfType<RqlVectorSearch>().Where(v => v.Field != RqlFields.Id).ToList();
         // embedding.text(Title) reads Title's text into a field of its own: Title itself is indexed only when something else asks for it.
         var conditions = RqlConditionFields.Of(query.Where).ToList();
-        foreach (var v in RqlConditionFields.Nodes(query.Where).OfType<RqlVectorSearch>().Where(v => v.Embedding is not null))
-            if (conditions.Count(f => f.Field == v.Field) == RqlConditionFields.Nodes(query.Where).OfType<RqlVectorSearch>().Count(s => s.Embedding is not null && s.Field == v.Field))
-                exact.Remove(v.Field);
+        foreach (var field in searches.Where(v => v.Embedding is not null).Select(v => v.Field).Distinct())
+            if (conditions.Count(f => f.Field == field) == searches.Count(s => s.Embedding is not null && s.Field == field)) exact.Remove(field);
         foreach (var o in query.OrderBy.Select(o => o.Field).OfType<string>().Where(f => f != RqlFields.Id)) if (!search.Contains(o)) exact.Add(o);
         // Suggestions come from the words of the text (a search field), as a search would match them.
         foreach (var s in query.Suggestions) if (s.Field != RqlFields.Id) { exact.Remove(s.Field); search.Add(s.Field); }
@@ -65,7 +65,6 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
         }
         // vector.search's field holds vectors: the map makes one of each document's array (or base64 string), or, for
         // embedding.text(Field), one the embedding model makes of its text, in a field of its own (Field_embedding).
-        var searches = RqlConditionFields.Nodes(query.Where).OfType<RqlVectorSearch>().Where(v => v.Field != RqlFields.Id).ToList();
         var vectors = new SortedSet<string>(searches.Where(v => v.Embedding is null).Select(v => v.Field), StringComparer.Ordinal);
         var embedded = new SortedSet<string>(searches.Where(v => v.Embedding is not null).Select(v => v.EmbeddingField), StringComparer.Ordinal);
         exact.ExceptWith(vectors);

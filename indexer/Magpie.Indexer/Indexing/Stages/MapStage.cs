@@ -16,9 +16,8 @@ namespace Magpie.Indexer.Indexing.Stages;
 /// Kafka-mode indexers have no document store beside them, so query results come from the index.</param>
 /// <param name="lookup">Where <c>load(id)</c> reads documents (the store); a map that loads keeps what each document loaded
 /// (<see cref="DocumentReferences"/>) and maps the documents that loaded one again when it changes, in the batch that changes it.</param>
-/// <param name="embedder">Makes the vectors of <c>embedding.text(…)</c> (the built-in model unless given).</param>
 public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, IIndexErrors status, bool storeSource,
-    Contracts.Documents.IDocumentLookup? lookup = null, Embeddings.ITextEmbedder? embedder = null) : IIndexStage
+    Contracts.Documents.IDocumentLookup? lookup = null) : IIndexStage
 {
     private readonly MapScript _maps = MapScript.Compile(definition.Maps, limits);
     private DocumentLoads? _loads;
@@ -85,7 +84,7 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, II
     /// </summary>
     private void Embed(List<IndexedDocument> documents)
     {
-        var model = embedder ?? Embeddings.BuiltInModel.Shared;
+        var model = Embeddings.BuiltInModel.Shared;
         var texts = documents.SelectMany(d => d.Entries).SelectMany(e => e.Fields).OfType<EmbeddingField>().Select(f => f.Text).Distinct(StringComparer.Ordinal).ToList();
         Dictionary<string, float[]> vectors;
         string? failure = null;

@@ -127,8 +127,7 @@ internal sealed class NearestVectors(VectorSearchQuery search, Query? filter, Ve
     private static float[] Unit(float[] vector)
     {
         var unit = (float[])vector.Clone();
-        var norm = System.Numerics.Tensors.TensorPrimitives.Norm((ReadOnlySpan<float>)unit);
-        if (norm > 0) System.Numerics.Tensors.TensorPrimitives.Divide(unit, norm, unit);
+        VectorMath.ToUnitLength(unit);
         return unit;
     }
 

@@ -1,5 +1,4 @@
 using System.Collections.Concurrent;
-using System.Numerics.Tensors;
 using Cloud.Unum.USearch;
 using Lucene.Net.Index;
 using Microsoft.Extensions.Logging;
@@ -28,6 +27,9 @@ internal sealed class VectorGraphs
     private readonly ConcurrentDictionary<string, SegmentGraph?> _graphs = new(StringComparer.Ordinal);
     private long _nextSweep;
 
+    /// <summary>Each column's graph name (its fingerprint hashes vectors): made once per column, not on every search.</summary>
+    private readonly System.Runtime.CompilerServices.ConditionalWeakTable<VectorColumn, string> _names = new();
+
     /// <param name="folder">Where graphs are saved; null: kept in memory only.</param>
     /// <param name="minimum">Vectors a segment holds before a graph is built for it (0: never).</param>
     public VectorGraphs(string? folder, int minimum, ILogger log)
@@ -40,13 +42,11 @@ internal sealed class VectorGraphs
         foreach (var partial in Directory.GetFiles(folder, "*.tmp")) File.Delete(partial);
     }
 
-    public int Minimum => _minimum;
-
     /// <summary>The segment's graph of the field, or null (too few vectors, not built yet: then its build is queued).</summary>
     public SegmentGraph? For(AtomicReader leaf, string field, VectorColumn column)
     {
         if (_minimum <= 0 || column.Docs.Length < _minimum || leaf is not SegmentReader segment) return null;
-        var name = Name(segment.SegmentName, field, column);
+        var name = _names.GetValue(column, c => Name(segment.SegmentName, field, c));
         if (_graphs.TryGetValue(name, out var graph)) return graph;
         var path = _folder is null ? null : Path.Combine(_folder, name + ".usearch");
         if (path is not null && File.Exists(path))
@@ -124,8 +124,7 @@ internal sealed class VectorGraphs
         if (column.Floats is { } floats) floats.AsSpan(slot * dims, dims).CopyTo(into);
         else
             for (var i = 0; i < dims; i++) into[i] = column.Bytes![slot * dims + i] * column.Scales![slot];
-        var norm = TensorPrimitives.Norm((ReadOnlySpan<float>)into);
-        if (norm > 0) TensorPrimitives.Divide(into, norm, into);
+        VectorMath.ToUnitLength(into);
     }
 
     /// <summary>segment.field-hash.fingerprint: the fingerprint hashes the count, the dimensions and three of the vectors' norms and values.</summary>

@@ -11,6 +11,13 @@ namespace Magpie.Indexer.Lucene.Vectors;
 /// </summary>
 internal static class VectorMath
 {
+    /// <summary>Scales the vector to unit length (a zero vector stays as it is).</summary>
+    public static void ToUnitLength(Span<float> vector)
+    {
+        var norm = TensorPrimitives.Norm((ReadOnlySpan<float>)vector);
+        if (norm > 0) TensorPrimitives.Divide(vector, norm, vector);
+    }
+
     public static float Similarity(VectorSimilarity kind, ReadOnlySpan<float> a, float aNorm, ReadOnlySpan<float> q, float qNorm)
     {
         var dot = TensorPrimitives.Dot(a, q);
