@@ -1,12 +1,13 @@
 using System.Text.Json;
 using Magpie.Contracts.Indexes;
 using Magpie.Contracts.Storage;
+using Magpie.Embeddings.Connections;
 
 namespace Magpie.Indexer.Definitions;
 
 /// <summary>
 /// Embedded mode: every definition in <c>{dataDir}/indexes/definitions.json</c>, replaced atomically on each change; each index's
-/// history in <c>history.json</c> beside it.
+/// history in <c>history.json</c> beside it, the embedding connections in <c>connections.json</c> (mode 0600: they hold API keys).
 /// </summary>
 public sealed class FileDefinitionLog(string dataDir) : IIndexDefinitionLog
 {
@@ -16,6 +17,23 @@ public sealed class FileDefinitionLog(string dataDir) : IIndexDefinitionLog
     private readonly Lock _lock = new();
     private Dictionary<string, IndexDefinition> _kept = [];
     private Action<string, IndexDefinition?> _apply = (_, _) => { };
+    private readonly string _connectionsPath = Path.Combine(dataDir, "indexes", "connections.json");
+    private Dictionary<string, EmbeddingConnection> _connections = [];
+
+    public EmbeddingConnections Connections { get; } = new();
+
+    public Task WriteConnectionAsync(string name, EmbeddingConnection? connection, CancellationToken ct)
+    {
+        lock (_lock)
+        {
+            var next = new Dictionary<string, EmbeddingConnection>(_connections);
+            if (connection is null) next.Remove(name); else next[name] = connection;
+            DurableFile.Write(_connectionsPath, JsonSerializer.SerializeToUtf8Bytes(next, IndexDefinitionStore.Json), ownerOnly: true);   // API keys
+            _connections = next;
+            Connections.Set(name, connection);
+        }
+        return Task.CompletedTask;
+    }
 
     public Task StartAsync(Action<string, IndexDefinition?> apply, CancellationToken ct)
     {
@@ -24,6 +42,9 @@ public sealed class FileDefinitionLog(string dataDir) : IIndexDefinitionLog
             _kept = JsonSerializer.Deserialize<Dictionary<string, IndexDefinition>>(File.ReadAllBytes(_path), IndexDefinitionStore.Json) ?? [];
         if (File.Exists(_historyPath))
             _history = JsonSerializer.Deserialize<Dictionary<string, List<IndexVersion>>>(File.ReadAllBytes(_historyPath), IndexDefinitionStore.Json) ?? [];
+        if (File.Exists(_connectionsPath))
+            _connections = JsonSerializer.Deserialize<Dictionary<string, EmbeddingConnection>>(File.ReadAllBytes(_connectionsPath), IndexDefinitionStore.Json) ?? [];
+        foreach (var (name, connection) in _connections) Connections.Set(name, connection);
         foreach (var (name, definition) in _kept) apply(name, definition);
         return Task.CompletedTask;
     }
@@ -62,5 +83,9 @@ public sealed class FileDefinitionLog(string dataDir) : IIndexDefinitionLog
         return Task.CompletedTask;
     }
 
-    public ValueTask DisposeAsync() => ValueTask.CompletedTask;
+    public ValueTask DisposeAsync()
+    {
+        Connections.Dispose();
+        return ValueTask.CompletedTask;
+    }
 }

@@ -1,4 +1,5 @@
 using Magpie.Contracts.Indexes;
+using Magpie.Embeddings.Connections;
 
 namespace Magpie.Indexer.Definitions;
 
@@ -40,6 +41,15 @@ public interface IIndexDefinitionLog : IAsyncDisposable
     Task WriteRetryAsync(string name, CancellationToken ct);
 
     event Action<string>? RetryAsked;
+
+    /// <summary>
+    /// The embedding connections kept beside the definitions (embedded: <c>connections.json</c>, mode 0600; Kafka mode:
+    /// <c>connection:{name}</c> records of <c>magpie.indexes</c>), so every indexer and query process embeds with the same ones.
+    /// </summary>
+    EmbeddingConnections Connections { get; }
+
+    /// <summary>Keeps a connection durably (null = delete); returns once <see cref="Connections"/> here has it.</summary>
+    Task WriteConnectionAsync(string name, EmbeddingConnection? connection, CancellationToken ct);
 }
 
 /// <summary>One definition an index had (null: the index was deleted) and when it was set.</summary>

@@ -47,6 +47,18 @@ public sealed partial class IndexDefinitionStore(IIndexDefinitionLog log, Action
 
     public Task StartAsync(CancellationToken ct) => log.StartAsync(Apply, ct);
 
+    /// <summary>The embedding connections, kept with the definitions (every indexer and query process has the same).</summary>
+    public Embeddings.Connections.EmbeddingConnections Connections => log.Connections;
+
+    /// <summary>Keeps an embedding connection (null: deletes it) once its name and settings are valid.</summary>
+    public Task PutConnectionAsync(string name, Embeddings.Connections.EmbeddingConnection? connection, CancellationToken ct)
+    {
+        if (Embeddings.Connections.EmbeddingConnection.NameProblem(name) is { } bad) throw new IndexDefinitionException(ErrorKind.Invalid, bad);
+        if (connection?.Problems().ToList() is { Count: > 0 } problems) throw new IndexDefinitionException(ErrorKind.Invalid, string.Join("; ", problems));
+        if (connection is null && !Connections.All.ContainsKey(name)) throw new IndexDefinitionException(ErrorKind.NotFound, $"there is no embedding connection '{name}'");
+        return log.WriteConnectionAsync(name, connection, ct);
+    }
+
     public async Task StopAsync(CancellationToken ct) => await log.DisposeAsync();
 
     public async Task PutAsync(string name, IndexDefinition definition, ScriptLimits limits, CancellationToken ct = default)

@@ -2,6 +2,7 @@ using System.Text.Json;
 using Confluent.Kafka;
 using Magpie.Contracts;
 using Magpie.Contracts.Indexes;
+using Magpie.Embeddings.Connections;
 using Magpie.Kafka;
 using Microsoft.Extensions.Logging;
 
@@ -14,7 +15,8 @@ namespace Magpie.Indexer.Definitions;
 /// returns once this process has read its own record back (a GET right after a PUT sees it). An index's history is a record of
 /// its own, keyed <c>history:{name}</c> (no index name holds a ':'), whose value is the whole list: compaction keeps the latest.
 /// A replacement built side by side says per shard that it caught up under <c>ready:{name}:{shard}</c> (value: its fingerprint):
-/// one key per shard, so indexers writing at once never overwrite each other.
+/// one key per shard, so indexers writing at once never overwrite each other. Embedding connections are records of their own,
+/// <c>connection:{name}</c>.
 /// </summary>
 public sealed class KafkaDefinitionLog(string bootstrapServers, ILogger log) : IIndexDefinitionLog
 {
@@ -25,7 +27,12 @@ public sealed class KafkaDefinitionLog(string bootstrapServers, ILogger log) : I
     private IProducer<string, byte[]?>? _producer;
     private Thread? _reader;
     private long _next;   // the offset after the last record applied
-    private const string HistoryPrefix = "history:", ReadyPrefix = "ready:", RetryPrefix = "retry:";
+    private const string HistoryPrefix = "history:", ReadyPrefix = "ready:", RetryPrefix = "retry:", ConnectionPrefix = "connection:";
+
+    public EmbeddingConnections Connections { get; } = new();
+
+    public Task WriteConnectionAsync(string name, EmbeddingConnection? connection, CancellationToken ct) =>
+        WriteRecordAsync(ConnectionPrefix + name, connection is null ? null : JsonSerializer.SerializeToUtf8Bytes(connection, IndexDefinitionStore.Json), ct);
 
     public event Action<string>? RetryAsked;
 
@@ -94,6 +101,9 @@ public sealed class KafkaDefinitionLog(string bootstrapServers, ILogger log) : I
                         var history = r.Message.Value is null ? [] : JsonSerializer.Deserialize<List<IndexVersion>>(r.Message.Value, IndexDefinitionStore.Json) ?? [];
                         lock (_lock) _history[r.Message.Key[HistoryPrefix.Length..]] = history;
                     }
+                    else if (r.Message.Key.StartsWith(ConnectionPrefix, StringComparison.Ordinal))
+                        Connections.Set(r.Message.Key[ConnectionPrefix.Length..],
+                            r.Message.Value is null ? null : JsonSerializer.Deserialize<EmbeddingConnection>(r.Message.Value, IndexDefinitionStore.Json));
                     else if (r.Message.Key.StartsWith(RetryPrefix, StringComparison.Ordinal))
                     {
                         if (caughtUp.Task.IsCompleted && r.Message.Value is not null) RetryAsked?.Invoke(r.Message.Key[RetryPrefix.Length..]);
@@ -139,6 +149,7 @@ public sealed class KafkaDefinitionLog(string bootstrapServers, ILogger log) : I
         _reader?.Join(TimeSpan.FromSeconds(10));
         _producer?.Flush(TimeSpan.FromSeconds(5));
         _producer?.Dispose();
+        Connections.Dispose();
         return ValueTask.CompletedTask;
     }
 }

@@ -22,7 +22,7 @@ public sealed record VectorField(string Name, float[] Values) : IndexField(Name,
 /// A vector still to be made from text by the embedding model (<c>embedding.text(…)</c>): the map stage embeds a batch's texts
 /// together and puts a <see cref="VectorField"/> in its place, so an engine never receives one.
 /// </summary>
-public sealed record EmbeddingField(string Name, string Text) : IndexField(Name, false);
+public sealed record EmbeddingField(string Name, string Text, string? Connection) : IndexField(Name, false);
 
 /// <summary>Kept for projections only, not searchable.</summary>
 public sealed record StoredField(string Name, string Value) : IndexField(Name, true);

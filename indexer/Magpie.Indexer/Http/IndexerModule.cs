@@ -65,12 +65,14 @@ public static class IndexerModule
         services.AddSingleton(sp => new IndexDefinitionStore(sp.GetRequiredService<IIndexDefinitionLog>(), MapReduce.DefinitionCompiler.Check))
             .AddHostedService(sp => sp.GetRequiredService<IndexDefinitionStore>());
         services.AddSingleton<Magpie.Contracts.Indexes.IIndexDefinitions>(sp => sp.GetRequiredService<IndexDefinitionStore>());
+        services.AddSingleton(sp => sp.GetRequiredService<IIndexDefinitionLog>().Connections);
         return services;
     }
 
     public static IEndpointRouteBuilder MapIndexer(this IEndpointRouteBuilder app, IndexerOptions options)
     {
         app.MapIndexEndpoints(options);
+        app.MapEmbeddingConnectionEndpoints();
         // Kafka mode: ingest processes ask here after a write with ?waitForIndexes=true.
         if (options.Kafka is not null) app.MapShardWait();
         return app;

@@ -391,7 +391,7 @@ public sealed class IndexRegistry(IndexDefinitionStore definitions, IIndexShards
         var output = serving ? documents : null;
         var handover = serving && definition.OutputReduceToCollection is not null ? directory : null;
         if (definition.Reduce is null)
-            return [(new WorkerKey(name, version, shard), Worker(source, directory, (s, stop) => new MapStage(definition, limits with { Stop = stop }, s, options.StoreSource, lookup)))];
+            return [(new WorkerKey(name, version, shard), Worker(source, directory, (s, stop) => new MapStage(definition, limits with { Stop = stop }, s, options.StoreSource, lookup, definitions.Connections)))];
         if (shards.Mapped is not { } mapped)
             return [(new WorkerKey(name, version, shard), Worker(shards.FeedOf(shard), directory, (s, stop) => new LocalMapReduceStage(definition, limits with { Stop = stop }, s, output, handover, lookup)))];
         var topic = mapped.TopicOf(name, definition);

@@ -54,7 +54,11 @@ public sealed class MapScript
         _sandbox.Define("load", args => Load(args.Length > 0 ? args[0] : JsValue.Undefined, args.Length > 1 ? args[1] : JsValue.Undefined), 2);
         _sandbox.Define("LoadDocument", args => Load(args.Length > 0 ? args[0] : JsValue.Undefined, args.Length > 1 ? args[1] : JsValue.Undefined), 2);
         _sandbox.Define("createVector", args => CreateVector(args.Length > 0 ? args[0] : JsValue.Undefined), 1);
-        _sandbox.Define("embedding", "text", args => EmbeddingOf(args.Length > 0 ? args[0] : JsValue.Undefined), 1);
+        _sandbox.Define("embedding", "text", args => EmbeddingOf(args.Length > 0 ? args[0] : JsValue.Undefined, args.Length > 1 ? args[1] : JsValue.Undefined), 2);
+        // ai.task('name'), RavenDB's way to name who embeds: the embedding connection (embedding.text(p.Title, ai.task('openai'))).
+        _sandbox.Define("ai", "task", args => args.Length > 0 && args[0].IsString() && Embeddings.Connections.EmbeddingConnection.NameProblem(args[0].AsString()) is null
+            ? args[0]
+            : throw new ScriptRunException(args.Length > 0 && args[0].IsString() ? Embeddings.Connections.EmbeddingConnection.NameProblem(args[0].AsString())! : "ai.task names an embedding connection: ai.task('name')"), 1);
         foreach (var quantized in new[] { "text_i8", "text_i1" })
             _sandbox.Define("embedding", quantized, _ => throw new ScriptRunException(
                 $"in a map, embedding.text makes the vector; to hold it quantized, set the field's Vector.Quantization (embedding.{quantized} is for queries on automatic indexes)"), 1);
@@ -116,15 +120,19 @@ public sealed class MapScript
     /// <summary>The vectors this run's <c>createVector</c> made, by the object it returned (that object in an entry is the vector).</summary>
     private readonly Dictionary<ObjectInstance, float[]> _vectors = new(ReferenceEqualityComparer.Instance);
 
-    /// <summary>The texts this run's <c>embedding.text</c> asked vectors of, by the object it returned.</summary>
-    private readonly Dictionary<ObjectInstance, string> _embeddings = new(ReferenceEqualityComparer.Instance);
+    /// <summary>The texts this run's <c>embedding.text</c> asked vectors of (and who makes them), by the object it returned.</summary>
+    private readonly Dictionary<ObjectInstance, EmbeddingValue> _embeddings = new(ReferenceEqualityComparer.Instance);
 
     /// <summary>
     /// <c>embedding.text(p.Title + ' ' + p.Body)</c>: a vector the built-in model makes of the text (an array of strings is one text,
     /// its elements on lines of their own). Nothing (no vector) for null, undefined, or text that is empty or whitespace.
+    /// <c>embedding.text(text, ai.task('name'))</c>: the embedding connection <c>name</c> makes it.
     /// </summary>
-    private JsValue EmbeddingOf(JsValue value)
+    private JsValue EmbeddingOf(JsValue value, JsValue connection)
     {
+        string? by = null;
+        if (connection.IsString()) by = connection.AsString();
+        else if (!connection.IsUndefined()) throw new ScriptRunException($"embedding.text's second argument names the embedding connection (ai.task('name')), not {connection.Type}");
         string text;
         if (value.IsNull() || value.IsUndefined()) return JsValue.Undefined;
         if (value.IsString()) text = value.AsString();
@@ -139,7 +147,7 @@ public sealed class MapScript
         else throw new ScriptRunException($"embedding.text takes text or an array of texts, not {value.Type}");
         if (Magpie.Embeddings.EmbeddingText.Of(text) is not { } cut) return JsValue.Undefined;
         var made = new JsObject(_sandbox.Engine);
-        _embeddings[made] = cut;
+        _embeddings[made] = new EmbeddingValue(cut, by);
         return made;
     }
 
@@ -287,7 +295,7 @@ public sealed class MapScript
     {
         JsValueJson.CheckDepth(depth, _maxDepth);
         if (v is ObjectInstance made && _vectors.TryGetValue(made, out var vector)) return new VectorValue(vector);
-        if (v is ObjectInstance asked && _embeddings.TryGetValue(asked, out var text)) return new EmbeddingValue(text);
+        if (v is ObjectInstance asked && _embeddings.TryGetValue(asked, out var embedding)) return embedding;
         switch (v)
         {
             case JsNull or JsUndefined: return null;
@@ -306,8 +314,8 @@ public sealed class MapScript
 /// <summary>A vector an entry holds (<c>createVector</c>).</summary>
 public sealed record VectorValue(float[] Values);
 
-/// <summary>A vector an entry holds, still to be made from its text by the embedding model (<c>embedding.text</c>).</summary>
-public sealed record EmbeddingValue(string Text);
+/// <summary>A vector an entry holds, still to be made from its text by the embedding model (<c>embedding.text</c>); <paramref name="Connection"/> null: the built-in model.</summary>
+public sealed record EmbeddingValue(string Text, string? Connection);
 
 /// <summary>An object value inside an entry: indexed as its JSON text, as RavenDB does.</summary>
 public sealed record NestedJson(string Json);

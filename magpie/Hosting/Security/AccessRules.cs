@@ -15,8 +15,8 @@ public static class AccessRules
     // Reads that are POSTs: a query carries its RQL in the body; subscription clients fetch and ack; query processes ask indexers.
     private static readonly string[] ReadGroups = ["/queries", "/streams", "/subscriptions", "/shards"];
 
-    // Connection settings hold passwords and scripts run in the sinks (ETL tasks, queue sinks): even looking needs admin.
-    private static readonly string[] AdminGroups = ["/etl", "/sinks", "/keys"];
+    // Connection settings hold passwords (ETL, embedding providers) and scripts run in the sinks (ETL tasks, queue sinks): even looking needs admin.
+    private static readonly string[] AdminGroups = ["/etl", "/sinks", "/keys", "/embeddings"];
 
     /// <summary>The role a request needs, or null when it needs none.</summary>
     public static Role? RequiredRole(string method, PathString path)

@@ -23,7 +23,8 @@ public static class QueryModule
     /// <summary>The shards this process's indexer holds, searchable here (embedded queries, and indexers answering /shards/queries).</summary>
     public static IServiceCollection AddLocalShards(this IServiceCollection services) =>
         services.AddSingleton<SnapshotLeases>().AddSingleton(sp => new LocalShardOwner(sp.GetRequiredService<IIndexDefinitions>(),
-            sp.GetRequiredService<ILocalShards>(), sp.GetService<IDocumentLookup>(), sp.GetRequiredService<SnapshotLeases>()));
+            sp.GetRequiredService<ILocalShards>(), sp.GetService<IDocumentLookup>(), sp.GetRequiredService<SnapshotLeases>(),
+            sp.GetService<Embeddings.Connections.EmbeddingConnections>()));
 
     /// <summary>Queries over the index definitions (<see cref="IIndexDefinitions"/>, registered by the indexer or, alone, its definitions module).</summary>
     public static IServiceCollection AddQueries(this IServiceCollection services, QueryOptions options)

@@ -14,8 +14,10 @@ namespace Magpie.Query.Rql;
 /// <param name="numberFields">Fields the index holds numbers for (an <c>F@num</c> exists; read only when a range has a string): a range on one with a string that is
 /// neither a number nor an ISO date is refused rather than answered with nothing; a numeric string (<c>'10'</c>) compares as the
 /// number, as PostgreSQL coerces a literal to its column's type.</param>
+/// <param name="embedders">Who embeds the text of <c>vector.search(embedding.text(…), $q)</c>: the built-in model, or a connection
+/// named by <c>ai.task</c> (null: the built-in model only).</param>
 public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary<string, JsonElement>? parameters,
-    Lazy<IReadOnlySet<string>>? numberFields = null)
+    Lazy<IReadOnlySet<string>>? numberFields = null, Embeddings.Connections.EmbeddingConnections? embedders = null)
 {
     /// <summary>The fields <paramref name="fieldNames"/> (an index's) hold numbers for.</summary>
     public static IReadOnlySet<string> NumberFieldsOf(IEnumerable<string> fieldNames) =>
@@ -118,17 +120,25 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
         var int8 = definition.FieldOptions(field).Vector?.Quantization == VectorFieldOptions.Int8;
         // Sharded: the coordinator's k-th best similarity over every shard (a shard keeps only what the global k nearest can hold).
         if (parameters?.GetValueOrDefault(VectorThreshold) is { ValueKind: JsonValueKind.Number } threshold) minimum = Math.Max(minimum, threshold.GetSingle());
-        var vector = v.Embedding is null ? VectorOf(v.Vector) : EmbeddingOf(v.Vector);
+        var vector = v.Embedding is null ? VectorOf(v.Vector) : EmbeddingOf(v.Vector, v.Connection);
         return new VectorSearchQuery(field, vector, minimum, k, similarity, int8, filter) { Exact = v.Exact };
     }
 
-    /// <summary>The vector the built-in model makes of the query's text (made once per distinct text, then cached).</summary>
-    private float[] EmbeddingOf(RqlValue v)
+    /// <summary>
+    /// The vector the built-in model (or the connection) makes of the query's text (made once per distinct text, then cached). A
+    /// provider that cannot answer now throws <see cref="Embeddings.Connections.EmbeddingUnavailableException"/> (503).
+    /// </summary>
+    private float[] EmbeddingOf(RqlValue v, string? connection)
     {
         var json = JsonOf(v);
         if (json.ValueKind != JsonValueKind.String) throw Bad(v, "embedding.text searches for text: the query's value must be a string");
-        return Embeddings.QueryEmbeddings.BuiltIn.VectorOfAsync(json.GetString()!, CancellationToken.None).GetAwaiter().GetResult()
-            ?? throw Bad(v, "the text to search for is empty");
+        if (connection is not null && embedders is null) throw Bad(v, $"embedding connections are not known here: ai.task('{connection}') can't embed the text");
+        try
+        {
+            return (embedders?.QueriesFor(connection) ?? Embeddings.QueryEmbeddings.BuiltIn).VectorOfAsync(json.GetString()!, CancellationToken.None).GetAwaiter().GetResult()
+                ?? throw Bad(v, "the text to search for is empty");
+        }
+        catch (Embeddings.Connections.EmbeddingRefusedException e) { throw Bad(v, e.Message); }
     }
 
     /// <summary>A vector.search's value as JSON: the parameter's, or the literal written in the query.</summary>

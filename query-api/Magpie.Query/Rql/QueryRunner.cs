@@ -33,11 +33,12 @@ public static class QueryRunner
     /// <param name="numericSorts">Sort types already decided (by an earlier page, or the coordinator aligning shards):
     /// these fields sort numerically, other fields as strings; null = probe the shards.</param>
     public static async Task<QueryPlan> PlanAsync(IReadOnlyList<IShardSearcher> shards, IndexDefinition definition, RqlQuery query,
-        IReadOnlyDictionary<string, JsonElement>? parameters, IReadOnlyCollection<string>? numericSorts = null, CancellationToken ct = default)
+        IReadOnlyDictionary<string, JsonElement>? parameters, IReadOnlyCollection<string>? numericSorts = null, CancellationToken ct = default,
+        Embeddings.Connections.EmbeddingConnections? embedders = null)
     {
         StaticIndexFields.Check(query, definition, () => shards.SelectMany(s => s.FieldNames()));
         var numberFields = new Lazy<IReadOnlySet<string>>(() => QueryPlanner.NumberFieldsOf(shards.SelectMany(s => s.FieldNames())));
-        var planner = new QueryPlanner(definition, parameters, numberFields);
+        var planner = new QueryPlanner(definition, parameters, numberFields, embedders);
         var where = planner.Where(query.Where);
         var highlights = query.Highlights.Select(h => planner.Highlight(h, query.From.IsIndex)).ToList();
         var sort = new List<SortField>();

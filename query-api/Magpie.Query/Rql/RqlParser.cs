@@ -613,14 +613,36 @@ public sealed class RqlParser
             _at += 2;
         }
         var field = Field();
-        if (embedding is not null) Expect(")");
+        string? connection = null;
+        if (embedding is not null)
+        {
+            if (Accept(",")) connection = AiTask();
+            Expect(")");
+        }
         var vector = AfterComma();
         RqlValue? minimum = null, k = null, options = null;
         if (Accept(",")) minimum = Value();
         if (Accept(",")) k = Value();
         if (Accept(",")) options = Options();
         _vectorSearches++;
-        return new RqlVectorSearch(field, vector, minimum, k, options, at) { Embedding = embedding };
+        return new RqlVectorSearch(field, vector, minimum, k, options, at) { Embedding = embedding, Connection = connection };
+    }
+
+    /// <summary><c>ai.task('name')</c>, RavenDB's way to name who embeds a text: here the embedding connection's name.</summary>
+    private string AiTask()
+    {
+        var at = Current.Position;
+        if (!(Current.Kind == RqlTokenKind.Identifier && Current.Is("ai.task") && Next.IsSymbol("(")))
+            throw RqlLexer.Error(_text, at, "embedding.text's second argument is ai.task('connection'): the embedding connection that makes the vectors");
+        _at += 2;
+        var value = Value();
+        Expect(")");
+        var name = value.IsParameter
+            ? ParameterValue(value.Parameter!, value.Position) is { ValueKind: System.Text.Json.JsonValueKind.String } p ? p.GetString() : null
+            : value.Literal as string;
+        if (name is null) throw RqlLexer.Error(_text, value.Position, "ai.task names an embedding connection: a string");
+        if (Magpie.Embeddings.Connections.EmbeddingConnection.NameProblem(name) is { } problem) throw RqlLexer.Error(_text, value.Position, problem);
+        return name;
     }
 
     /// <summary><c>exact(vector.search(…))</c>, after <c>exact(</c>: every vector compared, no nearest-neighbour graph.</summary>

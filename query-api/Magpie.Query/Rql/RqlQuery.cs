@@ -255,13 +255,18 @@ public sealed record RqlVectorSearch(string Field, RqlValue Vector, RqlValue? Mi
     /// <summary><c>exact(vector.search(…))</c>: compare every vector rather than walk the nearest-neighbour graph.</summary>
     public bool Exact { get; init; }
 
-    public const string EmbeddingSuffix = "_embedding", Int8Suffix = "_embedding_i8";
+    /// <summary><c>embedding.text(Field, ai.task('name'))</c>: the embedding connection that makes the vectors (null: the built-in model).</summary>
+    public string? Connection { get; init; }
+
+    public const string EmbeddingSuffix = "_embedding", Int8Suffix = "_embedding_i8", ConnectionInfix = "_by_";
 
     /// <summary>
     /// The automatic index's field holding the embedding model's vectors of <c>embedding.text(Field)</c>: <c>Field_embedding</c>
-    /// (<c>Field_embedding_i8</c> held as int8). The parser refuses <c>embedding.text_i1</c> (binary): its vectors are not held that way.
+    /// (<c>Field_embedding_i8</c> held as int8; <c>…_by_name</c> made by the connection <c>name</c>). The parser refuses
+    /// <c>embedding.text_i1</c> (binary): its vectors are not held that way.
     /// </summary>
-    public string EmbeddingField => Embedding == "embedding.text_i8" ? Field + Int8Suffix : Field + EmbeddingSuffix;
+    public string EmbeddingField => (Embedding == "embedding.text_i8" ? Field + Int8Suffix : Field + EmbeddingSuffix)
+        + (Connection is null ? "" : ConnectionInfix + Connection);
 }
 
 /// <summary>

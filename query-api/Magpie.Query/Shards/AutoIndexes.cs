@@ -12,10 +12,15 @@ namespace Magpie.Query.Shards;
 /// one is defined (durably, like any other) and the query runs on it — stale until it has caught up, so
 /// <c>waitForNonStaleResults</c> applies as usual.
 /// </summary>
-public sealed partial class AutoIndexes(IIndexDefinitions definitions)
+/// <param name="connections">The embedding connections known here: an automatic index embedding with one that does not exist is
+/// refused before it is made (null: not checked).</param>
+public sealed partial class AutoIndexes(IIndexDefinitions definitions, Embeddings.Connections.EmbeddingConnections? connections = null)
 {
     public async Task<string> IndexForAsync(RqlQuery query, CancellationToken ct)
     {
+        if (connections is not null
+            && RqlConditionFields.Nodes(query.Where).OfType<RqlVectorSearch>().FirstOrDefault(v => v.Connection is { } c && !connections.All.ContainsKey(c)) is { } unknown)
+            throw new QueryProblem(ErrorKind.Invalid, $"there is no embedding connection '{unknown.Connection}' (PUT /embeddings/connections/{unknown.Connection} makes one)");
         var (indexName, definition, exact, search, vectors) = Plan(query);
         // A grouped query's index is named by its keys and aggregates: the same one serves every query that asks for those.
         if (query.GroupBy.Count > 0)
@@ -67,6 +72,8 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
         // embedding.text(Field), one the embedding model makes of its text, in a field of its own (Field_embedding).
         var vectors = new SortedSet<string>(searches.Where(v => v.Embedding is null).Select(v => v.Field), StringComparer.Ordinal);
         var embedded = new SortedSet<string>(searches.Where(v => v.Embedding is not null).Select(v => v.EmbeddingField), StringComparer.Ordinal);
+        // Each embedded field's source field and connection, as the map reads them (the field's name is not parsed back: either may hold '_embedding').
+        var sources = searches.Where(v => v.Embedding is not null).GroupBy(v => v.EmbeddingField).ToDictionary(g => g.Key, g => (g.First().Field, g.First().Connection));
         exact.ExceptWith(vectors);
         search.ExceptWith(vectors);
         if (exact.Concat(search).Concat(vectors).Concat(embedded).FirstOrDefault(f => !FieldPattern().IsMatch(f)) is { } bad)
@@ -80,7 +87,7 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
         var indexName = $"Auto/{Segment(collection)}/" + (fields.Count == 0 ? "All" : "By" + string.Join("And", fields.Select(f => NameOf(f.Field) + (f.Kind == "_text" ? "" : f.Kind))));
         var definition = new IndexDefinition
         {
-            Maps = [Map(collection, fields.Select(f => (f.Field, f.Kind)))],
+            Maps = [Map(collection, fields.Select(f => (f.Field, f.Kind)), sources)],
             Fields = fields.Where(f => f.Kind != "").ToDictionary(f => f.Field, f => f.Kind switch
             {
                 "_search" => new IndexFieldOptions { Indexing = IndexFieldOptions.Search },
@@ -130,12 +137,12 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
     /// <summary>A field as index names spell it (<c>Lines[].Product</c>: <c>Lines-all.Product</c>).</summary>
     private static string NameOf(string field) => field.Replace("[]", "-all", StringComparison.Ordinal);
 
-    private static string Map(string collection, IEnumerable<(string Field, string Kind)> fields) =>
+    private static string Map(string collection, IEnumerable<(string Field, string Kind)> fields, Dictionary<string, (string Field, string? Connection)> sources) =>
         $"map('{collection}', function (d) {{ {AutoMaps.Get}" + (fields.Any(f => f.Kind == "_vector") ? Vec : "") + (fields.Any(f => f.Kind == "_text") ? Emb : "") +
         $"return {{ {string.Join(", ", fields.Select(f => f.Kind switch
         {
             "_vector" => $"'{f.Field}': vec(get(d, '{f.Field}'))",
-            "_text" => $"'{f.Field}': emb(get(d, '{f.Field[..f.Field.LastIndexOf(RqlVectorSearch.EmbeddingSuffix, StringComparison.Ordinal)]}'))",
+            "_text" => $"'{f.Field}': emb(get(d, '{sources[f.Field].Field}'){(sources[f.Field].Connection is { } c ? $", '{c}'" : "")})",
             _ => $"'{f.Field}': get(d, '{f.Field}')",
         }))} }}; }})";
 
@@ -143,7 +150,7 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions)
     private const string Vec = "function vec(v) { return Array.isArray(v) || typeof v === 'string' ? createVector(v) : undefined; } ";
 
     /// <summary>The embedding model's vector of a document's text (or array of texts), nothing when it has none.</summary>
-    private const string Emb = "function emb(v) { return Array.isArray(v) || typeof v === 'string' ? createVector(embedding.text(v)) : undefined; } ";
+    private const string Emb = "function emb(v, c) { return Array.isArray(v) || typeof v === 'string' ? createVector(c ? embedding.text(v, ai.task(c)) : embedding.text(v)) : undefined; } ";
 
     /// <summary>
     /// RavenDB's group by over arrays: a key through an array (<c>group by Lines[].Product</c>) makes one group per element, with

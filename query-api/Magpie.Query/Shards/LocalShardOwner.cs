@@ -16,8 +16,9 @@ namespace Magpie.Query.Shards;
 /// them with one plan, merges their hits by cursor, and resolves the hits into results — the document
 /// (from the store beside it, or the source the index keeps in Kafka mode) or the projection.
 /// </summary>
-public sealed class LocalShardOwner(IIndexDefinitions definitions, ILocalShards local, IDocumentLookup? documents, SnapshotLeases leases)
-    : IShardOwner
+/// <param name="embedders">Who embeds a query's text for <c>vector.search(embedding.text(…), $q)</c> (null: the built-in model only).</param>
+public sealed class LocalShardOwner(IIndexDefinitions definitions, ILocalShards local, IDocumentLookup? documents, SnapshotLeases leases,
+    Embeddings.Connections.EmbeddingConnections? embedders = null) : IShardOwner
 {
     /// <summary>Results of one page resolved at once (document reads in flight).</summary>
     private const int ResultReads = 8;
@@ -99,7 +100,7 @@ public sealed class LocalShardOwner(IIndexDefinitions definitions, ILocalShards 
         double planned = 0, searched = 0;
         try
         {
-            plan = await QueryRunner.PlanAsync(indexes, definition, query, request.Parameters, request.NumericSorts, ct);
+            plan = await QueryRunner.PlanAsync(indexes, definition, query, request.Parameters, request.NumericSorts, ct, embedders);
             planned = clock.Elapsed.TotalMilliseconds;
             if (plan.Suggestions.Count > 0)
                 return new ShardPage(0, [], stale, shards.Max(s => s.Worker.IndexedEtag), plan.NumericSorts, lease)
@@ -124,6 +125,7 @@ public sealed class LocalShardOwner(IIndexDefinitions definitions, ILocalShards 
                 pages = [new SearchPage(pages.Sum(p => p.TotalHits), ShardMerge.Page(pages.SelectMany(p => p.Hits), h => h.Cursor, query, skip, request.Take))];
         }
         catch (RqlException e) { throw new QueryProblem(ErrorKind.Invalid, e.Message, e.Line, e.Column); }
+        catch (Embeddings.Connections.EmbeddingUnavailableException e) { throw new QueryProblem(ErrorKind.Unavailable, e.Message); }
         // The version searched retired under the query (its grace ended, a side-by-side switch): the coordinator asks again, pinned to the serving one.
         catch (IndexEngineException) when (Retired(request.Index, definition))
         {

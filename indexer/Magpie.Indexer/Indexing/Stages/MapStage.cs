@@ -16,8 +16,9 @@ namespace Magpie.Indexer.Indexing.Stages;
 /// Kafka-mode indexers have no document store beside them, so query results come from the index.</param>
 /// <param name="lookup">Where <c>load(id)</c> reads documents (the store); a map that loads keeps what each document loaded
 /// (<see cref="DocumentReferences"/>) and maps the documents that loaded one again when it changes, in the batch that changes it.</param>
+/// <param name="embedders">Who makes <c>embedding.text</c>'s vectors: the built-in model, or a connection by name (null: the built-in model only).</param>
 public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, IIndexErrors status, bool storeSource,
-    Contracts.Documents.IDocumentLookup? lookup = null) : IIndexStage
+    Contracts.Documents.IDocumentLookup? lookup = null, Embeddings.Connections.EmbeddingConnections? embedders = null) : IIndexStage
 {
     private readonly MapScript _maps = MapScript.Compile(definition.Maps, limits);
     private DocumentLoads? _loads;
@@ -79,30 +80,48 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, II
     }
 
     /// <summary>
-    /// The batch's <c>embedding.text</c> fields made vectors, all texts of the batch in the model's batches (each distinct text once).
-    /// When the model fails, the documents that asked for one are recorded as failed and lose their entries, as a map error does.
+    /// The batch's <c>embedding.text</c> fields made vectors: per embedder (the built-in model or a connection), every distinct text of
+    /// the batch in one call, which batches them as the embedder does best. A provider that cannot answer now fails the batch: the
+    /// worker tries it again after its back-off, with the reason in its status, and no document is counted as failed, so an outage
+    /// neither errors the index nor loses a vector. A refusal (or a model failure) fails the documents that asked, with the reason;
+    /// a refused request of several texts is asked again text by text, so only the texts refused fail their documents.
     /// </summary>
     private void Embed(List<IndexedDocument> documents)
     {
-        var model = Embeddings.BuiltInModel.Shared;
-        var texts = documents.SelectMany(d => d.Entries).SelectMany(e => e.Fields).OfType<EmbeddingField>().Select(f => f.Text).Distinct(StringComparer.Ordinal).ToList();
-        Dictionary<string, float[]> vectors;
-        string? failure = null;
-        try
+        var vectors = new Dictionary<(string?, string), float[]>();
+        var failures = new Dictionary<(string?, string), string>();
+        var asked = documents.SelectMany(d => d.Entries).SelectMany(e => e.Fields).OfType<EmbeddingField>()
+            .GroupBy(f => f.Connection).Select(g => (Connection: g.Key, Texts: g.Select(f => f.Text).Distinct(StringComparer.Ordinal).ToList()));
+        foreach (var (connection, texts) in asked)
         {
-            var made = model.EmbedAsync(texts, CancellationToken.None).GetAwaiter().GetResult();
-            vectors = new Dictionary<string, float[]>(StringComparer.Ordinal);
-            for (var i = 0; i < texts.Count; i++) vectors[texts[i]] = made[i];
-        }
-        catch (Exception e) when (e is not OperationCanceledException)
-        {
-            vectors = [];
-            failure = $"the embedding model {model.Model} failed: {e.Message}";
+            var name = connection is null ? $"the embedding model {Embeddings.BuiltInModel.Name}" : $"embedding connection '{connection}'";
+            try
+            {
+                var embedder = (embedders ?? BuiltInOnly).For(connection);
+                float[][] made;
+                try { made = Wait(embedder.EmbedAsync(texts, CancellationToken.None)); }
+                catch (Embeddings.Connections.EmbeddingRefusedException) when (texts.Count > 1)
+                {
+                    made = new float[texts.Count][];
+                    for (var i = 0; i < texts.Count; i++)
+                        try { made[i] = Wait(embedder.EmbedAsync([texts[i]], CancellationToken.None))[0]; }
+                        catch (Embeddings.Connections.EmbeddingRefusedException e) { failures[(connection, texts[i])] = e.Message; }
+                }
+                for (var i = 0; i < texts.Count; i++) if (made[i] is { } vector) vectors[(connection, texts[i])] = vector;
+            }
+            catch (Embeddings.Connections.EmbeddingUnavailableException) { throw; }
+            catch (Exception e) when (e is not OperationCanceledException)
+            {
+                var reason = e is Embeddings.Connections.EmbeddingRefusedException ? e.Message : $"{name} failed: {e.Message}";
+                foreach (var text in texts) failures[(connection, text)] = reason;
+            }
         }
         for (var i = 0; i < documents.Count; i++)
         {
             var document = documents[i];
             if (!document.Entries.Any(e => e.Fields.Any(f => f is EmbeddingField))) continue;
+            var failure = document.Entries.SelectMany(e => e.Fields).OfType<EmbeddingField>()
+                .Select(f => failures.GetValueOrDefault((f.Connection, f.Text)) ?? DimensionsProblem(f, vectors[(f.Connection, f.Text)])).FirstOrDefault(p => p is not null);
             if (failure is not null)
             {
                 status.Error(document.Id, failure);
@@ -111,10 +130,21 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, II
             }
             documents[i] = document with
             {
-                Entries = [.. document.Entries.Select(e => new IndexEntry([.. e.Fields.Select(f => f is EmbeddingField m ? new VectorField(m.Name, vectors[m.Text]) : f)]))],
+                Entries = [.. document.Entries.Select(e => new IndexEntry([.. e.Fields.Select(f => f is EmbeddingField m ? new VectorField(m.Name, vectors[(m.Connection, m.Text)]) : f)]))],
             };
         }
     }
+
+    private static readonly Embeddings.Connections.EmbeddingConnections BuiltInOnly = new();
+
+    /// <summary>The map stage runs on a worker thread of its own: it waits for the embedder there.</summary>
+    private static float[][] Wait(Task<float[][]> embedding) => embedding.GetAwaiter().GetResult();
+
+    /// <summary>A vector whose length is not the one the field declares (a connection's model changed, or its <c>dimensions</c>).</summary>
+    private string? DimensionsProblem(EmbeddingField field, float[] vector) =>
+        definition.FieldOptions(field.Name).Vector?.Dimensions is { } dimensions && dimensions != vector.Length
+            ? $"the field '{field.Name}' is declared with {dimensions} dimensions; the embedding made of its text has {vector.Length}"
+            : null;
 
     private static List<IndexEntry> WithSource(List<IndexEntry> entries, ChangeEvent change)
     {

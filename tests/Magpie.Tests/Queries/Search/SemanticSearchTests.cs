@@ -65,7 +65,7 @@ public sealed class SemanticSearchTests(RqlConformanceFixture fx) : IClassFixtur
     /// scores must be those similarities (so the ten found are the ten nearest); sharded (Kafka mode) that checks the shards'
     /// threshold too.
     /// </summary>
-    public static async Task NearestTitlesAsync(HttpClient query, List<SamplePost> posts)
+    internal static async Task NearestTitlesAsync(HttpClient query, List<SamplePost> posts)
     {
         var titled = posts.Where(p => !string.IsNullOrWhiteSpace(p.Title)).ToList();
         var model = Magpie.Embeddings.BuiltInModel.Shared;
