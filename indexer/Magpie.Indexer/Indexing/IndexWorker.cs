@@ -399,7 +399,7 @@ public sealed partial class IndexWorker(string name, IndexDefinition definition,
             if (_commitFailure is { } failed) { _commitFailure = null; throw new IndexEngineException($"commit failed: {failed.Message}"); }
             _nextCommit = (number, Commit(batch.Source.After, lastEtag), batch.Source.After);
             // Not cancelled with the worker: a stop waits for the commit asked for (short), so a restart does not redo that work.
-            if (_committing.IsCompleted) _committing = Task.Run(() => CommitLoopAsync(index), CancellationToken.None);
+            if (_committing.IsCompleted) _committing = Task.Run(() => CommitLoopAsync(index, ct), CancellationToken.None);
         }
     }
 
@@ -442,15 +442,17 @@ public sealed partial class IndexWorker(string name, IndexDefinition definition,
     /// Commits the newest requested position until none is waiting: one commit in flight, the latest request next, at most one
     /// per <see cref="CommitInterval"/> (a stop commits at once). Every commit is a full flush and an fsync: committing after
     /// each small batch of a steady trickle (dozens a second) held the refresh behind the commit's flush and spent a fifth of
-    /// the write thread's time in fsync, and what becomes searchable does not wait for it.
+    /// the write thread's time in fsync, and what becomes searchable does not wait for it. An attempt that ends (a failure: the
+    /// embedding provider away, ingest unreachable) commits at once too: it waits for this commit before its retry.
     /// </summary>
-    private async Task CommitLoopAsync(IIndexPersistence index)
+    private async Task CommitLoopAsync(IIndexPersistence index, CancellationToken attempt)
     {
+        using var hurry = CancellationTokenSource.CreateLinkedTokenSource(_stop.Token, attempt);
         while (true)
         {
             var wait = CommitInterval - Stopwatch.GetElapsedTime(_lastCommit);
             if (wait > TimeSpan.Zero)
-                try { await Task.Delay(wait, _stop.Token); } catch (OperationCanceledException) { }
+                try { await Task.Delay(wait, hurry.Token); } catch (OperationCanceledException) { }
             _lastCommit = Stopwatch.GetTimestamp();
             (long Batch, Dictionary<string, string> Data, ChangeFeedPosition Position) next;
             lock (_commitLock)
