@@ -41,6 +41,7 @@ public sealed class ApiKeyTests
         new(HttpMethod.Put, "indexes/Users/ByName", """{"maps":["map(\"users\", u => ({ Name: u.Name }))"]}""", "admin"),
         new(HttpMethod.Post, "indexes/Users/ByName/reset", null, "admin"),
         new(HttpMethod.Get, "etl/connections", null, "admin"),
+        new(HttpMethod.Get, "embeddings/connections", null, "admin"),
         new(HttpMethod.Get, "etl/tasks", null, "admin"),
         new(HttpMethod.Get, "keys", null, "admin"),
     ];
