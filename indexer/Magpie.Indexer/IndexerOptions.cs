@@ -51,6 +51,9 @@ public sealed class IndexerOptions
     /// <summary>Vectors a segment holds before a nearest-neighbour graph is built for it (Lucene/Vectors/VectorGraphs; 0: never).</summary>
     public int VectorGraphMinimum { get; init; } = Lucene.LuceneEngine.DefaultVectorGraphMinimum;
 
+    /// <summary>Disk the vectors indexing made may take (<c>{DataDir}/embeddings</c>), per model; 0 keeps none.</summary>
+    public int EmbeddingCacheMegabytes { get; init; } = 2048;
+
     /// <summary>Kafka bootstrap servers when the indexer runs as its own process (Kafka mode); null = embedded.</summary>
     public string? Kafka { get; init; }
 

@@ -113,6 +113,9 @@ public sealed class MagpieSettings
     /// <summary>Vectors a segment holds before a nearest-neighbour graph (HNSW) is built for its cosine searches; 0: scan always.</summary>
     public int VectorGraphMinimum { get; set; } = 5_000;
 
+    /// <summary>Disk the vectors indexing made may take per model (<c>{DataDir}/embeddings</c>): rebuilds embed no text twice; 0 keeps none.</summary>
+    public int EmbeddingCacheMegabytes { get; set; } = 2048;
+
     /// <summary>The PostgreSQL wire endpoint of the query target (<c>Magpie:Pg:*</c>, <c>MAGPIE__PG__PORT</c>, <c>--pg-port</c>).</summary>
     public PgSettings Pg { get; set; } = new();
 

@@ -34,6 +34,7 @@ public static class SettingsCheck
             ("FacetCacheMegabytes", s.FacetCacheMegabytes, 1, Unbounded),
             ("KnownIdsMegabytes", s.KnownIdsMegabytes, 1, Unbounded),
             ("VectorGraphMinimum", s.VectorGraphMinimum, 0, Unbounded),
+            ("EmbeddingCacheMegabytes", s.EmbeddingCacheMegabytes, 0, 1 << 20),
             ("Compaction:Revisions", s.Compaction.Revisions, 1, Unbounded),
             ("Compaction:RevisionsSeconds", s.Compaction.RevisionsSeconds ?? 1, 1, Unbounded),
             ("Compaction:IntervalSeconds", s.Compaction.IntervalSeconds, 1, Unbounded),

@@ -51,6 +51,7 @@ public sealed class IndexerModuleWiring(bool ingestInProcess) : IMagpieModule
         FacetCacheMegabytes = s.FacetCacheMegabytes,
         KnownIdsMegabytes = s.KnownIdsMegabytes,
         VectorGraphMinimum = s.VectorGraphMinimum,
+        EmbeddingCacheMegabytes = s.EmbeddingCacheMegabytes,
         Retry = s.Retry,
     };
 }

@@ -7,25 +7,38 @@ namespace Magpie.Embeddings.Connections;
 /// The embedding connections this process knows (kept with the index definitions, so every indexer and query process has the
 /// same), each with its embedder and its cache of query texts' vectors. No name: the built-in model.
 /// </summary>
-public sealed class EmbeddingConnections(RetryDelays? delays = null) : IDisposable
+/// <param name="cache">Where indexing keeps the vectors it made, per model, and how many bytes at most (null: nothing kept).</param>
+public sealed class EmbeddingConnections(RetryDelays? delays = null, (string Folder, long Bytes)? cache = null) : IDisposable
 {
     private readonly ConcurrentDictionary<string, Known> _known = new(StringComparer.Ordinal);
+    private readonly ConcurrentDictionary<string, Lazy<Caching.EmbeddingCache>> _caches = new(StringComparer.Ordinal);
+    private ITextEmbedder? _builtIn;
 
-    private sealed record Known(EmbeddingConnection Connection, OpenAiEmbedder Embedder, QueryEmbeddings Queries);
+    private sealed record Known(EmbeddingConnection Connection, OpenAiEmbedder Embedder, ITextEmbedder Indexing, QueryEmbeddings Queries);
 
     public IReadOnlyDictionary<string, EmbeddingConnection> All => _known.ToDictionary(k => k.Key, k => k.Value.Connection);
 
     /// <summary>A connection set (null: removed); its texts' vectors are made anew from now on.</summary>
     public void Set(string name, EmbeddingConnection? connection)
     {
-        if (connection is null) { if (_known.TryRemove(name, out var gone)) gone.Embedder.Dispose(); return; }
+        if (connection is null) { if (_known.TryRemove(name, out var gone)) Dispose(gone); return; }
         var embedder = new OpenAiEmbedder(name, connection, delays);
-        var known = new Known(connection, embedder, new QueryEmbeddings(embedder));
-        _known.AddOrUpdate(name, known, (_, old) => { old.Embedder.Dispose(); return known; });
+        // Vectors are kept by what makes them: another model, address or length is another cache.
+        var indexing = Cached(embedder, $"{connection.Type}:{connection.Url}:{connection.Model}:{connection.Dimensions}");
+        var known = new Known(connection, embedder, indexing, new QueryEmbeddings(embedder));
+        _known.AddOrUpdate(name, known, (_, old) => { Dispose(old); return known; });
     }
 
-    /// <summary>The embedder of a connection (null: the built-in model).</summary>
-    public ITextEmbedder For(string? name) => name is null ? BuiltInModel.Shared : Find(name).Embedder;
+    /// <summary>Indexing's embedder of a connection (null: the built-in model), keeping what it makes when a cache is set.</summary>
+    public ITextEmbedder For(string? name) =>
+        name is null ? _builtIn ??= Cached(BuiltInModel.Shared, $"built-in:{BuiltInModel.Name}:{EmbeddingText.MaxCharacters}") : Find(name).Indexing;
+
+    /// <summary>The embedder keeping its vectors in the cache of <paramref name="model"/> (one per model, shared by every connection naming it).</summary>
+    private ITextEmbedder Cached(ITextEmbedder embedder, string model) => cache is { Bytes: > 0 } c
+        ? new Caching.CachedEmbedder(embedder, _caches.GetOrAdd(model, m => new(() => Caching.EmbeddingCache.Open(c.Folder, m, c.Bytes))).Value)
+        : embedder;
+
+    private static void Dispose(Known known) => known.Embedder.Dispose();
 
     /// <summary>The query-text cache of a connection (null: the built-in model's).</summary>
     public QueryEmbeddings QueriesFor(string? name) => name is null ? QueryEmbeddings.BuiltIn : Find(name).Queries;
@@ -35,7 +48,9 @@ public sealed class EmbeddingConnections(RetryDelays? delays = null) : IDisposab
 
     public void Dispose()
     {
-        foreach (var known in _known.Values) known.Embedder.Dispose();
+        foreach (var known in _known.Values) Dispose(known);
         _known.Clear();
+        foreach (var kept in _caches.Values.Where(k => k.IsValueCreated)) kept.Value.Dispose();
+        _caches.Clear();
     }
 }

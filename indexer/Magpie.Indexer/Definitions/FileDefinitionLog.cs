@@ -9,7 +9,8 @@ namespace Magpie.Indexer.Definitions;
 /// Embedded mode: every definition in <c>{dataDir}/indexes/definitions.json</c>, replaced atomically on each change; each index's
 /// history in <c>history.json</c> beside it, the embedding connections in <c>connections.json</c> (mode 0600: they hold API keys).
 /// </summary>
-public sealed class FileDefinitionLog(string dataDir) : IIndexDefinitionLog
+/// <param name="connections">The embedding connections' registry this log fills (a fresh one, without a vector cache, unless given).</param>
+public sealed class FileDefinitionLog(string dataDir, EmbeddingConnections? connections = null) : IIndexDefinitionLog
 {
     private readonly string _path = Path.Combine(dataDir, "indexes", "definitions.json");
     private readonly string _historyPath = Path.Combine(dataDir, "indexes", "history.json");
@@ -20,7 +21,7 @@ public sealed class FileDefinitionLog(string dataDir) : IIndexDefinitionLog
     private readonly string _connectionsPath = Path.Combine(dataDir, "indexes", "connections.json");
     private Dictionary<string, EmbeddingConnection> _connections = [];
 
-    public EmbeddingConnections Connections { get; } = new();
+    public EmbeddingConnections Connections { get; } = connections ?? new();
 
     public Task WriteConnectionAsync(string name, EmbeddingConnection? connection, CancellationToken ct)
     {

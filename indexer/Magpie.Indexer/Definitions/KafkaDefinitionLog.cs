@@ -18,7 +18,7 @@ namespace Magpie.Indexer.Definitions;
 /// one key per shard, so indexers writing at once never overwrite each other. Embedding connections are records of their own,
 /// <c>connection:{name}</c>.
 /// </summary>
-public sealed class KafkaDefinitionLog(string bootstrapServers, ILogger log) : IIndexDefinitionLog
+public sealed class KafkaDefinitionLog(string bootstrapServers, ILogger log, EmbeddingConnections? connections = null) : IIndexDefinitionLog
 {
     private static readonly TopicPartition Partition = new(Topics.Indexes, 0);
     private readonly CancellationTokenSource _stop = new();
@@ -29,7 +29,7 @@ public sealed class KafkaDefinitionLog(string bootstrapServers, ILogger log) : I
     private long _next;   // the offset after the last record applied
     private const string HistoryPrefix = "history:", ReadyPrefix = "ready:", RetryPrefix = "retry:", ConnectionPrefix = "connection:";
 
-    public EmbeddingConnections Connections { get; } = new();
+    public EmbeddingConnections Connections { get; } = connections ?? new();
 
     public Task WriteConnectionAsync(string name, EmbeddingConnection? connection, CancellationToken ct) =>
         WriteRecordAsync(ConnectionPrefix + name, connection is null ? null : JsonSerializer.SerializeToUtf8Bytes(connection, IndexDefinitionStore.Json), ct);

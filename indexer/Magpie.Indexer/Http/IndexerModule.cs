@@ -59,9 +59,11 @@ public static class IndexerModule
     /// <summary>The definitions (the indexer needs them, a query process reads them too); registered before anything that uses them.</summary>
     public static IServiceCollection AddIndexDefinitions(this IServiceCollection services, IndexerOptions options)
     {
+        // Indexing keeps the vectors it makes (per model) in the data directory: a rebuild, reset or replacement embeds no text twice.
+        var connections = new Embeddings.Connections.EmbeddingConnections(cache: (Path.Combine(options.DataDir, "embeddings"), (long)options.EmbeddingCacheMegabytes << 20));
         services.AddSingleton<IIndexDefinitionLog>(sp => options.Kafka is { } kafka
-            ? new KafkaDefinitionLog(kafka, sp.GetRequiredService<ILoggerFactory>().CreateLogger("Magpie.Indexer.Definitions"))
-            : new FileDefinitionLog(options.DataDir));
+            ? new KafkaDefinitionLog(kafka, sp.GetRequiredService<ILoggerFactory>().CreateLogger("Magpie.Indexer.Definitions"), connections)
+            : new FileDefinitionLog(options.DataDir, connections));
         services.AddSingleton(sp => new IndexDefinitionStore(sp.GetRequiredService<IIndexDefinitionLog>(), MapReduce.DefinitionCompiler.Check))
             .AddHostedService(sp => sp.GetRequiredService<IndexDefinitionStore>());
         services.AddSingleton<Magpie.Contracts.Indexes.IIndexDefinitions>(sp => sp.GetRequiredService<IndexDefinitionStore>());

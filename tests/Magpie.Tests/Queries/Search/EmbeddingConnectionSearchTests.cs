@@ -49,6 +49,12 @@ public sealed class EmbeddingConnectionSearchTests : IAsyncLifetime
         return body;
     }
 
+    private static async Task WaitAsync(Func<Task<bool>> done, string what)
+    {
+        var deadline = DateTime.UtcNow.AddSeconds(120);
+        while (!await done()) { Assert.True(DateTime.UtcNow < deadline, $"waited 120 s for {what}"); await Task.Delay(250); }
+    }
+
     private static List<(string Id, float Score)> Ranked(JsonElement body) => body.GetProperty("results").EnumerateArray()
         .Select(d => (d.GetProperty("@metadata").GetProperty("@id").GetString()!, d.GetProperty("@metadata").GetProperty("@index-score").GetSingle())).ToList();
 
@@ -84,6 +90,21 @@ public sealed class EmbeddingConnectionSearchTests : IAsyncLifetime
         var top = Ranked(await QueryAsync("from index 'Posts/ByMeaning' where vector.search(embedding.text(Meaning, ai.task('local')), $q)", new { q = own.Title }, 1)).Single();
         Assert.Equal(own.Id, top.Id);
         Assert.True(top.Score >= 0.999f, $"{top.Score}");
+
+        // The vectors made are kept by text: a reset, a replacement built side by side, and a rebuild after a kill -9 and a
+        // restart ask the provider for none of them again.
+        var asked = _server.Requests.Count;
+        Assert.Equal(HttpStatusCode.NoContent, (await Http.PostAsync("indexes/Posts/ByMeaning/reset", null)).StatusCode);
+        Assert.Equal(own.Id, Ranked(await QueryAsync("from index 'Posts/ByMeaning' where vector.search(embedding.text(Meaning, ai.task('local')), $q)", new { q = own.Title }, 1)).Single().Id);
+        await Http.PutIndexAsync("Posts/ByMeaning", """{ "maps": ["map('Posts', p => ({ Tags: p.Tags, Meaning: createVector(embedding.text(p.Title, ai.task('local'))) }))"] }""");
+        await WaitAsync(async () => !(await Http.GetStringAsync("indexes/Posts/ByMeaning")).Contains("\"replacement\": {"), "the replacement to take over");
+        Assert.Equal(own.Id, Ranked(await QueryAsync("from index 'Posts/ByMeaning' where vector.search(embedding.text(Meaning, ai.task('local')), $q) and Tags = $t", new { q = own.Title, t = own.Tags[0] }, 1)).Single().Id);
+        _magpie.Crash();
+        await _magpie.StartAsync();
+        Assert.Equal(HttpStatusCode.NoContent, (await Http.PostAsync("indexes/Posts/ByMeaning/reset", null)).StatusCode);
+        var total = await QueryAsync("from index 'Posts/ByMeaning' where vector.search(embedding.text(Meaning, ai.task('local')), $q, -1, 1024)", new { q = own.Title }, 1);
+        Assert.Equal(Posts.Count, total.GetProperty("totalResults").GetInt32());
+        Assert.Equal(asked + 1, _server.Requests.Count);   // the query's own text only (a restart empties the query cache)
 
         // A connection that does not exist is refused before any index is made for it.
         await HttpJson.AssertProblem(await Http.PostAsJsonAsync("queries", new { query = "from Posts where vector.search(embedding.text(Title, ai.task('nope')), 'x')" }),
