@@ -34,6 +34,9 @@ public interface IShardSearcher
 
     /// <summary>Every field name in the index as searched now (with Magpie's suffixes: <c>@num</c>, <c>@ticks</c>, <c>@cs</c>, …).</summary>
     IReadOnlyList<string> FieldNames();
+
+    /// <summary>The vectors the document's entries hold in a vector field, as written (float32), now; empty when it has none here.</summary>
+    IReadOnlyList<float[]> VectorsOf(string field, string id);
 }
 
 /// <summary>Something the engine refused (a query it can't run, a closed index, a released snapshot), with its reason.</summary>

@@ -366,6 +366,27 @@ internal sealed class LuceneIndex : IIndexPersistence
     public IReadOnlyList<TermSuggestion> Suggest(SuggestSpec spec, long snapshot = 0) =>
         WithSearcher(snapshot, searcher => Text.Suggestions.Of(searcher.IndexReader, spec));
 
+    public IReadOnlyList<float[]> VectorsOf(string field, string id) => WithSearcher(0, searcher =>
+    {
+        var found = new List<float[]>();
+        var bytes = new global::Lucene.Net.Util.BytesRef();
+        foreach (var leaf in searcher.IndexReader.Leaves)
+        {
+            var reader = leaf.AtomicReader;
+            if (reader.GetBinaryDocValues(field + Vectors.VectorColumns.Suffix) is not { } values) continue;
+            var has = reader.GetDocsWithField(field + Vectors.VectorColumns.Suffix);
+            var docs = reader.GetTermDocsEnum(new global::Lucene.Net.Index.Term(LuceneDocuments.Id, id));
+            if (docs is null) continue;
+            for (var doc = docs.NextDoc(); doc != global::Lucene.Net.Search.DocIdSetIterator.NO_MORE_DOCS; doc = docs.NextDoc())
+            {
+                if (!has.Get(doc)) continue;
+                values.Get(doc, bytes);
+                if (bytes.Length > 0) found.Add(System.Runtime.InteropServices.MemoryMarshal.Cast<byte, float>(bytes.Bytes.AsSpan(bytes.Offset, bytes.Length)).ToArray());
+            }
+        }
+        return found;
+    });
+
     public IReadOnlyList<string> FieldNames() => WithSearcher(0, searcher =>
         searcher.IndexReader.Leaves.SelectMany(l => l.AtomicReader.FieldInfos.Select(f => f.Name)).Distinct().Order(StringComparer.Ordinal).ToList());
 

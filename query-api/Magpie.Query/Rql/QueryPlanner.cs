@@ -94,13 +94,20 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
     /// <summary>A vector.search's k: how many nearest it answers (<see cref="DefaultK"/> when not given).</summary>
     public int K(RqlVectorSearch v) => v.K is { } kv ? WholeNumber(kv, "vector.search's k", 1, VectorSearchQuery.MaxK) : DefaultK;
 
+    /// <summary>
+    /// The index field a vector.search searches. <c>embedding.text(Title)</c>: an automatic index holds the model's vectors in
+    /// <c>Title_embedding</c>; a static index in the field its map filled with <c>createVector(embedding.text(…))</c>.
+    /// </summary>
+    public string VectorField(RqlVectorSearch v)
+    {
+        var field = NotId(v.Field, "vector.search");
+        return v.Embedding is not null && v.EmbeddingField is var embedded && definition.Fields.ContainsKey(embedded) ? embedded : field;
+    }
+
     private SearchQuery VectorSearch(RqlVectorSearch v, SearchQuery filter)
     {
         var at = new RqlValue(null, Position: v.Position);
-        var field = NotId(v.Field, "vector.search");
-        // embedding.text(Title): an automatic index holds the model's vectors in Title_embedding; a static index in the field its map
-        // filled with createVector(embedding.text(…)).
-        if (v.Embedding is not null && v.EmbeddingField is var embedded && definition.Fields.ContainsKey(embedded)) field = embedded;
+        var field = VectorField(v);
         var similarity = VectorSimilarity.Cosine;
         if (v.Options is { } given)
             foreach (var option in Options(given, "vector.search").EnumerateObject())
@@ -120,8 +127,19 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
         var int8 = definition.FieldOptions(field).Vector?.Quantization == VectorFieldOptions.Int8;
         // Sharded: the coordinator's k-th best similarity over every shard (a shard keeps only what the global k nearest can hold).
         if (parameters?.GetValueOrDefault(VectorThreshold) is { ValueKind: JsonValueKind.Number } threshold) minimum = Math.Max(minimum, threshold.GetSingle());
-        var vector = v.Embedding is null ? VectorOf(v.Vector) : EmbeddingOf(v.Vector, v.Connection);
+        var vector = v.ForDocument ? DocumentVector(v) : v.Embedding is null ? VectorOf(v.Vector) : EmbeddingOf(v.Vector, v.Connection);
+        // A document that does not exist, or holds no vector in the field, is like none.
+        if (vector is null) return new BoolQuery([SearchQuery.All], [], [SearchQuery.All]);
         return new VectorSearchQuery(field, vector, minimum, k, similarity, int8, filter) { Exact = v.Exact };
+    }
+
+    /// <summary><c>embedding.forDoc($id)</c>'s vector, as the coordinator read it from whichever shard holds the document (null: none).</summary>
+    private float[]? DocumentVector(RqlVectorSearch v)
+    {
+        Text(v.Vector, "embedding.forDoc's document id");
+        if (parameters?.GetValueOrDefault(v.Resolved) is not { ValueKind: JsonValueKind.Array } vector)
+            throw Bad(v.Vector, "embedding.forDoc is answered through the query coordinator, which reads the document's vector first");
+        return vector.GetArrayLength() == 0 ? null : [.. vector.EnumerateArray().Select(x => x.GetSingle())];
     }
 
     /// <summary>

@@ -619,13 +619,17 @@ public sealed class RqlParser
             if (Accept(",")) connection = AiTask();
             Expect(")");
         }
-        var vector = AfterComma();
+        Expect(",");
+        // embedding.forDoc($id): the vector the index holds for that document, in this field (documents like it).
+        var forDocument = Current.Kind == RqlTokenKind.Identifier && Current.Is("embedding.forDoc") && Next.IsSymbol("(");
+        if (forDocument) _at += 2;
+        var vector = Value();
+        if (forDocument) Expect(")");
         RqlValue? minimum = null, k = null, options = null;
         if (Accept(",")) minimum = Value();
         if (Accept(",")) k = Value();
         if (Accept(",")) options = Options();
-        _vectorSearches++;
-        return new RqlVectorSearch(field, vector, minimum, k, options, at) { Embedding = embedding, Connection = connection };
+        return new RqlVectorSearch(field, vector, minimum, k, options, at) { Embedding = embedding, Connection = connection, ForDocument = forDocument, Number = _vectorSearches++ };
     }
 
     /// <summary><c>ai.task('name')</c>, RavenDB's way to name who embeds a text: here the embedding connection's name.</summary>

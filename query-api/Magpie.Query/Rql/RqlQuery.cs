@@ -255,6 +255,18 @@ public sealed record RqlVectorSearch(string Field, RqlValue Vector, RqlValue? Mi
     /// <summary><c>exact(vector.search(…))</c>: compare every vector rather than walk the nearest-neighbour graph.</summary>
     public bool Exact { get; init; }
 
+    /// <summary>
+    /// <c>vector.search(Field, embedding.forDoc($id))</c>: <see cref="Vector"/> is a document id, and the vector searched for is the one
+    /// the index holds for that document in the field (RavenDB's "documents like this one"; the document itself is among them).
+    /// </summary>
+    public bool ForDocument { get; init; }
+
+    /// <summary>This vector.search's place among the query's, from 0.</summary>
+    public int Number { get; init; }
+
+    /// <summary>The parameter the coordinator puts the vector of <c>embedding.forDoc</c>'s document in (empty: it has none), for every owner to plan with.</summary>
+    public string Resolved => $"@forDoc{Number}";
+
     /// <summary><c>embedding.text(Field, ai.task('name'))</c>: the embedding connection that makes the vectors (null: the built-in model).</summary>
     public string? Connection { get; init; }
 

@@ -58,6 +58,12 @@ public sealed class LocalShardOwner(IIndexDefinitions definitions, ILocalShards 
         // The shards of one version, planned with the definition they were built from (the one serving, or the one asked for).
         var definition = workers[0].Definition;
         var stale = (await Task.WhenAll(workers.Select(w => w.IsStaleAsync(request.Target, request.WaitForNonStale, deadline - DateTime.UtcNow, ct)))).Any(s => s);
+        if (request.VectorsOf is { } field)
+        {
+            var document = request.Parameters?.GetValueOrDefault("id") is { ValueKind: JsonValueKind.String } given ? given.GetString()! : throw new QueryProblem(ErrorKind.Invalid, "VectorsOf needs the document's id");
+            var vectors = workers.SelectMany(w => w.Searcher!.VectorsOf(field, document)).Select(v => new ShardHit(JsonSerializer.SerializeToElement(v), "")).ToList();
+            return new ShardPage(vectors.Count, vectors, stale, workers.Max(w => w.IndexedEtag), []);
+        }
         if (!request.HoldSnapshot)
             return await SearchAsync(request, query, definition, workers.Select(w => new HeldShard(w, w.Searcher!, 0)).ToList(), stale, lease: null, ct);
         var (id, snapshots) = await leases.AcquireAsync(workers, ct);

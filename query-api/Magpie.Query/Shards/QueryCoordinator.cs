@@ -72,6 +72,7 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
     private async Task<CoordinatorRequest> AcrossShardsAsync(CoordinatorRequest request, RqlQuery query, string index, ShardLayout layout, bool wait, CancellationToken ct)
     {
         request = await WithMoreLikeThisAsync(request, query, index, ct);
+        request = await WithDocumentVectorsAsync(request, query, index, layout, wait, ct);
         request = await WithVectorThresholdAsync(request, query, index, layout, wait, ct);
         return await WithHybridAsync(request, query, index, layout, wait, ct);
     }
@@ -101,6 +102,39 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
             };
             var page = await PageAsync(own, LocalShardOwner.Parse(rql, own.Parameters, null), 1, 0, null, request.WaitForNonStaleResults, ct);
             parameters[m.Resolved] = page.Hits.FirstOrDefault()?.Result ?? JsonSerializer.SerializeToElement(new Dictionary<string, string>());
+        }
+        return request with { Parameters = parameters };
+    }
+
+    /// <summary>
+    /// <c>vector.search(Field, embedding.forDoc($id))</c>: the vector the index holds for the document in that field, read here once
+    /// through the owners — whichever shard holds it — and handed to every owner as a parameter (<see cref="RqlVectorSearch.Resolved"/>;
+    /// empty when the document has none: it is like none). A document whose map made several entries with a vector is refused:
+    /// which of them it is like would be a guess.
+    /// </summary>
+    private async Task<CoordinatorRequest> WithDocumentVectorsAsync(CoordinatorRequest request, RqlQuery query, string index, ShardLayout layout, bool wait, CancellationToken ct)
+    {
+        var searches = RqlConditionFields.Nodes(query.Where).OfType<RqlVectorSearch>().Where(v => v.ForDocument).ToList();
+        if (searches.Count == 0) return request;
+        var parameters = new Dictionary<string, JsonElement>(request.Parameters ?? []);
+        foreach (var v in searches)
+        {
+            var id = v.Vector.IsParameter
+                ? parameters.TryGetValue(v.Vector.Parameter!, out var p) && p.ValueKind == JsonValueKind.String ? p.GetString()! : throw new QueryProblem(ErrorKind.Invalid, $"embedding.forDoc takes a document id: ${v.Vector.Parameter} is not a string", 1, v.Vector.Position + 1)
+                : v.Vector.Literal as string ?? throw new QueryProblem(ErrorKind.Invalid, "embedding.forDoc takes a document id (a string)", 1, v.Vector.Position + 1);
+            var field = Planned(index, request, p => p.VectorField(v));
+            var vectors = await PinnedAsync(request, index, async version =>
+            {
+                var pages = await AskAllAsync(Asked(layout), o => Base(request, index, version, layout, wait) with
+                {
+                    Query = $"from index {RqlLexer.Quote(index)}", Parameters = new() { ["id"] = JsonSerializer.SerializeToElement(id) },
+                    VectorsOf = field, Partitions = o.Partitions, Facets = null, FacetsOnly = false,
+                }, ct);
+                return pages.SelectMany(page => page.Hits).Select(h => h.Result).ToList();
+            }, ct);
+            if (vectors.Count > 1)
+                throw new QueryProblem(ErrorKind.Invalid, $"embedding.forDoc: document '{id}' holds {vectors.Count} vectors in '{field}' (its map made several entries); it takes a document with one");
+            parameters[v.Resolved] = vectors.Count == 1 ? vectors[0] : JsonSerializer.SerializeToElement(Array.Empty<float>());
         }
         return request with { Parameters = parameters };
     }

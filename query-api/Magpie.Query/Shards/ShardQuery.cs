@@ -49,6 +49,12 @@ public sealed record ShardQuery
     /// <summary>Only the hits' scores, best first (<see cref="Rql.RqlQuery.ScoresOnly"/>): how the coordinator finds a sharded vector.search's k-th similarity.</summary>
     public bool ScoresOnly { get; init; }
 
+    /// <summary>
+    /// Not a search: the vectors the index holds in this field for the document <c>Parameters["id"]</c>, each hit's result one
+    /// (a JSON array of numbers): how the coordinator reads <c>embedding.forDoc</c>'s vector from whichever shard holds it.
+    /// </summary>
+    public string? VectorsOf { get; init; }
+
     /// <summary>A hybrid query's ranking to answer instead of the fused one (0: the text, 1: the vector; <see cref="Rql.RqlQuery.Retriever"/>).</summary>
     public int? HybridRetriever { get; init; }
 

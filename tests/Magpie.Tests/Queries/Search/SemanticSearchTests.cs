@@ -71,8 +71,17 @@ public sealed class SemanticSearchTests(RqlConformanceFixture fx) : IClassFixtur
         var model = Magpie.Embeddings.BuiltInModel.Shared;
         var vectors = await model.EmbedAsync(titled.Select(p => p.Title!).ToList(), CancellationToken.None);
         foreach (var text in new[] { "one person operating several user profiles", "which sources can answers cite", "tag synonyms for countries" })
+            await AssertNearestAsync("from Posts where vector.search(embedding.text(Title), $q, 0, 10)", new { q = text }, (await model.EmbedAsync([text], CancellationToken.None))[0]);
+        // embedding.forDoc: the titles nearest a post's own title (the vector the index holds for it, read from whichever shard has
+        // it): the post itself first, at 1. A post that does not exist is like none.
+        foreach (var i in new[] { 3, titled.Count / 2 })
+            await AssertNearestAsync("from Posts where vector.search(embedding.text(Title), embedding.forDoc($id), 0, 10)", new { id = titled[i].Id }, vectors[i]);
+        var missing = await query.PostAsJsonAsync("queries", new { query = "from Posts where vector.search(embedding.text(Title), embedding.forDoc('posts/none'))" });
+        Assert.True(missing.IsSuccessStatusCode, await missing.Content.ReadAsStringAsync());
+        Assert.Equal(0, (await missing.JsonAsync()).GetProperty("totalResults").GetInt32());
+
+        async Task AssertNearestAsync(string rql, object parameters, float[] q)
         {
-            var q = (await model.EmbedAsync([text], CancellationToken.None))[0];
             var expected = titled.Select((p, i) => (p.Id, Score: System.Numerics.Tensors.TensorPrimitives.CosineSimilarity(vectors[i], q)))
                 .ToDictionary(x => x.Id, x => x.Score);
             var best = expected.Values.OrderDescending().Take(10).ToList();
@@ -80,11 +89,7 @@ public sealed class SemanticSearchTests(RqlConformanceFixture fx) : IClassFixtur
             var deadline = DateTime.UtcNow.AddMinutes(5);
             do
             {
-                var r = await query.PostAsJsonAsync("queries", new
-                {
-                    query = "from Posts where vector.search(embedding.text(Title), $q, 0, 10)", parameters = new { q = text }, pageSize = 10,
-                    waitForNonStaleResults = true, timeoutMs = 50_000,
-                });
+                var r = await query.PostAsJsonAsync("queries", new { query = rql, parameters, pageSize = 10, waitForNonStaleResults = true, timeoutMs = 50_000 });
                 Assert.True(r.IsSuccessStatusCode, await r.Content.ReadAsStringAsync());
                 body = await r.JsonAsync();
             } while (body.GetProperty("isStale").GetBoolean() && DateTime.UtcNow < deadline);
@@ -97,6 +102,30 @@ public sealed class SemanticSearchTests(RqlConformanceFixture fx) : IClassFixtur
                 Assert.Equal(best[i], found[i].Score, 0.001);
             }
         }
+    }
+
+    [Fact]
+    public async Task Embedding_forDoc_searches_with_the_vector_the_index_holds_for_the_document()
+    {
+        float[][] vectors = [[1, 0, 0], [0.9f, 0.1f, 0], [0, 1, 0], [0.6f, 0.4f, 0.1f], [-1, 0.2f, 0], [0.7f, 0, 0.7f]];
+        for (var i = 0; i < vectors.Length; i++)
+            Assert.Equal(HttpStatusCode.Created, (await Http.PutAsync($"fordocs/{i}", JsonSerializer.Serialize(new { V = vectors[i] }))).StatusCode);
+        var expected = vectors.Select((v, i) => (Id: $"fordocs/{i}", Score: System.Numerics.Tensors.TensorPrimitives.CosineSimilarity(vectors[3], v)))
+            .OrderByDescending(x => x.Score).Take(3).ToList();
+        var r = await Http.PostAsJsonAsync("queries", new { query = "from fordocs where vector.search(V, embedding.forDoc($id), -1, 3)", parameters = new { id = "fordocs/3" }, waitForNonStaleResults = true });
+        Assert.True(r.IsSuccessStatusCode, await r.Content.ReadAsStringAsync());
+        var found = (await r.JsonAsync()).GetProperty("results").EnumerateArray().Select(d => d.GetProperty("@metadata"))
+            .Select(m => (Id: m.GetProperty("@id").GetString()!, Score: m.GetProperty("@index-score").GetSingle())).ToList();
+        Assert.Equal(expected.Select(e => e.Id), found.Select(f => f.Id));
+        for (var i = 0; i < 3; i++) Assert.Equal(expected[i].Score, found[i].Score, 0.0001);
+
+        // A document whose map made several entries with a vector: which one it is like would be a guess, so it is refused.
+        await Http.PutIndexAsync("ForDocs/Twice", """{ "maps": ["map('fordocs', d => [{ V: createVector(d.V) }, { V: createVector(d.V) }])"] }""");
+        await Http.QueryNonStaleAsync("from index 'ForDocs/Twice'");
+        await HttpJson.AssertProblem(await Http.PostAsJsonAsync("queries", new { query = "from index 'ForDocs/Twice' where vector.search(V, embedding.forDoc('fordocs/1'))" }),
+            HttpStatusCode.BadRequest, "holds 2 vectors in 'V'");
+        await HttpJson.AssertProblem(await Http.PostAsJsonAsync("queries", new { query = "from fordocs where vector.search(V, embedding.forDoc($id))", parameters = new { id = 5 } }),
+            HttpStatusCode.BadRequest, "embedding.forDoc takes a document id");
     }
 
     [Fact]
