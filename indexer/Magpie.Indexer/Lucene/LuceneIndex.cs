@@ -38,6 +38,16 @@ internal sealed class LuceneIndex : IIndexPersistence
         _vectors = new Vectors.VectorColumns((leaf, what, read) => engine.Columns.Other(this, leaf, what, read, c => c.Size),
             new Vectors.VectorGraphs(graphs, engine.VectorGraphMinimum, engine.Log));
         Opened = State();
+        PrepareGraphs();
+    }
+
+    /// <summary>Queues the graphs of the segments the index holds now (on opening and after each commit): built before a search asks.</summary>
+    private void PrepareGraphs()
+    {
+        if (_vectors.Graphs is not { } graphs) return;
+        var searcher = Guard(_searchers.Acquire);
+        try { graphs.Prepare(searcher.IndexReader); }
+        finally { _searchers.Release(searcher); }
     }
 
     /// <summary>
@@ -188,6 +198,8 @@ internal sealed class LuceneIndex : IIndexPersistence
             _writer.SetCommitData(new Dictionary<string, string>(commitData));
             _writer.Commit();
         });
+        // Vector graphs are built with the commit (on the graph thread), not when the first search finds a segment without one.
+        PrepareGraphs();
         return Task.CompletedTask;
     }
 

@@ -49,7 +49,8 @@ internal sealed class VectorColumns(Func<AtomicReader, string, Func<VectorColumn
         return cached(leaf, (int8 ? "vec8:" : "vec:") + field, () => Read(leaf, field, int8));
     }
 
-    private static VectorColumn Read(AtomicReader leaf, string field, bool int8)
+    /// <summary>The field's vectors in the segment, read now (not through the cache).</summary>
+    public static VectorColumn Read(AtomicReader leaf, string field, bool int8)
     {
         var values = leaf.GetBinaryDocValues(field + Suffix);
         var has = leaf.GetDocsWithField(field + Suffix);

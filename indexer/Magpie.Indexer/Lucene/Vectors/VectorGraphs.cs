@@ -49,24 +49,81 @@ internal sealed class VectorGraphs
         var name = _names.GetValue(column, c => Name(segment.SegmentName, field, c));
         if (_graphs.TryGetValue(name, out var graph)) return graph;
         var path = _folder is null ? null : Path.Combine(_folder, name + ".usearch");
-        if (path is not null && File.Exists(path))
-        {
-            try { return _graphs[name] = new SegmentGraph(new USearchIndex(path, view: true)); }
-            catch (Exception e) when (e is USearchException or IOException)
-            {
-                _log.LogWarning("the vector graph {Graph} could not be read ({Reason}); building it again", name, e.Message);
-                File.Delete(path);
-            }
-        }
+        if (Saved(name, path) is { } saved) return saved;
         if (_graphs.TryAdd(name, null)) GraphBuilds.Queue(() => Build(name, path, column));
         return null;
+    }
+
+    /// <summary>The graph saved before (after a restart), mapped; null when there is none or it can't be read (then deleted).</summary>
+    private SegmentGraph? Saved(string name, string? path)
+    {
+        if (path is null || !File.Exists(path)) return null;
+        try { return _graphs[name] = new SegmentGraph(new USearchIndex(path, view: true)); }
+        catch (Exception e) when (e is USearchException or IOException)
+        {
+            _log.LogWarning("the vector graph {Graph} could not be read ({Reason}); building it again", name, e.Message);
+            File.Delete(path);
+            return null;
+        }
+    }
+
+    /// <summary>Segments (and fields) whose graph a commit queued already: each is read once.</summary>
+    private readonly ConcurrentDictionary<(string Segment, string Field), bool> _prepared = new();
+
+    /// <summary>
+    /// After a commit: queues the graph of each segment's vector field the commit holds, so searches find it built rather than
+    /// scanning until one asks. The column is read (outside the column cache) when its turn on the build thread comes, so queued
+    /// segments hold no memory; a graph a search queued first, or already built, is not built twice (both go by its name).
+    /// </summary>
+    public void Prepare(IndexReader reader)
+    {
+        if (_minimum <= 0) return;
+        foreach (var leaf in reader.Leaves.Select(l => l.AtomicReader).OfType<SegmentReader>())
+        {
+            if (leaf.MaxDoc < _minimum) continue;
+            foreach (var info in leaf.FieldInfos)
+            {
+                if (!info.Name.EndsWith(VectorColumns.Suffix, StringComparison.Ordinal)) continue;
+                var field = info.Name[..^VectorColumns.Suffix.Length];
+                if (!_prepared.TryAdd((leaf.SegmentName, field), true)) continue;
+                // Held open until its turn: a segment merged away meanwhile is still read whole (and its graph swept later).
+                if (!leaf.TryIncRef()) continue;
+                Interlocked.Increment(ref _queued);
+                GraphBuilds.Queue(() =>
+                {
+                    try { BuildPrepared(leaf, field); }
+                    finally { Interlocked.Decrement(ref _queued); }
+                });
+            }
+        }
+    }
+
+    /// <summary>Prepared segments not read yet (their graph counts as pending).</summary>
+    private long _queued;
+
+    /// <summary>A prepared segment's turn: its column read (then let go), its graph built unless it exists already.</summary>
+    private void BuildPrepared(SegmentReader leaf, string field)
+    {
+        VectorColumn column;
+        try { column = VectorColumns.Read(leaf, field, int8: false); }
+        catch (Exception e)
+        {
+            _log.LogWarning("reading segment {Segment}'s vectors of {Field} for its graph failed ({Reason}); a search builds it", leaf.SegmentName, field, e.Message);
+            return;
+        }
+        finally { leaf.DecRef(); }
+        if (column.Docs.Length < _minimum) return;
+        var name = _names.GetValue(column, c => Name(leaf.SegmentName, field, c));
+        if (_graphs.ContainsKey(name)) return;
+        var path = _folder is null ? null : Path.Combine(_folder, name + ".usearch");
+        if (Saved(name, path) is null && _graphs.TryAdd(name, null)) Build(name, path, column);
     }
 
     /// <summary>Graphs built (and their vectors), and those waiting to be built.</summary>
     public Engine.VectorGraphStats Stats()
     {
         var graphs = _graphs.Values.ToList();
-        return new(graphs.Count(g => g is not null), graphs.Count(g => g is null), graphs.Sum(g => g?.Count ?? 0));
+        return new(graphs.Count(g => g is not null), graphs.Count(g => g is null) + (int)Interlocked.Read(ref _queued), graphs.Sum(g => g?.Count ?? 0));
     }
 
     /// <summary>Forgets the graphs of segments no longer in the index (at most once a minute) and deletes their files.</summary>
@@ -79,6 +136,7 @@ internal sealed class VectorGraphs
         bool Live(string name) => live.Any(s => name.StartsWith(s, StringComparison.Ordinal));
         // A graph is never disposed here: a search may still hold it; USearch's finalizer frees it once nothing does.
         foreach (var name in _graphs.Keys.Where(n => !Live(n))) _graphs.TryRemove(name, out _);
+        foreach (var key in _prepared.Keys.Where(k => !Live(k.Segment + "."))) _prepared.TryRemove(key, out _);
         foreach (var file in Directory.GetFiles(_folder, "*.usearch"))
             if (!Live(Path.GetFileName(file)))
                 try { File.Delete(file); } catch (IOException) { }
@@ -127,21 +185,20 @@ internal sealed class VectorGraphs
         VectorMath.ToUnitLength(into);
     }
 
-    /// <summary>segment.field-hash.fingerprint: the fingerprint hashes the count, the dimensions and three of the vectors' norms and values.</summary>
+    /// <summary>
+    /// segment.field-hash.fingerprint: the fingerprint hashes the count, the dimensions, which documents hold vectors and every
+    /// vector's norm (from its float32 values), so a float32 and an int8 column of one segment share their graph (candidates are
+    /// scored exactly from the column searched), and a segment name Lucene reuses after a crash never finds another's graph.
+    /// </summary>
     private static string Name(string segment, string field, VectorColumn column)
     {
         var hash = new System.IO.Hashing.XxHash64();
         hash.Append(System.Text.Encoding.UTF8.GetBytes(field));
         var fieldHash = hash.GetCurrentHashAsUInt64();
-        Span<int> shape = [column.Docs.Length, column.Dimensions, column.Docs[0], column.Docs[^1]];
+        Span<int> shape = [column.Docs.Length, column.Dimensions];
         hash.Append(System.Runtime.InteropServices.MemoryMarshal.AsBytes(shape));
-        foreach (var slot in new[] { 0, column.Docs.Length / 2, column.Docs.Length - 1 })
-        {
-            hash.Append(BitConverter.GetBytes(column.Norms[slot]));
-            var dims = column.Dimensions;
-            if (column.Floats is { } f) hash.Append(System.Runtime.InteropServices.MemoryMarshal.AsBytes(f.AsSpan(slot * dims, dims)));
-            else hash.Append(System.Runtime.InteropServices.MemoryMarshal.AsBytes(column.Bytes.AsSpan(slot * dims, dims)));
-        }
+        hash.Append(System.Runtime.InteropServices.MemoryMarshal.AsBytes(column.Docs.AsSpan()));
+        hash.Append(System.Runtime.InteropServices.MemoryMarshal.AsBytes(column.Norms.AsSpan()));
         return $"{segment}.{fieldHash:x16}.{hash.GetCurrentHashAsUInt64():x16}";
     }
 }
