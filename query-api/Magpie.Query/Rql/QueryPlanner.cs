@@ -133,6 +133,25 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
         return new VectorSearchQuery(field, vector, minimum, k, similarity, int8, filter) { Exact = v.Exact };
     }
 
+    /// <summary>
+    /// Embeds the texts of the query's <c>vector.search(embedding.text(…), $q)</c>s ahead of planning, without holding a thread
+    /// while a provider answers: planning then finds them in the cache. A provider that cannot answer throws
+    /// <see cref="Embeddings.Connections.EmbeddingUnavailableException"/>, a refusal is the query's refusal; what is wrong with the
+    /// query itself (a missing parameter, a value not text) is left for planning to say.
+    /// </summary>
+    public async Task EmbedTextsAsync(RqlExpression? where, CancellationToken ct)
+    {
+        foreach (var v in RqlConditionFields.Nodes(where).OfType<RqlVectorSearch>().Where(v => v.Embedding is not null && !v.ForDocument))
+        {
+            JsonElement text;
+            try { text = JsonOf(v.Vector); }
+            catch (RqlException) { continue; }
+            if (text.ValueKind != JsonValueKind.String || v.Connection is not null && embedders is null) continue;
+            try { await (embedders?.QueriesFor(v.Connection) ?? Embeddings.QueryEmbeddings.BuiltIn).VectorOfAsync(text.GetString()!, ct); }
+            catch (Embeddings.Connections.EmbeddingRefusedException e) { throw Bad(v.Vector, e.Message); }
+        }
+    }
+
     /// <summary><c>embedding.forDoc($id)</c>'s vector, as the coordinator read it from whichever shard holds the document (null: none).</summary>
     private float[]? DocumentVector(RqlVectorSearch v)
     {

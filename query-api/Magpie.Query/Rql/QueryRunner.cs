@@ -39,6 +39,7 @@ public static class QueryRunner
         StaticIndexFields.Check(query, definition, () => shards.SelectMany(s => s.FieldNames()));
         var numberFields = new Lazy<IReadOnlySet<string>>(() => QueryPlanner.NumberFieldsOf(shards.SelectMany(s => s.FieldNames())));
         var planner = new QueryPlanner(definition, parameters, numberFields, embedders);
+        await planner.EmbedTextsAsync(query.Where, ct);
         var where = planner.Where(query.Where);
         var highlights = query.Highlights.Select(h => planner.Highlight(h, query.From.IsIndex)).ToList();
         var sort = new List<SortField>();
