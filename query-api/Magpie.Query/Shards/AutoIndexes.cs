@@ -18,8 +18,9 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions, Embedding
 {
     public async Task<string> IndexForAsync(RqlQuery query, CancellationToken ct)
     {
-        if (connections is not null
-            && RqlConditionFields.Nodes(query.Where).OfType<RqlVectorSearch>().FirstOrDefault(v => v.Connection is { } c && !connections.All.ContainsKey(c)) is { } unknown)
+        // A connection just made on another process (Kafka mode: on its way through magpie.indexes) gets a few seconds to arrive.
+        RqlVectorSearch? Unknown() => RqlConditionFields.Nodes(query.Where).OfType<RqlVectorSearch>().FirstOrDefault(v => v.Connection is { } c && !connections.All.ContainsKey(c));
+        if (connections is not null && Unknown() is not null && !await Waits.UntilAsync(() => Unknown() is null, ConnectionArrival, ct) && Unknown() is { } unknown)
             throw new QueryProblem(ErrorKind.Invalid, $"there is no embedding connection '{unknown.Connection}' (PUT /embeddings/connections/{unknown.Connection} makes one)");
         var (indexName, definition, exact, search, vectors) = Plan(query);
         // A grouped query's index is named by its keys and aggregates: the same one serves every query that asks for those.
@@ -37,6 +38,8 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions, Embedding
         catch (IndexDefinitionException e) { throw new QueryProblem(e.Kind, $"the automatic index {indexName} was refused: {e.Message}"); }
         return indexName;
     }
+
+    private static readonly TimeSpan ConnectionArrival = TimeSpan.FromSeconds(5);
 
     /// <summary>The automatic index a query over a collection needs (its name and definition), whether or not it exists.</summary>
     public static (string Name, IndexDefinition Definition) DefinitionFor(RqlQuery query)

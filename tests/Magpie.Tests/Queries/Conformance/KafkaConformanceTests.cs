@@ -1,3 +1,5 @@
+using System.Net;
+using System.Text.Json;
 using System.Net.Http.Json;
 using Magpie.Tests.Fixtures;
 using Magpie.Tests.Http;
@@ -257,6 +259,45 @@ public sealed class KafkaConformanceTests(KafkaConformanceFixture fx) : IClassFi
     /// <summary>Each shard finds its nearest; the coordinator's first pass makes them the global k nearest (the brute-force answer).</summary>
     [Fact]
     public Task Semantic_search_over_shards_finds_the_models_ten_nearest_titles() => Search.SemanticSearchTests.NearestTitlesAsync(fx.Query.Http, fx.Posts);
+
+    /// <summary>
+    /// An embedding connection set on one indexer reaches every process through magpie.indexes: both indexers embed their shards
+    /// with it and the query's owners embed its text, so the answers are those of the model behind it (the built-in one here).
+    /// </summary>
+    [Fact]
+    public async Task An_embedding_connection_set_on_one_indexer_embeds_on_every_shard()
+    {
+        await using var provider = await OpenAiCompatibleServer.StartAsync();
+        var put = await fx.Indexer.Http.PutAsJsonAsync("embeddings/connections/sharded", new { type = "openai", url = provider.Url.ToString(), model = "all-minilm", batchSize = 32 });
+        Assert.Equal(HttpStatusCode.NoContent, put.StatusCode);
+        Assert.Equal(HttpStatusCode.OK, (await fx.OtherIndexer.Http.GetAsync("embeddings/connections/sharded")).StatusCode);
+        var titled = fx.Posts.Where(p => !string.IsNullOrWhiteSpace(p.Title)).ToList();
+        foreach (var text in new[] { "one person operating several user profiles", "tag synonyms for countries" })
+        {
+            var viaConnection = await RankedAsync("from Posts where vector.search(embedding.text(Title, ai.task('sharded')), $q, 0, 10)", text);
+            var viaModel = await RankedAsync("from Posts where vector.search(embedding.text(Title), $q, 0, 10)", text);
+            Assert.Equal(viaModel.Select(r => r.Id), viaConnection.Select(r => r.Id));
+            for (var i = 0; i < viaModel.Count; i++) Assert.Equal(viaModel[i].Score, viaConnection[i].Score, 3);
+        }
+        // Every title went to the provider once (each shard's own), in the connection's batches.
+        Assert.InRange(provider.Requests.Sum(r => r.Texts), titled.Select(p => p.Title).Distinct().Count(), titled.Count + 10);
+        var stats = await (await fx.Indexer.Http.GetAsync("indexes/Auto/Posts/ByTitle_embedding_by_sharded")).JsonAsync();
+        Assert.Equal(0, stats.GetProperty("status").GetProperty("errorCount").GetInt64());
+
+        async Task<List<(string Id, float Score)>> RankedAsync(string rql, string q)
+        {
+            JsonElement body;
+            var deadline = DateTime.UtcNow.AddMinutes(5);
+            do
+            {
+                var r = await fx.Query.Http.PostAsJsonAsync("queries", new { query = rql, parameters = new { q }, pageSize = 10, waitForNonStaleResults = true, timeoutMs = 50_000 });
+                Assert.True(r.IsSuccessStatusCode, await r.Content.ReadAsStringAsync());
+                body = await r.JsonAsync();
+            } while (body.GetProperty("isStale").GetBoolean() && DateTime.UtcNow < deadline);
+            return body.GetProperty("results").EnumerateArray().Select(d => d.GetProperty("@metadata"))
+                .Select(m => (m.GetProperty("@id").GetString()!, m.GetProperty("@index-score").GetSingle())).ToList();
+        }
+    }
 
     [Fact]
     public async Task Nearest_vectors_over_shards_are_the_global_nearest()
