@@ -43,78 +43,31 @@ internal sealed class NearestVectors(VectorSearchQuery search, Query? filter, Ve
             : new Explanation(0, "not among the nearest vectors"));
     }
 
+    /// <summary>
+    /// The k nearest over every segment: each segment's own k nearest (its graph's candidates, or a scan), the segments searched side
+    /// by side on the machine's cores (one query's graph searches one after another were most of its time: 43 segments × 0.3 ms at
+    /// 1M vectors), then merged.
+    /// </summary>
     private Dictionary<int, (int[] Docs, float[] Scores)> Nearest(IndexSearcher searcher)
     {
-        var best = new PriorityQueue<(int Leaf, int Doc), float>(search.K + 1);
         var filterWeight = filter is null ? null : searcher.CreateNormalizedWeight(filter);
-        sbyte[]? queryBytes = null;
-        var queryScale = 1f;
-        float[]? unitQuery = null;
-        foreach (var leaf in searcher.IndexReader.Leaves)
+        var query = new QueryForms(search);
+        var leaves = searcher.IndexReader.Leaves;
+        var perLeaf = new List<(int Doc, float Similarity)>?[leaves.Count];
+        try
         {
-            if (columns.Of(leaf.AtomicReader, search.Field, search.Int8) is not { Docs.Length: > 0 } column) continue;
-            if (column.Dimensions != search.Vector.Length)
-                throw new IndexEngineException($"the query's vector has {search.Vector.Length} dimensions; the field '{search.Field}' holds vectors of {column.Dimensions}");
-            if (search.Int8 && queryBytes is null)
-            {
-                queryBytes = new sbyte[search.Vector.Length];
-                queryScale = VectorMath.Quantize(search.Vector, queryBytes);
-            }
-            var live = leaf.AtomicReader.LiveDocs;
-            FixedBitSet? matches = null;
-            var matching = column.Docs.Length;
-            if (filterWeight is not null)
-            {
-                if (filterWeight.GetScorer(leaf, live) is not { } accepted) continue;
-                matches = new FixedBitSet(leaf.AtomicReader.MaxDoc);
-                int d;
-                while ((d = accepted.NextDoc()) != DocIdSetIterator.NO_MORE_DOCS) matches.Set(d);
-                matching = matches.Cardinality;
-            }
-            float Similarity(int slot) => search.Int8
-                ? VectorMath.Similarity(search.Similarity, column.Bytes.AsSpan(slot * column.Dimensions, column.Dimensions), column.Scales![slot], column.Norms[slot], queryBytes, queryScale, _queryNorm)
-                : VectorMath.Similarity(search.Similarity, column.Floats.AsSpan(slot * column.Dimensions, column.Dimensions), column.Norms[slot], search.Vector, _queryNorm);
-            void Offer(int doc, float similarity)
-            {
-                if (similarity < search.MinimumSimilarity) return;
-                if (best.Count < search.K) best.Enqueue((leaf.Ord, doc), similarity);
-                else if (best.TryPeek(out _, out var worst) && similarity > worst) best.EnqueueDequeue((leaf.Ord, doc), similarity);
-            }
-            var graph = search.Exact || search.Similarity != VectorSimilarity.Cosine || matching < column.Docs.Length * PreFilterShare
-                ? null : _graphs?.For(leaf.AtomicReader, search.Field, column);
-            if (graph is not null)
-            {
-                unitQuery ??= Unit(search.Vector);
-                // Candidates the filter and deletes will drop are asked for too, in proportion.
-                var liveShare = live is null ? 1.0 : (double)leaf.AtomicReader.NumDocs / Math.Max(1, leaf.AtomicReader.MaxDoc);
-                var wanted = (int)Math.Min(column.Docs.Length, Math.Ceiling(Math.Max(MinimumCandidates, 4 * search.K) * column.Docs.Length / (double)matching / liveShare));
-                var found = graph.Search(unitQuery, wanted, out var keys);
-                var passed = new List<(int Doc, float Similarity)>(found);
-                for (var i = 0; i < found; i++)
-                {
-                    var slot = (int)keys[i];
-                    var doc = column.Docs[slot];
-                    if (live is not null && !live.Get(doc) || matches is not null && !matches.Get(doc)) continue;
-                    passed.Add((doc, Similarity(slot)));
-                }
-                if (passed.Count >= Math.Min(search.K, matching) || found >= column.Docs.Length)
-                {
-                    foreach (var (doc, similarity) in passed) Offer(doc, similarity);
-                    continue;
-                }
-            }
-            // Scanned: every vector of the segment, or the filter's matches, each looked up in the column.
-            if (matches is null)
-                for (var slot = 0; slot < column.Docs.Length; slot++)
-                {
-                    var doc = column.Docs[slot];
-                    if (live is not null && !live.Get(doc)) continue;
-                    Offer(doc, Similarity(slot));
-                }
-            else
-                for (var doc = matches.NextSetBit(0); doc >= 0; doc = doc + 1 < matches.Length ? matches.NextSetBit(doc + 1) : -1)
-                    if (column.Slots[doc] is var slot and >= 0) Offer(doc, Similarity(slot));
+            Parallel.For(0, leaves.Count, new ParallelOptions { MaxDegreeOfParallelism = Environment.ProcessorCount },
+                i => perLeaf[i] = LeafNearest(leaves[i], filterWeight, query));
         }
+        catch (AggregateException e) when (e.InnerExceptions.Count > 0)
+        {
+            System.Runtime.ExceptionServices.ExceptionDispatchInfo.Capture(e.InnerExceptions[0]).Throw();
+        }
+        var best = new PriorityQueue<(int Leaf, int Doc), float>(search.K + 1);
+        for (var i = 0; i < leaves.Count; i++)
+            foreach (var (doc, similarity) in perLeaf[i] ?? [])
+                if (best.Count < search.K) best.Enqueue((leaves[i].Ord, doc), similarity);
+                else if (best.TryPeek(out _, out var worst) && similarity > worst) best.EnqueueDequeue((leaves[i].Ord, doc), similarity);
         var byLeaf = new Dictionary<int, List<(int Doc, float Score)>>();
         while (best.TryDequeue(out var hit, out var score))
         {
@@ -122,6 +75,88 @@ internal sealed class NearestVectors(VectorSearchQuery search, Query? filter, Ve
             list.Add((hit.Doc, score));
         }
         return FixedHits.ByLeaf(byLeaf);
+    }
+
+    /// <summary>The query vector in each form a segment may compare with: as given, at unit length (graphs), as int8 (int8 columns).</summary>
+    private sealed class QueryForms
+    {
+        public QueryForms(VectorSearchQuery search)
+        {
+            Unit = NearestVectors.Unit(search.Vector);
+            if (!search.Int8) return;
+            Bytes = new sbyte[search.Vector.Length];
+            Scale = VectorMath.Quantize(search.Vector, Bytes);
+        }
+
+        public float[] Unit { get; }
+        public sbyte[]? Bytes { get; }
+        public float Scale { get; } = 1f;
+    }
+
+    /// <summary>One segment's k nearest (at least as similar as asked), among the filter's matches and its live documents.</summary>
+    private List<(int Doc, float Similarity)>? LeafNearest(AtomicReaderContext leaf, Weight? filterWeight, QueryForms query)
+    {
+        if (columns.Of(leaf.AtomicReader, search.Field, search.Int8) is not { Docs.Length: > 0 } column) return null;
+        if (column.Dimensions != search.Vector.Length)
+            throw new IndexEngineException($"the query's vector has {search.Vector.Length} dimensions; the field '{search.Field}' holds vectors of {column.Dimensions}");
+        var live = leaf.AtomicReader.LiveDocs;
+        FixedBitSet? matches = null;
+        var matching = column.Docs.Length;
+        if (filterWeight is not null)
+        {
+            if (filterWeight.GetScorer(leaf, live) is not { } accepted) return null;
+            matches = new FixedBitSet(leaf.AtomicReader.MaxDoc);
+            int d;
+            while ((d = accepted.NextDoc()) != DocIdSetIterator.NO_MORE_DOCS) matches.Set(d);
+            matching = matches.Cardinality;
+        }
+        var best = new PriorityQueue<int, float>(search.K + 1);
+        float Similarity(int slot) => search.Int8
+            ? VectorMath.Similarity(search.Similarity, column.Bytes.AsSpan(slot * column.Dimensions, column.Dimensions), column.Scales![slot], column.Norms[slot], query.Bytes, query.Scale, _queryNorm)
+            : VectorMath.Similarity(search.Similarity, column.Floats.AsSpan(slot * column.Dimensions, column.Dimensions), column.Norms[slot], search.Vector, _queryNorm);
+        void Offer(int doc, float similarity)
+        {
+            if (similarity < search.MinimumSimilarity) return;
+            if (best.Count < search.K) best.Enqueue(doc, similarity);
+            else if (best.TryPeek(out _, out var worst) && similarity > worst) best.EnqueueDequeue(doc, similarity);
+        }
+        var graph = search.Exact || search.Similarity != VectorSimilarity.Cosine || matching < column.Docs.Length * PreFilterShare
+            ? null : _graphs?.For(leaf.AtomicReader, search.Field, column);
+        var answered = false;
+        if (graph is not null)
+        {
+            // Candidates the filter and deletes will drop are asked for too, in proportion.
+            var liveShare = live is null ? 1.0 : (double)leaf.AtomicReader.NumDocs / Math.Max(1, leaf.AtomicReader.MaxDoc);
+            var wanted = (int)Math.Min(column.Docs.Length, Math.Ceiling(Math.Max(MinimumCandidates, 4 * search.K) * column.Docs.Length / (double)matching / liveShare));
+            var found = graph.Search(query.Unit, wanted, out var keys);
+            var passed = new List<(int Doc, float Similarity)>(found);
+            for (var i = 0; i < found; i++)
+            {
+                var slot = (int)keys[i];
+                var doc = column.Docs[slot];
+                if (live is not null && !live.Get(doc) || matches is not null && !matches.Get(doc)) continue;
+                passed.Add((doc, Similarity(slot)));
+            }
+            if (passed.Count >= Math.Min(search.K, matching) || found >= column.Docs.Length)
+            {
+                foreach (var (doc, similarity) in passed) Offer(doc, similarity);
+                answered = true;
+            }
+        }
+        // Scanned: every vector of the segment, or the filter's matches, each looked up in the column.
+        if (!answered && matches is null)
+            for (var slot = 0; slot < column.Docs.Length; slot++)
+            {
+                var doc = column.Docs[slot];
+                if (live is not null && !live.Get(doc)) continue;
+                Offer(doc, Similarity(slot));
+            }
+        else if (!answered)
+            for (var doc = matches!.NextSetBit(0); doc >= 0; doc = doc + 1 < matches.Length ? matches.NextSetBit(doc + 1) : -1)
+                if (column.Slots[doc] is var slot and >= 0) Offer(doc, Similarity(slot));
+        var nearest = new List<(int Doc, float Similarity)>(best.Count);
+        while (best.TryDequeue(out var doc, out var similarity)) nearest.Add((doc, similarity));
+        return nearest;
     }
 
     private static float[] Unit(float[] vector)
