@@ -11,7 +11,7 @@ namespace Magpie.Embeddings.Connections;
 public sealed class EmbeddingConnections(RetryDelays? delays = null, (string Folder, long Bytes)? cache = null) : IDisposable
 {
     private readonly ConcurrentDictionary<string, Known> _known = new(StringComparer.Ordinal);
-    private readonly ConcurrentDictionary<string, Lazy<Caching.EmbeddingCache>> _caches = new(StringComparer.Ordinal);
+    private readonly ConcurrentDictionary<string, Lazy<Caching.EmbeddingCache?>> _caches = new(StringComparer.Ordinal);
     private ITextEmbedder? _builtIn;
 
     private sealed record Known(EmbeddingConnection Connection, OpenAiEmbedder Embedder, ITextEmbedder Indexing, QueryEmbeddings Queries);
@@ -21,22 +21,39 @@ public sealed class EmbeddingConnections(RetryDelays? delays = null, (string Fol
     /// <summary>A connection set (null: removed); its texts' vectors are made anew from now on.</summary>
     public void Set(string name, EmbeddingConnection? connection)
     {
-        if (connection is null) { if (_known.TryRemove(name, out var gone)) Dispose(gone); return; }
+        if (connection is null) { if (_known.TryRemove(name, out var gone)) Retire(gone); return; }
         var embedder = new OpenAiEmbedder(name, connection, delays);
         // Vectors are kept by what makes them: another model, address or length is another cache.
         var indexing = Cached(embedder, $"{connection.Type}:{connection.Url}:{connection.Model}:{connection.Dimensions}");
         var known = new Known(connection, embedder, indexing, new QueryEmbeddings(embedder));
-        _known.AddOrUpdate(name, known, (_, old) => { Dispose(old); return known; });
+        _known.AddOrUpdate(name, known, (_, old) => { Retire(old); return known; });
     }
+
+    /// <summary>
+    /// A replaced connection's client is let go once what it was asked has had time to end (a batch mid-request when the
+    /// connection changed finishes on the client it started with, rather than failing on a disposed one).
+    /// </summary>
+    private static void Retire(Known old) =>
+        _ = Task.Delay(TimeSpan.FromSeconds(EmbeddingConnection.MaxTimeoutSeconds)).ContinueWith(_ => Dispose(old), TaskScheduler.Default);
 
     /// <summary>Indexing's embedder of a connection (null: the built-in model), keeping what it makes when a cache is set.</summary>
     public ITextEmbedder For(string? name) =>
         name is null ? _builtIn ??= Cached(BuiltInModel.Shared, $"built-in:{BuiltInModel.Name}:{EmbeddingText.MaxCharacters}") : Find(name).Indexing;
 
-    /// <summary>The embedder keeping its vectors in the cache of <paramref name="model"/> (one per model, shared by every connection naming it).</summary>
-    private ITextEmbedder Cached(ITextEmbedder embedder, string model) => cache is { Bytes: > 0 } c
-        ? new Caching.CachedEmbedder(embedder, _caches.GetOrAdd(model, m => new(() => Caching.EmbeddingCache.Open(c.Folder, m, c.Bytes))).Value)
-        : embedder;
+    /// <summary>
+    /// The embedder keeping its vectors in the cache of <paramref name="model"/> (one per model, shared by every connection naming
+    /// it); the embedder alone when no cache is set or its files can't be opened (the cache only saves work).
+    /// </summary>
+    private ITextEmbedder Cached(ITextEmbedder embedder, string model) =>
+        cache is { Bytes: > 0 } c && _caches.GetOrAdd(model, m => new(() => Open(c.Folder, m, c.Bytes))).Value is { } kept
+            ? new Caching.CachedEmbedder(embedder, kept)
+            : embedder;
+
+    private static Caching.EmbeddingCache? Open(string folder, string model, long bytes)
+    {
+        try { return Caching.EmbeddingCache.Open(folder, model, bytes); }
+        catch (Exception e) when (e is IOException or UnauthorizedAccessException) { return null; }
+    }
 
     private static void Dispose(Known known) => known.Embedder.Dispose();
 
@@ -50,7 +67,7 @@ public sealed class EmbeddingConnections(RetryDelays? delays = null, (string Fol
     {
         foreach (var known in _known.Values) Dispose(known);
         _known.Clear();
-        foreach (var kept in _caches.Values.Where(k => k.IsValueCreated)) kept.Value.Dispose();
+        foreach (var kept in _caches.Values.Where(k => k.IsValueCreated)) kept.Value?.Dispose();
         _caches.Clear();
     }
 }

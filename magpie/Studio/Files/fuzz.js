@@ -29,8 +29,9 @@ function check(s) {
   const row = h`<tr data-x="${s}" class="badge ${s}"><td>${s}</td><td>${[s, html`<b>${s}</b>`]}</td><td><a href="#/documents/${wellFormed ? encodeURIComponent(s) : ''}">${s}</a></td></tr>`;
   if (!row || row.tagName !== 'TR') return 'the row is not one <tr>';
   const cells = row.querySelectorAll('td');
-  // What HTML parsing itself normalises (NUL dropped or replaced, CR to LF) is not the template's doing.
-  const norm = (t) => t.replace(/[\u0000\ufffd]/g, '').replace(/\r\n?/g, '\n');
+  // What HTML parsing itself normalises (CR to LF, then NUL dropped or replaced) is not the template's doing; in that order, as
+  // the parser does: "\r\u0000\n" is two line breaks, not one.
+  const norm = (t) => t.replace(/\r\n?/g, '\n').replace(/[\u0000\ufffd]/g, '');
   if (cells.length !== 3 || row.querySelectorAll('*').length !== 5) return `markup from the data: ${row.outerHTML}`;
   if (norm(row.dataset.x) !== norm(s)) return `attribute changed: ${JSON.stringify(row.dataset.x)}`;
   if (norm(cells[0].textContent) !== norm(s)) return `text changed: ${JSON.stringify(cells[0].textContent)}`;

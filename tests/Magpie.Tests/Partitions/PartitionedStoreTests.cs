@@ -31,7 +31,13 @@ public sealed class PartitionedStoreTests(ITestOutputHelper output)
         var acknowledged = new ConcurrentDictionary<string, Acknowledged>();
         using var stop = new CancellationTokenSource();
         var writers = Enumerable.Range(0, 3).Select(w => Task.Run(() => WriteAsync(cluster, w, acknowledged, stop.Token))).ToList();
-        await Task.Delay(TimeSpan.FromSeconds(4));
+        // Mid-load: writes acknowledged on every node before the kill (a count, not a time: a busy machine acknowledges slower).
+        var loaded = DateTime.UtcNow.AddSeconds(120);
+        while (acknowledged.Count < 150 || DateTime.UtcNow < loaded.AddSeconds(-116))
+        {
+            Assert.True(DateTime.UtcNow < loaded, $"only {acknowledged.Count} writes acknowledged in 120 s before the kill");
+            await Task.Delay(100);
+        }
 
         var victim = cluster.Nodes[2];
         var before = await cluster.OwnersAsync(cluster.Nodes[0]);
