@@ -37,7 +37,7 @@ public sealed class SharedSubscriptionTests(KafkaConformanceFixture fx, ITestOut
         await using var b = await MagpieProcess.StartAsync(fx.Kafka, "query", environment: environment);
         var expected = fx.Posts.Where(p => p.Type == 1).Select(p => p.Id).Order(StringComparer.Ordinal).ToList();
 
-        Assert.Equal(HttpStatusCode.Created, (await a.Http.PostAsJsonAsync("subscriptions", new { name = "questions", query = "from Posts where PostTypeId = 1", leaseSeconds = 5 })).StatusCode);
+        Assert.Equal(HttpStatusCode.Created, (await a.Http.PostAsJsonAsync("subscriptions", new { name = "questions", query = "from Posts where PostTypeId = 1", leaseSeconds = 15 })).StatusCode);
         // Created through a, known to b; a second create through b is refused.
         Assert.Equal(HttpStatusCode.Conflict, (await b.Http.PostAsJsonAsync("subscriptions", new { name = "questions", query = "from Posts" })).StatusCode);
 
@@ -65,8 +65,9 @@ public sealed class SharedSubscriptionTests(KafkaConformanceFixture fx, ITestOut
         await AckAsync(b, "w1", again.Id);
         acked.AddRange(again.Ids);
 
-        // w1 goes silent: after its 5 s lease, w2 gets the subscription through b and drains it.
-        await Task.Delay(TimeSpan.FromSeconds(6));
+        // w1 goes silent: after its lease (15 s: a busy machine's slow requests must not let it lapse earlier), w2 gets the
+        // subscription through b and drains it.
+        await Task.Delay(TimeSpan.FromSeconds(16));
         while (await NextAsync(b, "w2", maxDocs: 100) is { } batch)
         {
             acked.AddRange(batch.Ids);
