@@ -89,9 +89,7 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
         var parameters = new Dictionary<string, JsonElement>(request.Parameters ?? []);
         foreach (var m in clauses)
         {
-            var id = m.Id!.IsParameter
-                ? parameters.TryGetValue(m.Id.Parameter!, out var p) && p.ValueKind == JsonValueKind.String ? p.GetString()! : throw new QueryProblem(ErrorKind.Invalid, $"moreLikeThis's id() is compared with a string: ${m.Id.Parameter} is not one", 1, m.Id.Position + 1)
-                : m.Id.Literal as string ?? throw new QueryProblem(ErrorKind.Invalid, "moreLikeThis's id() is compared with a string", 1, m.Id.Position + 1);
+            var id = DocumentId(m.Id!, parameters, "moreLikeThis's id() is compared with a string");
             var fields = m.Fields.Count > 0 ? m.Fields : Planned(index, request, p => p.SearchFields());
             if (fields.Count == 0) continue;   // the planner says why
             var rql = $"from index {RqlLexer.Quote(index)} where id() = $id select {string.Join(", ", fields.Select(RqlLexer.Quote))}";
@@ -119,9 +117,7 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
         var parameters = new Dictionary<string, JsonElement>(request.Parameters ?? []);
         foreach (var v in searches)
         {
-            var id = v.Vector.IsParameter
-                ? parameters.TryGetValue(v.Vector.Parameter!, out var p) && p.ValueKind == JsonValueKind.String ? p.GetString()! : throw new QueryProblem(ErrorKind.Invalid, $"embedding.forDoc takes a document id: ${v.Vector.Parameter} is not a string", 1, v.Vector.Position + 1)
-                : v.Vector.Literal as string ?? throw new QueryProblem(ErrorKind.Invalid, "embedding.forDoc takes a document id (a string)", 1, v.Vector.Position + 1);
+            var id = DocumentId(v.Vector, parameters, "embedding.forDoc takes a document id (a string)");
             var field = Planned(index, request, p => p.VectorField(v));
             var vectors = await PinnedAsync(request, index, async version =>
             {
@@ -138,6 +134,11 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
         }
         return request with { Parameters = parameters };
     }
+
+    /// <summary>A document id the query names (moreLikeThis, embedding.forDoc): a string, written or as a parameter; else a 400 saying <paramref name="what"/>.</summary>
+    private static string DocumentId(RqlValue value, Dictionary<string, JsonElement> parameters, string what) => value.IsParameter
+        ? parameters.TryGetValue(value.Parameter!, out var p) && p.ValueKind == JsonValueKind.String ? p.GetString()! : throw new QueryProblem(ErrorKind.Invalid, $"{what}: ${value.Parameter} is not one", 1, value.Position + 1)
+        : value.Literal as string ?? throw new QueryProblem(ErrorKind.Invalid, what, 1, value.Position + 1);
 
     /// <summary>
     /// A sharded <c>vector.search</c>: each shard would answer its own k nearest, and together they would give more than k. First every

@@ -109,8 +109,7 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, II
                 }
                 for (var i = 0; i < texts.Count; i++) if (made[i] is { } vector) vectors[(connection, texts[i])] = vector;
             }
-            catch (Embeddings.Connections.EmbeddingUnavailableException) { throw; }
-            catch (Exception e) when (e is not OperationCanceledException)
+            catch (Exception e) when (e is not (OperationCanceledException or Embeddings.Connections.EmbeddingUnavailableException))
             {
                 var reason = e is Embeddings.Connections.EmbeddingRefusedException ? e.Message : $"{name} failed: {e.Message}";
                 foreach (var text in texts) failures[(connection, text)] = reason;
