@@ -1,4 +1,5 @@
 using System.Collections.Concurrent;
+using System.Diagnostics;
 using System.Net;
 using System.Net.Http.Json;
 using System.Text.Json;
@@ -132,20 +133,31 @@ public sealed class SubscriptionWorkerTests(ITestOutputHelper output)
         Assert.All(now.GetProperty("position").EnumerateObject(), p => Assert.True(p.Value.GetInt64() >= 0, p.ToString()));
         var expected = ScoredPosts(3).Append("posts/kafka-late").Order(StringComparer.Ordinal).ToList();
 
-        var worker = new SubscriptionWorker(query.Http, new SubscriptionWorkerOptions("kafka-scored") { MaxDocsPerBatch = 25, RetryDelay = TimeSpan.FromMilliseconds(200) });
+        var worker = new SubscriptionWorker(query.Http, new SubscriptionWorkerOptions("kafka-scored")
+        {
+            MaxDocsPerBatch = 25, RetryDelay = TimeSpan.FromMilliseconds(200), MaxRetryDelay = TimeSpan.FromSeconds(2),
+        });
         var received = new ConcurrentQueue<string>();
+        var clock = Stopwatch.StartNew();
         var crashed = false;
-        using var done = new CancellationTokenSource(TimeSpan.FromMinutes(3));
+        TimeSpan crashedAt = default, restartedAt = default, lastDelivery = default;
+        var retries = 0;
+        worker.OnRetry += _ => Interlocked.Increment(ref retries);
+        // Generous: under a full CI run the restarted process shares two cores with every other test.
+        using var done = new CancellationTokenSource(TimeSpan.FromMinutes(6));
         var run = worker.RunAsync(async (batch, ct) =>
         {
             foreach (var i in batch.Items) received.Enqueue(i.Id);
+            lastDelivery = clock.Elapsed;
             if (!crashed && received.Count >= expected.Count / 2)
             {
                 crashed = true;
+                crashedAt = clock.Elapsed;
                 query.Crash();
                 _ = Task.Run(async () =>
                 {
                     await query.StartAsync();
+                    restartedAt = clock.Elapsed;
                     // Written while the worker is catching up: it arrives too.
                     await ingest.Http.PutAsync("docs/posts/kafka-late", HttpJson.Json("""{"Title":"late","Score":9}"""));
                 });
@@ -155,6 +167,11 @@ public sealed class SubscriptionWorkerTests(ITestOutputHelper output)
         }, done.Token);
         await Assert.ThrowsAnyAsync<OperationCanceledException>(() => run);
         Assert.True(crashed);
+        var missing = expected.Except(received).ToList();
+        Assert.True(missing.Count == 0,
+            $"{missing.Count} of {expected.Count} never delivered (first {string.Join(", ", missing.Take(5))}); crashed at {crashedAt.TotalSeconds:F0} s, " +
+            $"restarted at {restartedAt.TotalSeconds:F0} s, last delivery at {lastDelivery.TotalSeconds:F0} s, {retries} retries; the subscription now: " +
+            await query.Http.GetStringAsync("subscriptions/kafka-scored"));
         Assert.Equal(expected, received.Distinct().Order(StringComparer.Ordinal));
         output.WriteLine($"{received.Count} deliveries of {expected.Count} documents");
 
