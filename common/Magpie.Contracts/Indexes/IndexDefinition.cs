@@ -47,15 +47,25 @@ public sealed record IndexFieldOptions
 
 /// <summary>
 /// A vector field: every vector has <see cref="Dimensions"/> numbers (null: as many as the first one indexed), and searches hold them
-/// as float32 (<see cref="None"/>: exact) or as <see cref="Int8"/> (a quarter of the memory, similarities approximate).
+/// as float32 (<see cref="None"/>: exact), as <see cref="Int8"/> (a quarter of the memory, similarities approximate) or as
+/// <see cref="Binary"/> (one bit per dimension, its sign: a thirty-second of the memory, scored as RavenDB scores binary vectors,
+/// 1 − differing bits / bits, always by scanning).
 /// </summary>
 public sealed record VectorFieldOptions
 {
-    public const string None = "none", Int8 = "int8";
+    public const string None = "none", Int8 = "int8", Binary = "binary";
     public const int MaxDimensions = 4_096;
 
     public int? Dimensions { get; init; }
     public string Quantization { get; init; } = None;
+
+    /// <summary>How searches compare the field's vectors (<see cref="Quantization"/> as the engine reads it).</summary>
+    public Search.VectorQuantization Compared() => Quantization switch
+    {
+        Int8 => Search.VectorQuantization.Int8,
+        Binary => Search.VectorQuantization.Binary,
+        _ => Search.VectorQuantization.None,
+    };
 
     /// <summary>
     /// Why a vector cannot be searched exactly, or null. Similarities are computed in float32: a vector whose squared length

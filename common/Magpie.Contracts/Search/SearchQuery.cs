@@ -167,18 +167,29 @@ public sealed record MoreLikeThisOptions
 /// <summary>How close two vectors are: cosine, the dot product, or 1 / (1 + Euclidean distance²) — always higher for closer.</summary>
 public enum VectorSimilarity { Cosine, DotProduct, Euclidean }
 
+/// <summary>How a search compares a field's vectors: as float32, as int8 copies (approximate), or as bits (one per dimension).</summary>
+public enum VectorQuantization { None, Int8, Binary }
+
 /// <summary>
 /// RavenDB's <c>vector.search</c>: the <see cref="K"/> entries whose <see cref="Field"/> vector is most similar to
 /// <see cref="Vector"/> (at least <see cref="MinimumSimilarity"/>), among the entries <see cref="Filter"/> matches; scored by the
-/// similarity. <see cref="Int8"/>: compared through the field's int8 copies (approximate). Cosine searches walk a
-/// nearest-neighbour graph where a segment has one (approximate); <see cref="Exact"/> compares every vector.
+/// similarity. <see cref="VectorQuantization.Int8"/>: compared through the field's int8 copies (approximate);
+/// <see cref="VectorQuantization.Binary"/>: through their bits, scored as RavenDB scores binary vectors (1 − differing bits / bits).
+/// Cosine searches of float32 and int8 walk a nearest-neighbour graph where a segment has one (approximate); <see cref="Exact"/>
+/// compares every vector.
 /// </summary>
-public sealed record VectorSearchQuery(string Field, float[] Vector, float MinimumSimilarity, int K, VectorSimilarity Similarity, bool Int8, SearchQuery Filter) : SearchQuery
+public sealed record VectorSearchQuery(string Field, float[] Vector, float MinimumSimilarity, int K, VectorSimilarity Similarity, VectorQuantization Quantization, SearchQuery Filter) : SearchQuery
 {
     public const int MaxK = 1_024;
 
     /// <summary><c>exact(vector.search(…))</c>: every vector compared, never the graph.</summary>
     public bool Exact { get; init; }
+
+    /// <summary>
+    /// Who made <see cref="Vector"/> of the query's text (<c>embedding.text</c>: the model or connection, as <c>Magpie.Embeddings.Embedders</c> names it), or null (numbers
+    /// given, a document's vector): a field whose vectors another embedder made is refused rather than compared across models.
+    /// </summary>
+    public string? Embedder { get; init; }
 }
 
 /// <summary>The entries of these ids (an id's every entry), each scored as given: the order a query coordinator decided (a hybrid query's fused ranks).</summary>

@@ -68,8 +68,8 @@ public sealed partial class IndexDefinitionStore(IIndexDefinitionLog log, Action
         foreach (var (field, options) in definition.Fields)
             if (options.Indexing is not (IndexFieldOptions.Search or IndexFieldOptions.Exact or IndexFieldOptions.No))
                 throw new IndexDefinitionException(ErrorKind.Invalid, $"fields.{field}.indexing must be \"search\", \"exact\" or \"no\", got '{options.Indexing}'");
-            else if (options.Vector is { } vector && (vector.Dimensions is < 1 or > VectorFieldOptions.MaxDimensions || vector.Quantization is not (VectorFieldOptions.None or VectorFieldOptions.Int8)))
-                throw new IndexDefinitionException(ErrorKind.Invalid, $"fields.{field}.vector: dimensions 1 to {VectorFieldOptions.MaxDimensions:N0}, quantization \"none\" or \"int8\"");
+            else if (options.Vector is { } vector && (vector.Dimensions is < 1 or > VectorFieldOptions.MaxDimensions || vector.Quantization is not (VectorFieldOptions.None or VectorFieldOptions.Int8 or VectorFieldOptions.Binary)))
+                throw new IndexDefinitionException(ErrorKind.Invalid, $"fields.{field}.vector: dimensions 1 to {VectorFieldOptions.MaxDimensions:N0}, quantization \"none\", \"int8\" or \"binary\"");
         try { compile(definition, limits); }
         catch (ScriptSyntaxException e) { throw new IndexDefinitionException(ErrorKind.Invalid, e.Message, e.Line, e.Column, e); }
         if (definition.OutputReduceToCollection is not null) OutputCollections.Check(name, definition, Current, limits);

@@ -16,13 +16,24 @@ public sealed record LongField(string Name, long Value, bool Stored = false) : I
 public sealed record DoubleField(string Name, double Value, bool Stored = false) : IndexField(Name, Stored);
 
 /// <summary>A vector (float32) for nearest-neighbour search; one per field per entry.</summary>
-public sealed record VectorField(string Name, float[] Values) : IndexField(Name, false);
+public sealed record VectorField(string Name, float[] Values) : IndexField(Name, false)
+{
+    /// <summary>Who made the vector of a text (<c>Magpie.Embeddings.Embedders</c>), recorded so a query embedding with another is refused; null: numbers the map gave.</summary>
+    public string? Embedder { get; init; }
+
+    /// <summary>Searched by scanning only (a binary field: its bits are compared faster than a graph could be walked), so no graph is built.</summary>
+    public bool ScanOnly { get; init; }
+}
 
 /// <summary>
 /// A vector still to be made from text by the embedding model (<c>embedding.text(…)</c>): the map stage embeds a batch's texts
 /// together and puts a <see cref="VectorField"/> in its place, so an engine never receives one.
 /// </summary>
-public sealed record EmbeddingField(string Name, string Text, string? Connection) : IndexField(Name, false);
+public sealed record EmbeddingField(string Name, string Text, string? Connection) : IndexField(Name, false)
+{
+    /// <summary>As <see cref="VectorField.ScanOnly"/>.</summary>
+    public bool ScanOnly { get; init; }
+}
 
 /// <summary>Kept for projections only, not searchable.</summary>
 public sealed record StoredField(string Name, string Value) : IndexField(Name, true);

@@ -116,6 +116,9 @@ internal static class LuceneDocuments
                 break;
             case VectorField v:
                 doc.Add(new BinaryDocValuesField(v.Name + Vectors.VectorColumns.Suffix, new BytesRef(System.Runtime.InteropServices.MemoryMarshal.AsBytes(v.Values.AsSpan()).ToArray())));
+                // Per segment, as the vectors are (a column of one or two distinct values costs next to nothing).
+                if (v.Embedder is { } embedder) doc.Add(new SortedDocValuesField(v.Name + Vectors.VectorColumns.EmbedderSuffix, new BytesRef(embedder)));
+                if (v.ScanOnly) doc.Add(new NumericDocValuesField(v.Name + Vectors.VectorColumns.ScanOnlySuffix, 1));
                 break;
             case EmbeddingField e: throw new InvalidOperationException($"the field '{e.Name}' reached the engine before its text was embedded");
             default: throw new ArgumentException($"unknown field kind {field.GetType().Name}");

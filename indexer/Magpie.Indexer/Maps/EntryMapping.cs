@@ -57,11 +57,12 @@ public static class EntryMapping
     /// <summary>One vector per field of an entry (a map emitting several makes one entry each), of the dimensions the field declares.</summary>
     private static IndexField Vector(string name, object? value, IndexFieldOptions options)
     {
-        if (value is EmbeddingValue embedding) return new EmbeddingField(name, embedding.Text, embedding.Connection);
+        var scanOnly = options.Vector?.Quantization == VectorFieldOptions.Binary;
+        if (value is EmbeddingValue embedding) return new EmbeddingField(name, embedding.Text, embedding.Connection) { ScanOnly = scanOnly };
         if (value is not VectorValue vector) throw new EntryRefusedException($"the field '{Shorten(name)}' holds more than one vector or a vector beside other values: one vector per field of an entry");
         if (options.Vector?.Dimensions is { } dimensions && dimensions != vector.Values.Length)
             throw new EntryRefusedException($"the field '{Shorten(name)}' is declared with {dimensions} dimensions; this vector has {vector.Values.Length}");
-        return new VectorField(name, vector.Values);
+        return new VectorField(name, vector.Values) { ScanOnly = scanOnly };
     }
 
     private static void Add(List<IndexField> fields, string name, object? value, IndexFieldOptions options)

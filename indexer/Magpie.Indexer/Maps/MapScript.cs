@@ -61,7 +61,7 @@ public sealed class MapScript
             : throw new ScriptRunException(args.Length > 0 && args[0].IsString() ? Embeddings.Connections.EmbeddingConnection.NameProblem(args[0].AsString())! : "ai.task names an embedding connection: ai.task('name')"), 1);
         foreach (var quantized in new[] { "text_i8", "text_i1" })
             _sandbox.Define("embedding", quantized, _ => throw new ScriptRunException(
-                $"in a map, embedding.text makes the vector; to hold it quantized, set the field's Vector.Quantization (embedding.{quantized} is for queries on automatic indexes)"), 1);
+                $"in a map, embedding.text makes the vector; to hold it quantized, set the field's vector.quantization (\"int8\" or \"binary\"; embedding.{quantized} is for queries on automatic indexes)"), 1);
         _sandbox.Seal();
     }
 

@@ -124,13 +124,19 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
             ? (float)Number(m, "vector.search's minimum similarity", similarity == VectorSimilarity.Cosine ? -1 : similarity == VectorSimilarity.Euclidean ? 0 : -1e30, similarity == VectorSimilarity.DotProduct ? 1e30 : 1)
             : similarity == VectorSimilarity.Cosine ? DefaultMinimumSimilarity : float.NegativeInfinity;
         var k = K(v);
-        var int8 = definition.FieldOptions(field).Vector?.Quantization == VectorFieldOptions.Int8;
+        var quantization = definition.FieldOptions(field).Vector?.Compared() ?? VectorQuantization.None;
+        if (quantization == VectorQuantization.Binary && similarity != VectorSimilarity.Cosine)
+            throw Bad(v.Options!, $"the field '{field}' holds binary vectors: they are compared by the bits that differ (RavenDB's score for them), so Similarity does not apply");
         // Sharded: the coordinator's k-th best similarity over every shard (a shard keeps only what the global k nearest can hold).
         if (parameters?.GetValueOrDefault(VectorThreshold) is { ValueKind: JsonValueKind.Number } threshold) minimum = Math.Max(minimum, threshold.GetSingle());
         var vector = v.ForDocument ? DocumentVector(v) : v.Embedding is null ? VectorOf(v.Vector) : EmbeddingOf(v.Vector, v.Connection);
         // A document that does not exist, or holds no vector in the field, is like none.
         if (vector is null) return new BoolQuery([SearchQuery.All], [], [SearchQuery.All]);
-        return new VectorSearchQuery(field, vector, minimum, k, similarity, int8, filter) { Exact = v.Exact };
+        return new VectorSearchQuery(field, vector, minimum, k, similarity, quantization, filter)
+        {
+            Exact = v.Exact,
+            Embedder = v.Embedding is not null && !v.ForDocument ? Embeddings.Embedders.Of(v.Connection) : null,
+        };
     }
 
     /// <summary>

@@ -608,7 +608,6 @@ public sealed class RqlParser
         string? embedding = null;
         if (Current.Kind == RqlTokenKind.Identifier && Next.IsSymbol("(") && RqlVectorSearch.Embeddings.FirstOrDefault(e => Current.Is(e)) is { } kind)
         {
-            if (kind == "embedding.text_i1") throw RqlLexer.Error(_text, Current.Position, "embedding.text_i1: binary embeddings are not held by this version; use embedding.text or embedding.text_i8 (int8)");
             embedding = kind;
             _at += 2;
         }

@@ -270,15 +270,22 @@ public sealed record RqlVectorSearch(string Field, RqlValue Vector, RqlValue? Mi
     /// <summary><c>embedding.text(Field, ai.task('name'))</c>: the embedding connection that makes the vectors (null: the built-in model).</summary>
     public string? Connection { get; init; }
 
-    public const string EmbeddingSuffix = "_embedding", Int8Suffix = "_embedding_i8", ConnectionInfix = "_by_";
+    public const string EmbeddingSuffix = "_embedding", Int8Suffix = "_embedding_i8", BinarySuffix = "_embedding_i1", ConnectionInfix = "_by_";
 
     /// <summary>
     /// The automatic index's field holding the embedding model's vectors of <c>embedding.text(Field)</c>: <c>Field_embedding</c>
-    /// (<c>Field_embedding_i8</c> held as int8; <c>…_by_name</c> made by the connection <c>name</c>). The parser refuses
-    /// <c>embedding.text_i1</c> (binary): its vectors are not held that way.
+    /// (<c>Field_embedding_i8</c> held as int8, <c>Field_embedding_i1</c> as bits; <c>…_by_name</c> made by the connection <c>name</c>).
     /// </summary>
-    public string EmbeddingField => (Embedding == "embedding.text_i8" ? Field + Int8Suffix : Field + EmbeddingSuffix)
+    public string EmbeddingField => Field + Embedding switch { "embedding.text_i8" => Int8Suffix, "embedding.text_i1" => BinarySuffix, _ => EmbeddingSuffix }
         + (Connection is null ? "" : ConnectionInfix + Connection);
+
+    /// <summary>How the automatic index holds <see cref="EmbeddingField"/> (<see cref="Magpie.Contracts.Indexes.VectorFieldOptions.Quantization"/>).</summary>
+    public string Quantization => Embedding switch
+    {
+        "embedding.text_i8" => Magpie.Contracts.Indexes.VectorFieldOptions.Int8,
+        "embedding.text_i1" => Magpie.Contracts.Indexes.VectorFieldOptions.Binary,
+        _ => Magpie.Contracts.Indexes.VectorFieldOptions.None,
+    };
 }
 
 /// <summary>

@@ -77,6 +77,7 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions, Embedding
         var embedded = new SortedSet<string>(searches.Where(v => v.Embedding is not null).Select(v => v.EmbeddingField), StringComparer.Ordinal);
         // Each embedded field's source field and connection, as the map reads them (the field's name is not parsed back: either may hold '_embedding').
         var sources = searches.Where(v => v.Embedding is not null).GroupBy(v => v.EmbeddingField).ToDictionary(g => g.Key, g => (g.First().Field, g.First().Connection));
+        var quantizations = searches.Where(v => v.Embedding is not null).GroupBy(v => v.EmbeddingField).ToDictionary(g => g.Key, g => g.First().Quantization);
         exact.ExceptWith(vectors);
         search.ExceptWith(vectors);
         if (exact.Concat(search).Concat(vectors).Concat(embedded).FirstOrDefault(f => !FieldPattern().IsMatch(f)) is { } bad)
@@ -97,7 +98,7 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions, Embedding
                 "_text" => new IndexFieldOptions
                 {
                     Indexing = IndexFieldOptions.No,
-                    Vector = new VectorFieldOptions { Quantization = f.Field.EndsWith(RqlVectorSearch.Int8Suffix, StringComparison.Ordinal) ? VectorFieldOptions.Int8 : VectorFieldOptions.None },
+                    Vector = new VectorFieldOptions { Quantization = quantizations[f.Field] },
                 },
                 _ => new IndexFieldOptions { Indexing = IndexFieldOptions.No, Vector = new VectorFieldOptions() },
             }),

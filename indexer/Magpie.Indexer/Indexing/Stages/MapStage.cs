@@ -129,7 +129,9 @@ public sealed class MapStage(IndexDefinition definition, ScriptLimits limits, II
             }
             documents[i] = document with
             {
-                Entries = [.. document.Entries.Select(e => new IndexEntry([.. e.Fields.Select(f => f is EmbeddingField m ? new VectorField(m.Name, vectors[(m.Connection, m.Text)]) : f)]))],
+                Entries = [.. document.Entries.Select(e => new IndexEntry([.. e.Fields.Select(f => f is EmbeddingField m
+                    ? new VectorField(m.Name, vectors[(m.Connection, m.Text)]) { Embedder = Embeddings.Embedders.Of(m.Connection), ScanOnly = m.ScanOnly }
+                    : f)]))],
             };
         }
     }

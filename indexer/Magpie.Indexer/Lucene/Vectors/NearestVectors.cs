@@ -14,7 +14,8 @@ namespace Magpie.Indexer.Lucene.Vectors;
 /// true similarities, and only which vectors are found is approximate). With a filter, a segment whose matches are few is
 /// scanned over them (pre-filtering); otherwise the graph is asked for as many more candidates as the filter and deletes drop,
 /// and if fewer than K pass, the segment is scanned after all. <c>exact(…)</c>, other similarities and segments without a graph
-/// are scanned: every answer is the true nearest, as RavenDB's exact search and Elasticsearch's <c>script_score</c> are.
+/// are scanned: every answer is the true nearest, as RavenDB's exact search and Elasticsearch's <c>script_score</c> are. Binary
+/// fields are always scanned: a vector's bits are 48 bytes at 384 dimensions, and comparing them is one XOR and a bit count.
 /// </summary>
 internal sealed class NearestVectors(VectorSearchQuery search, Query? filter, VectorColumns columns) : Query
 {
@@ -77,13 +78,18 @@ internal sealed class NearestVectors(VectorSearchQuery search, Query? filter, Ve
         return FixedHits.ByLeaf(byLeaf);
     }
 
-    /// <summary>The query vector in each form a segment may compare with: as given, at unit length (graphs), as int8 (int8 columns).</summary>
+    /// <summary>The query vector in each form a segment may compare with: as given, at unit length (graphs), as int8 or as bits.</summary>
     private sealed class QueryForms
     {
         public QueryForms(VectorSearchQuery search)
         {
             Unit = NearestVectors.Unit(search.Vector);
-            if (!search.Int8) return;
+            if (search.Quantization == VectorQuantization.Binary)
+            {
+                Bits = new byte[(search.Vector.Length + 7) / 8];
+                VectorMath.Binarize(search.Vector, Bits);
+            }
+            if (search.Quantization != VectorQuantization.Int8) return;
             Bytes = new sbyte[search.Vector.Length];
             Scale = VectorMath.Quantize(search.Vector, Bytes);
         }
@@ -91,14 +97,16 @@ internal sealed class NearestVectors(VectorSearchQuery search, Query? filter, Ve
         public float[] Unit { get; }
         public sbyte[]? Bytes { get; }
         public float Scale { get; } = 1f;
+        public byte[]? Bits { get; }
     }
 
     /// <summary>One segment's k nearest (at least as similar as asked), among the filter's matches and its live documents.</summary>
     private List<(int Doc, float Similarity)>? LeafNearest(AtomicReaderContext leaf, Weight? filterWeight, QueryForms query)
     {
-        if (columns.Of(leaf.AtomicReader, search.Field, search.Int8) is not { Docs.Length: > 0 } column) return null;
+        if (columns.Of(leaf.AtomicReader, search.Field, search.Quantization) is not { Docs.Length: > 0 } column) return null;
         if (column.Dimensions != search.Vector.Length)
             throw new IndexEngineException($"the query's vector has {search.Vector.Length} dimensions; the field '{search.Field}' holds vectors of {column.Dimensions}");
+        if (search.Embedder is { } embedder) VectorColumns.CheckEmbedder(leaf.AtomicReader, search.Field, embedder);
         var live = leaf.AtomicReader.LiveDocs;
         FixedBitSet? matches = null;
         var matching = column.Docs.Length;
@@ -111,16 +119,19 @@ internal sealed class NearestVectors(VectorSearchQuery search, Query? filter, Ve
             matching = matches.Cardinality;
         }
         var best = new PriorityQueue<int, float>(search.K + 1);
-        float Similarity(int slot) => search.Int8
-            ? VectorMath.Similarity(search.Similarity, column.Bytes.AsSpan(slot * column.Dimensions, column.Dimensions), column.Scales![slot], column.Norms[slot], query.Bytes, query.Scale, _queryNorm)
-            : VectorMath.Similarity(search.Similarity, column.Floats.AsSpan(slot * column.Dimensions, column.Dimensions), column.Norms[slot], search.Vector, _queryNorm);
+        float Similarity(int slot) => search.Quantization switch
+        {
+            VectorQuantization.Int8 => VectorMath.Similarity(search.Similarity, column.Bytes.AsSpan(slot * column.Dimensions, column.Dimensions), column.Scales![slot], column.Norms[slot], query.Bytes, query.Scale, _queryNorm),
+            VectorQuantization.Binary => VectorMath.BinarySimilarity(column.Bits.AsSpan(slot * column.BitsPerVector, column.BitsPerVector), query.Bits),
+            _ => VectorMath.Similarity(search.Similarity, column.Floats.AsSpan(slot * column.Dimensions, column.Dimensions), column.Norms[slot], search.Vector, _queryNorm),
+        };
         void Offer(int doc, float similarity)
         {
             if (similarity < search.MinimumSimilarity) return;
             if (best.Count < search.K) best.Enqueue(doc, similarity);
             else if (best.TryPeek(out _, out var worst) && similarity > worst) best.EnqueueDequeue(doc, similarity);
         }
-        var graph = search.Exact || search.Similarity != VectorSimilarity.Cosine || matching < column.Docs.Length * PreFilterShare
+        var graph = search.Exact || search.Similarity != VectorSimilarity.Cosine || search.Quantization == VectorQuantization.Binary || matching < column.Docs.Length * PreFilterShare
             ? null : _graphs?.For(leaf.AtomicReader, search.Field, column);
         var answered = false;
         if (graph is not null)

@@ -4,11 +4,11 @@ using Magpie.Contracts.Search;
 namespace Magpie.Indexer.Lucene.Vectors;
 
 /// <summary>
-/// A field's vectors in one segment, as a search reads them: packed one after another (float32, or int8 with a scale each), with each
+/// A field's vectors in one segment, as a search reads them: packed one after another (float32, int8 with a scale each, or bits), with each
 /// vector's length and which document holds which. Vectors are written as binary doc values (<c>F@vec</c>) — per segment, so they
 /// follow updates, deletes and merges as every other value does — and read into memory once per segment, kept under the facet
 /// cache's budget (<c>FacetColumns.Other</c>): a segment's column bigger than a quarter of it is read for the query and
-/// dropped, which is correct and slow; size <c>FacetCacheMegabytes</c> for the vectors searched (1M × 384 float32 ≈ 1.5 GB, int8 ≈ 0.4 GB).
+/// dropped, which is correct and slow; size <c>FacetCacheMegabytes</c> for the vectors searched (1M × 384 float32 ≈ 1.5 GB, int8 ≈ 0.4 GB, binary ≈ 48 MB).
 /// </summary>
 internal sealed class VectorColumn
 {
@@ -26,10 +26,15 @@ internal sealed class VectorColumn
     /// <summary>int8: the factor each vector's bytes are multiplied by to come back to its values.</summary>
     public float[]? Scales { get; init; }
 
+    /// <summary>Binary: each vector's signs, <see cref="BitsPerVector"/> bytes each (<see cref="VectorMath.Binarize"/>).</summary>
+    public byte[]? Bits { get; init; }
+
+    public int BitsPerVector => (Dimensions + 7) / 8;
+
     /// <summary>Each vector's length (from its float32 values).</summary>
     public required float[] Norms { get; init; }
 
-    public long Size => 64 + 4L * Docs.Length + 4L * Slots.Length + 4L * (Floats?.Length ?? 0) + (Bytes?.Length ?? 0) + 4L * (Scales?.Length ?? 0) + 4L * Norms.Length;
+    public long Size => 64 + 4L * Docs.Length + 4L * Slots.Length + 4L * (Floats?.Length ?? 0) + (Bytes?.Length ?? 0) + 4L * (Scales?.Length ?? 0) + (Bits?.Length ?? 0) + 4L * Norms.Length;
 }
 
 /// <summary>Reads and keeps the vector columns of an index's segments (<see cref="VectorColumn"/>), and their graphs.</summary>
@@ -42,15 +47,43 @@ internal sealed class VectorColumns(Func<AtomicReader, string, Func<VectorColumn
     /// <summary>The doc-values field a vector field is written to.</summary>
     public const string Suffix = "@vec";
 
-    /// <summary>The field's vectors in the segment; null when the segment holds none.</summary>
-    public VectorColumn? Of(AtomicReader leaf, string field, bool int8)
+    /// <summary>Beside a vector made of a text: who made it (<see cref="Engine.VectorField.Embedder"/>).</summary>
+    public const string EmbedderSuffix = "@by";
+
+    /// <summary>Beside a vector of a field searched by scanning only (binary): no graph is built for it.</summary>
+    public const string ScanOnlySuffix = "@scan";
+
+    /// <summary>The field's vectors in the segment, held as <paramref name="quantization"/> asks; null when the segment holds none.</summary>
+    public VectorColumn? Of(AtomicReader leaf, string field, VectorQuantization quantization)
     {
         if (leaf.GetBinaryDocValues(field + Suffix) is null) return null;
-        return cached(leaf, (int8 ? "vec8:" : "vec:") + field, () => Read(leaf, field, int8));
+        var key = quantization switch { VectorQuantization.Int8 => "vec8:", VectorQuantization.Binary => "vec1:", _ => "vec:" } + field;
+        return cached(leaf, key, () => Read(leaf, field, quantization));
     }
 
+    /// <summary>
+    /// Who made the segment's vectors of the field, when a map embedded them of a text: a query embedding its text with another
+    /// embedder is refused (<see cref="IndexEngineException"/>) rather than compared across two models' spaces.
+    /// </summary>
+    public static void CheckEmbedder(AtomicReader leaf, string field, string queried)
+    {
+        if (leaf.GetSortedDocValues(field + EmbedderSuffix) is not { } made) return;
+        var value = new global::Lucene.Net.Util.BytesRef();
+        for (var ord = 0; ord < made.ValueCount; ord++)
+        {
+            made.LookupOrd(ord, value);
+            var by = value.Utf8ToString();
+            if (by != queried)
+                throw new IndexEngineException($"the field '{field}' holds vectors made by {by}; the query's text was embedded by {queried}, whose " +
+                    "vectors are not comparable with them: name the same embedder in the query (embedding.text(Field, ai.task('name')) for a connection)");
+        }
+    }
+
+    /// <summary>Whether the segment's vectors of the field are searched by scanning only (no graph wanted).</summary>
+    public static bool ScanOnly(AtomicReader leaf, string field) => leaf.FieldInfos.FieldInfo(field + ScanOnlySuffix) is not null;
+
     /// <summary>The field's vectors in the segment, read now (not through the cache).</summary>
-    public static VectorColumn Read(AtomicReader leaf, string field, bool int8)
+    public static VectorColumn Read(AtomicReader leaf, string field, VectorQuantization quantization)
     {
         var values = leaf.GetBinaryDocValues(field + Suffix);
         var has = leaf.GetDocsWithField(field + Suffix);
@@ -77,7 +110,14 @@ internal sealed class VectorColumns(Func<AtomicReader, string, Func<VectorColumn
             System.Runtime.InteropServices.MemoryMarshal.Cast<byte, float>(bytes.Bytes.AsSpan(bytes.Offset, bytes.Length)).CopyTo(target);
             norms[i] = System.Numerics.Tensors.TensorPrimitives.Norm((ReadOnlySpan<float>)target);
         }
-        if (!int8) return new VectorColumn { Dimensions = dimensions, Docs = [.. docs], Slots = slots, Floats = floats, Norms = norms };
+        if (quantization == VectorQuantization.None) return new VectorColumn { Dimensions = dimensions, Docs = [.. docs], Slots = slots, Floats = floats, Norms = norms };
+        if (quantization == VectorQuantization.Binary)
+        {
+            var per = (dimensions + 7) / 8;
+            var bits = new byte[docs.Count * per];
+            for (var i = 0; i < docs.Count; i++) VectorMath.Binarize(floats.AsSpan(i * dimensions, dimensions), bits.AsSpan(i * per, per));
+            return new VectorColumn { Dimensions = dimensions, Docs = [.. docs], Slots = slots, Bits = bits, Norms = norms };
+        }
         var quantized = new sbyte[floats.Length];
         var scales = new float[docs.Count];
         for (var i = 0; i < docs.Count; i++) scales[i] = VectorMath.Quantize(floats.AsSpan(i * dimensions, dimensions), quantized.AsSpan(i * dimensions, dimensions));

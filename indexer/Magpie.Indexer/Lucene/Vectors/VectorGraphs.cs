@@ -85,7 +85,7 @@ internal sealed class VectorGraphs
             {
                 if (!info.Name.EndsWith(VectorColumns.Suffix, StringComparison.Ordinal)) continue;
                 var field = info.Name[..^VectorColumns.Suffix.Length];
-                if (!_prepared.TryAdd((leaf.SegmentName, field), true)) continue;
+                if (VectorColumns.ScanOnly(leaf, field) || !_prepared.TryAdd((leaf.SegmentName, field), true)) continue;
                 // Held open until its turn: a segment merged away meanwhile is still read whole (and its graph swept later).
                 if (!leaf.TryIncRef()) continue;
                 Interlocked.Increment(ref _queued);
@@ -105,7 +105,7 @@ internal sealed class VectorGraphs
     private void BuildPrepared(SegmentReader leaf, string field)
     {
         VectorColumn column;
-        try { column = VectorColumns.Read(leaf, field, int8: false); }
+        try { column = VectorColumns.Read(leaf, field, Contracts.Search.VectorQuantization.None); }
         catch (Exception e)
         {
             _log.LogWarning("reading segment {Segment}'s vectors of {Field} for its graph failed ({Reason}); a search builds it", leaf.SegmentName, field, e.Message);

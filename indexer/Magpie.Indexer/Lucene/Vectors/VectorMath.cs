@@ -44,6 +44,21 @@ internal static class VectorMath
         return scale;
     }
 
+    /// <summary>
+    /// A vector as bits, RavenDB's binary quantization: one bit per dimension, set when the value is at least 0, the first
+    /// dimension in a byte's highest bit (so a vector given as bits compares bit for bit with RavenDB's).
+    /// </summary>
+    public static void Binarize(ReadOnlySpan<float> values, Span<byte> into)
+    {
+        into.Clear();
+        for (var i = 0; i < values.Length; i++)
+            if (values[i] >= 0) into[i >> 3] |= (byte)(0x80 >> (i & 7));
+    }
+
+    /// <summary>Binary vectors' similarity as RavenDB scores it: 1 − the bits that differ / every bit held (padding included).</summary>
+    public static float BinarySimilarity(ReadOnlySpan<byte> a, ReadOnlySpan<byte> b) =>
+        1f - TensorPrimitives.HammingBitDistance(a, b) / (8f * a.Length);
+
     /// <summary>The dot product of two byte vectors, widened to 32 bits so no product or sum overflows (4,096 × 127² fits easily).</summary>
     public static int Dot(ReadOnlySpan<sbyte> a, ReadOnlySpan<sbyte> b)
     {

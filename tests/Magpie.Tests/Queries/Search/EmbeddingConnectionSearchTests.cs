@@ -90,6 +90,11 @@ public sealed class EmbeddingConnectionSearchTests : IAsyncLifetime
         var top = Ranked(await QueryAsync("from index 'Posts/ByMeaning' where vector.search(embedding.text(Meaning, ai.task('local')), $q)", new { q = own.Title }, 1)).Single();
         Assert.Equal(own.Id, top.Id);
         Assert.True(top.Score >= 0.999f, $"{top.Score}");
+        // Asked with another embedder (the built-in model, also 384 dimensions): refused, not ranked across two models' spaces.
+        await HttpJson.AssertProblem(await Http.PostAsJsonAsync("queries", new
+        {
+            query = "from index 'Posts/ByMeaning' where vector.search(embedding.text(Meaning), $q)", parameters = new { q = own.Title },
+        }), HttpStatusCode.BadRequest, "the field 'Meaning' holds vectors made by the embedding connection 'local'; the query's text was embedded by the built-in model");
 
         // The vectors made are kept by text: a reset, a replacement built side by side, and a rebuild after a kill -9 and a
         // restart ask the provider for none of them again.
