@@ -5,7 +5,7 @@ COPY . .
 # For this machine's runtime only (not every platform's native libraries: a quarter of the size), and what the build
 # left (bin, obj, the package cache) removed in the same step, so no layer keeps it.
 RUN dotnet publish magpie -c Release -o /app --use-current-runtime --self-contained false \
-    && rm -rf /src /root/.nuget/packages && dotnet nuget locals all --clear >/dev/null
+    && dotnet nuget locals all --clear >/dev/null && rm -rf /src
 
 FROM mcr.microsoft.com/dotnet/aspnet:10.0
 # librdkafka comes with the app (librdkafka.redist); curl serves compose's health checks (GET /readyz).
