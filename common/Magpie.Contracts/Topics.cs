@@ -22,6 +22,12 @@ public static class Topics
     /// </summary>
     public const string Subscriptions = "magpie.subscriptions";
 
+    /// <summary>
+    /// The vectors indexers' embedding caches keep (key = the cache's id and the text's key, value = float32s), compacted; every
+    /// indexer reads it from the beginning, so none embeds a text another already did.
+    /// </summary>
+    public const string Embeddings = "magpie.embeddings";
+
     public static class Headers
     {
         public const string Op = "magpie-op";

@@ -32,6 +32,11 @@ public static class TopicAdmin
             Name = Topics.Subscriptions, NumPartitions = 1, ReplicationFactor = replicationFactor,
             Configs = new() { ["cleanup.policy"] = "compact" },
         },
+        new()
+        {
+            Name = Topics.Embeddings, NumPartitions = partitions, ReplicationFactor = replicationFactor,
+            Configs = new() { ["cleanup.policy"] = "compact" },
+        },
     ];
 
     /// <summary>

@@ -23,17 +23,29 @@ public sealed class EmbeddingCache : IDisposable
     private readonly Lock _lock = new();
     private Generation _newer, _older;
 
-    private EmbeddingCache(string folder, long budgetBytes)
+    private EmbeddingCache(string root, string id, long budgetBytes)
     {
-        (_folder, _budgetBytes) = (folder, budgetBytes);
-        Directory.CreateDirectory(folder);
-        _older = Generation.Open(Path.Combine(folder, "older.vectors"));
-        _newer = Generation.Open(Path.Combine(folder, "newer.vectors"));
+        (Id, _folder, _budgetBytes) = (id, Path.Combine(root, id), budgetBytes);
+        Directory.CreateDirectory(_folder);
+        _older = Generation.Open(Path.Combine(_folder, "older.vectors"));
+        _newer = Generation.Open(Path.Combine(_folder, "newer.vectors"));
     }
 
-    /// <summary>The cache of one model (<paramref name="model"/> names it with whatever changes its vectors: provider, address, dimensions).</summary>
-    public static EmbeddingCache Open(string root, string model, long budgetBytes) =>
-        new(Path.Combine(root, Convert.ToHexStringLower(SHA256.HashData(Encoding.UTF8.GetBytes(model)))[..16]), budgetBytes);
+    /// <summary>The cache's name: of its model, and of its folder under the root.</summary>
+    public string Id { get; }
+
+    /// <summary>The id of a model's cache (<paramref name="model"/> names it with whatever changes its vectors: provider, address, dimensions).</summary>
+    public static string IdOf(string model) => Convert.ToHexStringLower(SHA256.HashData(Encoding.UTF8.GetBytes(model)))[..16];
+
+    /// <summary>The cache of one model (<see cref="IdOf"/>), under <paramref name="root"/>.</summary>
+    public static EmbeddingCache Open(string root, string id, long budgetBytes)
+    {
+        if (id.Length != 16 || !id.All(char.IsAsciiHexDigitLower)) throw new ArgumentException($"'{id}' is not an embedding cache's id", nameof(id));
+        return new EmbeddingCache(root, id, budgetBytes);
+    }
+
+    /// <summary>Called with each vector <see cref="Keep"/> kept that the cache did not hold (outside its lock): what Kafka mode shares.</summary>
+    public Action<UInt128, float[]>? Kept { get; set; }
 
     public long Hits, Misses;
 
@@ -57,15 +69,25 @@ public sealed class EmbeddingCache : IDisposable
     /// <summary>Keeps vectors just made.</summary>
     public void Keep(IReadOnlyList<string> texts, IReadOnlyList<float[]> vectors)
     {
+        var added = new List<(UInt128, float[])>(texts.Count);
         lock (_lock)
         {
-            for (var i = 0; i < texts.Count; i++) Append(KeyOf(texts[i]), vectors[i]);
+            for (var i = 0; i < texts.Count; i++)
+                if (KeyOf(texts[i]) is var key && Append(key, vectors[i])) added.Add((key, vectors[i]));
         }
+        if (Kept is { } kept) foreach (var (key, vector) in added) kept(key, vector);
     }
 
-    private void Append(UInt128 key, float[] vector)
+    /// <summary>Keeps a vector another process made (by its text's key), unless held already; true when it was not.</summary>
+    public bool Absorb(UInt128 key, float[] vector)
     {
-        if (_newer.Contains(key)) return;
+        lock (_lock) return !_older.Contains(key) && Append(key, vector);
+    }
+
+    /// <summary>Appends the vector to the newer generation unless it holds it (rolling the generations first when it is full).</summary>
+    private bool Append(UInt128 key, float[] vector)
+    {
+        if (_newer.Contains(key)) return false;
         if (_newer.Length >= _budgetBytes / 2)
         {
             // The newer generation holds its half: the older goes, the newer becomes it.
@@ -77,10 +99,11 @@ public sealed class EmbeddingCache : IDisposable
             _newer = Generation.Open(Path.Combine(_folder, "newer.vectors"));
         }
         _newer.Append(key, vector);
+        return true;
     }
 
     /// <summary>A text's key: 128 bits of XxHash128 of its UTF-16 characters (a collision between two texts is not a concern at 2^-64).</summary>
-    private static UInt128 KeyOf(string text) => XxHash128.HashToUInt128(MemoryMarshal.AsBytes(text.AsSpan()));
+    public static UInt128 KeyOf(string text) => XxHash128.HashToUInt128(MemoryMarshal.AsBytes(text.AsSpan()));
 
     public void Dispose()
     {

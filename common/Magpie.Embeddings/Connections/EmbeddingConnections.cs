@@ -13,6 +13,13 @@ public sealed class EmbeddingConnections(RetryDelays? delays = null, (string Fol
     private readonly ConcurrentDictionary<string, Known> _known = new(StringComparer.Ordinal);
     private readonly ConcurrentDictionary<string, Lazy<Caching.EmbeddingCache?>> _caches = new(StringComparer.Ordinal);
     private ITextEmbedder? _builtIn;
+    private Caching.IEmbeddingCacheShare? _share;
+
+    /// <summary>
+    /// Kafka mode's indexers: each vector a cache keeps is published to the others, and before asking a model for a text the
+    /// vectors shared before this process started are waited for (set before indexing starts).
+    /// </summary>
+    public void ShareThrough(Caching.IEmbeddingCacheShare share) => _share = share;
 
     private sealed record Known(EmbeddingConnection Connection, OpenAiEmbedder Embedder, ITextEmbedder Indexing, QueryEmbeddings Queries);
 
@@ -45,13 +52,20 @@ public sealed class EmbeddingConnections(RetryDelays? delays = null, (string Fol
     /// it); the embedder alone when no cache is set or its files can't be opened (the cache only saves work).
     /// </summary>
     private ITextEmbedder Cached(ITextEmbedder embedder, string model) =>
-        cache is { Bytes: > 0 } c && _caches.GetOrAdd(model, m => new(() => Open(c.Folder, m, c.Bytes))).Value is { } kept
-            ? new Caching.CachedEmbedder(embedder, kept)
-            : embedder;
+        CacheById(Caching.EmbeddingCache.IdOf(model)) is { } kept ? new Caching.CachedEmbedder(embedder, kept, () => _share?.Restored ?? Task.CompletedTask) : embedder;
 
-    private static Caching.EmbeddingCache? Open(string folder, string model, long bytes)
+    /// <summary>The cache of a model by its id (<see cref="Caching.EmbeddingCache.IdOf"/>), opened on first use; null when none is set or it can't be opened.</summary>
+    public Caching.EmbeddingCache? CacheById(string id) =>
+        cache is { Bytes: > 0 } c ? _caches.GetOrAdd(id, i => new(() => Open(c.Folder, i, c.Bytes))).Value : null;
+
+    private Caching.EmbeddingCache? Open(string folder, string id, long bytes)
     {
-        try { return Caching.EmbeddingCache.Open(folder, model, bytes); }
+        try
+        {
+            var opened = Caching.EmbeddingCache.Open(folder, id, bytes);
+            opened.Kept = (key, vector) => _share?.Publish(id, key, vector);
+            return opened;
+        }
         catch (Exception e) when (e is IOException or UnauthorizedAccessException) { return null; }
     }
 

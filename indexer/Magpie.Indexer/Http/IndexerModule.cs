@@ -40,6 +40,10 @@ public static class IndexerModule
             (long)options.FacetCacheMegabytes << 20, (long)options.KnownIdsMegabytes << 20, options.VectorGraphMinimum));
         // Where load() reads: the store when ingest runs here (registered first), else the ingest process named.
         if (ingest is not null) services.TryAddSingleton<IDocumentLookup>(ingest);
+        // Kafka mode: the embedding caches shared through magpie.embeddings (started before any index embeds).
+        if (options.Kafka is { } embeddings)
+            services.AddHostedService(sp => new EmbeddingCacheTopic(embeddings, options.KafkaPartitions, options.KafkaReplicationFactor,
+                sp.GetRequiredService<Embeddings.Connections.EmbeddingConnections>(), sp.GetRequiredService<ILoggerFactory>().CreateLogger("Magpie.Indexer.Embeddings")));
         services.AddSingleton(sp => new IndexRegistry(sp.GetRequiredService<IndexDefinitionStore>(), sp.GetRequiredService<IIndexShards>(), options,
             sp.GetRequiredService<IIndexEngine>(), sp.GetRequiredService<ILoggerFactory>(), sp.GetService<IDocumentOutput>(),
             sp.GetService<IDocumentLookup>()));

@@ -129,7 +129,7 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
             throw Bad(v.Options!, $"the field '{field}' holds binary vectors: they are compared by the bits that differ (RavenDB's score for them), so Similarity does not apply");
         // Sharded: the coordinator's k-th best similarity over every shard (a shard keeps only what the global k nearest can hold).
         if (parameters?.GetValueOrDefault(VectorThreshold) is { ValueKind: JsonValueKind.Number } threshold) minimum = Math.Max(minimum, threshold.GetSingle());
-        var vector = v.ForDocument ? DocumentVector(v) : v.Embedding is null ? VectorOf(v.Vector) : EmbeddingOf(v.Vector, v.Connection);
+        var vector = v.ForDocument ? DocumentVector(v) : v.Embedding is null ? VectorOf(v.Vector) : EmbeddingOf(v);
         // A document that does not exist, or holds no vector in the field, is like none.
         if (vector is null) return new BoolQuery([SearchQuery.All], [], [SearchQuery.All]);
         return new VectorSearchQuery(field, vector, minimum, k, similarity, quantization, filter)
@@ -147,7 +147,7 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
     /// </summary>
     public async Task EmbedTextsAsync(RqlExpression? where, CancellationToken ct)
     {
-        foreach (var v in RqlConditionFields.Nodes(where).OfType<RqlVectorSearch>().Where(v => v.Embedding is not null && !v.ForDocument))
+        foreach (var v in RqlConditionFields.Nodes(where).OfType<RqlVectorSearch>().Where(v => v.Embedding is not null && !v.ForDocument && Coordinated(v) is null))
         {
             JsonElement text;
             try { text = JsonOf(v.Vector); }
@@ -168,11 +168,28 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
     }
 
     /// <summary>
-    /// The vector the built-in model (or the connection) makes of the query's text (made once per distinct text, then cached). A
-    /// provider that cannot answer now throws <see cref="Embeddings.Connections.EmbeddingUnavailableException"/> (503).
+    /// The vector of each <c>vector.search(embedding.text(…), $q)</c>'s text, embedded (awaited) for the query coordinator to hand to
+    /// every owner (<see cref="RqlVectorSearch.Embedded"/>): a query asks a provider once, however many processes hold its shards.
     /// </summary>
-    private float[] EmbeddingOf(RqlValue v, string? connection)
+    public async Task<Dictionary<string, float[]>> QueryVectorsAsync(RqlExpression? where, CancellationToken ct)
     {
+        await EmbedTextsAsync(where, ct);
+        return RqlConditionFields.Nodes(where).OfType<RqlVectorSearch>().Where(v => v.Embedding is not null && !v.ForDocument)
+            .ToDictionary(v => v.Embedded, EmbeddingOf);
+    }
+
+    /// <summary>The vector of the query's text as the coordinator embedded it, when it did.</summary>
+    private float[]? Coordinated(RqlVectorSearch v) =>
+        parameters?.GetValueOrDefault(v.Embedded) is { ValueKind: JsonValueKind.Array } given ? [.. given.EnumerateArray().Select(x => x.GetSingle())] : null;
+
+    /// <summary>
+    /// The vector the built-in model (or the connection) makes of the query's text (made once per distinct text, then cached), or the
+    /// one the coordinator made. A provider that cannot answer now throws <see cref="Embeddings.Connections.EmbeddingUnavailableException"/> (503).
+    /// </summary>
+    private float[] EmbeddingOf(RqlVectorSearch search)
+    {
+        if (Coordinated(search) is { } coordinated) return coordinated;
+        var (v, connection) = (search.Vector, search.Connection);
         var json = JsonOf(v);
         if (json.ValueKind != JsonValueKind.String) throw Bad(v, "embedding.text searches for text: the query's value must be a string");
         if (connection is not null && embedders is null) throw Bad(v, $"embedding connections are not known here: ai.task('{connection}') can't embed the text");

@@ -267,6 +267,9 @@ public sealed record RqlVectorSearch(string Field, RqlValue Vector, RqlValue? Mi
     /// <summary>The parameter the coordinator puts the vector of <c>embedding.forDoc</c>'s document in (empty: it has none), for every owner to plan with.</summary>
     public string Resolved => $"@forDoc{Number}";
 
+    /// <summary>The parameter the coordinator puts the vector of the query's text in (<c>embedding.text</c>), for every owner to plan with.</summary>
+    public string Embedded => $"@embedded{Number}";
+
     /// <summary><c>embedding.text(Field, ai.task('name'))</c>: the embedding connection that makes the vectors (null: the built-in model).</summary>
     public string? Connection { get; init; }
 

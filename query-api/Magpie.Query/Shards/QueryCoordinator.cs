@@ -15,7 +15,7 @@ namespace Magpie.Query.Shards;
 /// differently (numbers in one shard, none in another) are asked again with the field numeric everywhere.
 /// </summary>
 public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinitions definitions, AutoIndexes autoIndexes, InputOffsets? inputOffsets = null,
-    Contracts.Changes.IRelayedChanges? relayed = null)
+    Contracts.Changes.IRelayedChanges? relayed = null, Embeddings.Connections.EmbeddingConnections? embedders = null)
 {
     /// <summary>One page, from the shards as they are now.</summary>
     public async Task<ShardPage> PageAsync(CoordinatorRequest request, RqlQuery query, int take, int skip, string? after, bool wait, CancellationToken ct)
@@ -72,6 +72,7 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
     private async Task<CoordinatorRequest> AcrossShardsAsync(CoordinatorRequest request, RqlQuery query, string index, ShardLayout layout, bool wait, CancellationToken ct)
     {
         request = await WithMoreLikeThisAsync(request, query, index, ct);
+        request = await WithQueryEmbeddingsAsync(request, query, index, ct);
         request = await WithDocumentVectorsAsync(request, query, index, layout, wait, ct);
         request = await WithVectorThresholdAsync(request, query, index, layout, wait, ct);
         return await WithHybridAsync(request, query, index, layout, wait, ct);
@@ -101,6 +102,22 @@ public sealed class QueryCoordinator(IShardDirectory directory, IIndexDefinition
             var page = await PageAsync(own, LocalShardOwner.Parse(rql, own.Parameters, null), 1, 0, null, request.WaitForNonStaleResults, ct);
             parameters[m.Resolved] = page.Hits.FirstOrDefault()?.Result ?? JsonSerializer.SerializeToElement(new Dictionary<string, string>());
         }
+        return request with { Parameters = parameters };
+    }
+
+    /// <summary>
+    /// <c>vector.search(embedding.text(…), $q)</c>: the query's text embedded here, once, and handed to every owner as a parameter
+    /// (<see cref="RqlVectorSearch.Embedded"/>), so the provider is asked once per query rather than once per process holding shards.
+    /// </summary>
+    private async Task<CoordinatorRequest> WithQueryEmbeddingsAsync(CoordinatorRequest request, RqlQuery query, string index, CancellationToken ct)
+    {
+        if (!RqlConditionFields.Nodes(query.Where).OfType<RqlVectorSearch>().Any(v => v.Embedding is not null && !v.ForDocument)) return request;
+        Dictionary<string, float[]> vectors;
+        try { vectors = await new QueryPlanner(definitions.Current[index], request.Parameters, embedders: embedders).QueryVectorsAsync(query.Where, ct); }
+        catch (RqlException e) { throw new QueryProblem(ErrorKind.Invalid, e.Message, e.Line, e.Column); }
+        catch (Embeddings.Connections.EmbeddingUnavailableException e) { throw new QueryProblem(ErrorKind.Unavailable, e.Message); }
+        var parameters = new Dictionary<string, JsonElement>(request.Parameters ?? []);
+        foreach (var (name, vector) in vectors) parameters[name] = JsonSerializer.SerializeToElement(vector);
         return request with { Parameters = parameters };
     }
 

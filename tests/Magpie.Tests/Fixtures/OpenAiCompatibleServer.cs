@@ -20,6 +20,7 @@ public sealed class OpenAiCompatibleServer : IAsyncDisposable
 
     private readonly WebApplication _app;
     private readonly ConcurrentQueue<(DateTime At, int Texts)> _requests = new();
+    private readonly ConcurrentQueue<string> _texts = new();
 
     private OpenAiCompatibleServer(WebApplication app, Uri url) => (_app, Url) = (app, url);
 
@@ -28,6 +29,9 @@ public sealed class OpenAiCompatibleServer : IAsyncDisposable
 
     /// <summary>Requests answered or failed so far, with how many texts each carried.</summary>
     public IReadOnlyList<(DateTime At, int Texts)> Requests => [.. _requests];
+
+    /// <summary>Every text asked for so far, in the order asked.</summary>
+    public IReadOnlyList<string> Texts => [.. _texts];
 
     /// <summary>Requests answered 500 until this time.</summary>
     public DateTime FailUntil { get; set; }
@@ -56,6 +60,7 @@ public sealed class OpenAiCompatibleServer : IAsyncDisposable
         var body = await JsonNode.ParseAsync(request.Body) ?? throw new InvalidOperationException("no body");
         var input = body["input"] is JsonArray array ? array.Select(t => t!.GetValue<string>()).ToList() : [body["input"]!.GetValue<string>()];
         _requests.Enqueue((DateTime.UtcNow, input.Count));
+        foreach (var text in input) _texts.Enqueue(text);
         if (Delay > TimeSpan.Zero) await Task.Delay(Delay);
         if (DateTime.UtcNow < FailUntil || Interlocked.Decrement(ref FailNext) >= 0)
             return Results.Json(new { error = new { message = "the test server is down", type = "server_error" } }, statusCode: 500);

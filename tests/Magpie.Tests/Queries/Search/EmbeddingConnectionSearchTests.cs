@@ -111,6 +111,16 @@ public sealed class EmbeddingConnectionSearchTests : IAsyncLifetime
         Assert.Equal(Posts.Count, total.GetProperty("totalResults").GetInt32());
         Assert.Equal(asked + 1, _server.Requests.Count);   // the query's own text only (a restart empties the query cache)
 
+        // int8 and binary forms with a connection: each its own automatic index, held as asked.
+        foreach (var (form, quantization) in new[] { ("text_i8", "int8"), ("text_i1", "binary") })
+        {
+            await QueryAsync($"from Posts where vector.search(embedding.{form}(Title, ai.task('local')), $q)", new { q = own.Title });
+            var name = $"Auto/Posts/ByTitle_embedding_{form[^2..]}_by_local";
+            var definition = await (await Http.GetAsync($"indexes/{name}")).JsonAsync();
+            Assert.Equal(quantization, definition.GetProperty("definition").GetProperty("fields").GetProperty($"Title_embedding_{form[^2..]}_by_local")
+                .GetProperty("vector").GetProperty("quantization").GetString());
+        }
+
         // A connection that does not exist is refused before any index is made for it.
         await HttpJson.AssertProblem(await Http.PostAsJsonAsync("queries", new { query = "from Posts where vector.search(embedding.text(Title, ai.task('nope')), 'x')" }),
             HttpStatusCode.BadRequest, "there is no embedding connection 'nope'");
@@ -143,6 +153,7 @@ public sealed class EmbeddingConnectionSearchTests : IAsyncLifetime
             }), HttpStatusCode.ServiceUnavailable, "embedding connection local");
 
         // Back up: every post written during the outage is found by its own title, and nothing failed.
+        if (_server.FailUntil - DateTime.UtcNow is { TotalMilliseconds: > 0 } left) await Task.Delay(left);
         foreach (var (id, title) in added.Take(3))
             Assert.Equal(id, Ranked(await QueryAsync("from index 'Posts/Meaning' where vector.search(embedding.text(Meaning, ai.task('local')), $q)", new { q = title }, 1)).Single().Id);
         var total = await QueryAsync("from index 'Posts/Meaning'", new { }, 1);
