@@ -781,12 +781,14 @@ async Task RunVectorsAsync()
     var write = await IngestBenchmark.HttpBulkAsync(loaded.Writes, VectorBenchmark.Documents(n), 4);
     var exactBuild = await VectorBenchmark.IndexAsync(http, VectorBenchmark.Exact, VectorBenchmark.ExactDefinition, n);
     var int8Build = await VectorBenchmark.IndexAsync(http, VectorBenchmark.Int8, VectorBenchmark.Int8Definition, n);
-    Console.WriteLine($"written at {write.DocsPerSecond:N0} docs/s; indexed in {exactBuild.TotalSeconds:F1} s (float32), {int8Build.TotalSeconds:F1} s (int8)");
+    var binaryBuild = await VectorBenchmark.IndexAsync(http, VectorBenchmark.Binary, VectorBenchmark.BinaryDefinition, n);
+    Console.WriteLine($"written at {write.DocsPerSecond:N0} docs/s; indexed in {exactBuild.TotalSeconds:F1} s (float32), {int8Build.TotalSeconds:F1} s (int8), {binaryBuild.TotalSeconds:F1} s (binary)");
     magpie.Refresh();
     var rssBefore = magpie.WorkingSet64;
     var raw = new VectorBenchmark.Raw(n);
     // Exactness first: Magpie's top 20 equal the raw loop's, unfiltered and filtered; then int8's recall against them.
     var recalls = new List<double>();
+    var binaryRecalls = new List<double>();
     var exactMatches = 0;
     for (var q = 0; q < 20; q++)
     {
@@ -795,7 +797,9 @@ async Task RunVectorsAsync()
         {
             var truth = raw.Top(query, 20, filtered).Select(i => $"vectors/{i}").ToList();
             if ((await VectorBenchmark.AskAsync(http, VectorBenchmark.Exact, query, filtered)).SequenceEqual(truth)) exactMatches++;
-            if (!filtered) recalls.Add((await VectorBenchmark.AskAsync(http, VectorBenchmark.Int8, query, false)).Count(truth.Contains) / 20.0);
+            if (filtered) continue;
+            recalls.Add((await VectorBenchmark.AskAsync(http, VectorBenchmark.Int8, query, false)).Count(truth.Contains) / 20.0);
+            binaryRecalls.Add((await VectorBenchmark.AskAsync(http, VectorBenchmark.Binary, query, false)).Count(truth.Contains) / 20.0);
         }
     }
     magpie.Refresh();
@@ -819,6 +823,7 @@ async Task RunVectorsAsync()
             rows.Add(("magpie hnsw", filtered, clients, await VectorBenchmark.LatencyAsync(http, VectorBenchmark.Exact, filtered, clients, seconds, exact: false)));
             rows.Add(("magpie exact", filtered, clients, await VectorBenchmark.LatencyAsync(http, VectorBenchmark.Exact, filtered, clients, seconds)));
             rows.Add(("magpie int8", filtered, clients, await VectorBenchmark.LatencyAsync(http, VectorBenchmark.Int8, filtered, clients, seconds)));
+            rows.Add(("magpie binary", filtered, clients, await VectorBenchmark.LatencyAsync(http, VectorBenchmark.Binary, filtered, clients, seconds)));
             rows.Add(("raw TensorPrimitives", filtered, clients, await VectorBenchmark.RawLatencyAsync(raw, filtered, clients, seconds)));
         }
     var stats = await http.GetFromJsonAsync<JsonElement>($"indexes/{VectorBenchmark.Exact}");
@@ -831,13 +836,14 @@ async Task RunVectorsAsync()
     Console.WriteLine($"exact top-20 equal to the raw loop's: {exactMatches} of 40 queries; int8 recall@20 {recalls.Average():F3}");
     Console.WriteLine($"ratio raw p50 / magpie exact p50 (1 client): unfiltered {P50("raw TensorPrimitives", false, 1) / P50("magpie exact", false, 1):F2}, filtered {P50("raw TensorPrimitives", true, 1) / P50("magpie exact", true, 1):F2}");
     Console.WriteLine($"int8 speed-up (p50, 1 client, unfiltered): {P50("magpie exact", false, 1) / P50("magpie int8", false, 1):F2}×");
+    Console.WriteLine($"binary recall@20 {binaryRecalls.Average():F3} (RavenDB's score: 1 − differing bits / bits), p50 {P50("magpie binary", false, 1):F1} ms ({P50("magpie exact", false, 1) / P50("magpie binary", false, 1):F2}× exact)");
     Console.WriteLine($"hnsw recall@10 against the loop: unfiltered {graphRecalls[false].Average():F3}, filtered {graphRecalls[true].Average():F3}; p50 {P50("magpie hnsw", false, 1):F2} ms vs exact {P50("magpie exact", false, 1):F1} ms; RSS with graphs mapped {rssGraphs / 1048576:N0} MB");
     Console.WriteLine($"magpie RSS {rssBefore / 1048576:N0} MB before searching, {rssWarm / 1048576:N0} MB with both vector copies held; raw array {raw.Bytes / 1048576:N0} MB");
     Console.WriteLine($"facet cache of the exact index: {(stats.TryGetProperty("status", out var status) && status.TryGetProperty("facetCache", out var cache) ? cache.ToString() : "(not reported)")}");
     Console.WriteLine(JsonSerializer.Serialize(new
     {
         benchmark = "vectors", docs = n, dimensions = VectorBenchmark.Dimensions, cores = Environment.ProcessorCount, exact_matches_of_40 = exactMatches,
-        int8_recall_at_20 = Math.Round(recalls.Average(), 3), hnsw_recall_at_10 = Math.Round(graphRecalls[false].Average(), 3),
+        int8_recall_at_20 = Math.Round(recalls.Average(), 3), binary_recall_at_20 = Math.Round(binaryRecalls.Average(), 3), hnsw_recall_at_10 = Math.Round(graphRecalls[false].Average(), 3),
         hnsw_recall_at_10_filtered = Math.Round(graphRecalls[true].Average(), 3), graphs_build_s = Math.Round(graphs.Took.TotalSeconds), graphs_vectors = graphs.Vectors, graphs_mb = graphs.Bytes / 1048576,
         rss_graphs_mb = rssGraphs / 1048576, rss_before_mb = rssBefore / 1048576, rss_warm_mb = rssWarm / 1048576,
         rows = rows.Select(r => new { side = r.Side, filtered = r.Filtered, clients = r.Clients, p50_ms = Math.Round(IndexBenchmark.Percentile(r.Ms, 0.5), 1), p99_ms = Math.Round(IndexBenchmark.Percentile(r.Ms, 0.99), 1) }),

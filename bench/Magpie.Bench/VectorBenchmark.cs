@@ -11,12 +11,12 @@ namespace Magpie.Bench;
 /// <summary>
 /// Vector search figures: n vectors of 384 dimensions (deterministic, clustered), top-20 by cosine, exact, unfiltered and with a
 /// filter keeping a tenth, from 1 client and 16; beside them, in this process, a plain <see cref="TensorPrimitives"/> loop over the
-/// same vectors (the floor an exact scan can reach); int8 copies' recall@20 and speed; the memory the vectors take.
+/// same vectors (the floor an exact scan can reach); int8 and binary copies' recall@20 and speed; the memory the vectors take.
 /// </summary>
 public static class VectorBenchmark
 {
     public const int Dimensions = 384;
-    public const string Exact = "Bench/Vectors", Int8 = "Bench/VectorsInt8";
+    public const string Exact = "Bench/Vectors", Int8 = "Bench/VectorsInt8", Binary = "Bench/VectorsBinary";
 
     private static IndexDefinition Definition(string quantization) => new()
     {
@@ -26,6 +26,7 @@ public static class VectorBenchmark
 
     public static IndexDefinition ExactDefinition => Definition(VectorFieldOptions.None);
     public static IndexDefinition Int8Definition => Definition(VectorFieldOptions.Int8);
+    public static IndexDefinition BinaryDefinition => Definition(VectorFieldOptions.Binary);
 
     /// <summary>Vector i: one of 64 cluster centres plus noise (seeded), so nearest neighbours are not all equally far.</summary>
     public static float[] VectorOf(int i)
