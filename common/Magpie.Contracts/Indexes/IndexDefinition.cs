@@ -45,6 +45,9 @@ public sealed record IndexFieldOptions
     public VectorFieldOptions? Vector { get; init; }
 }
 
+/// <summary>How a search compares a field's vectors: as float32, as int8 copies (approximate), or as bits (one per dimension).</summary>
+public enum VectorQuantization { None, Int8, Binary }
+
 /// <summary>
 /// A vector field: every vector has <see cref="Dimensions"/> numbers (null: as many as the first one indexed), and searches hold them
 /// as float32 (<see cref="None"/>: exact), as <see cref="Int8"/> (a quarter of the memory, similarities approximate) or as
@@ -60,11 +63,11 @@ public sealed record VectorFieldOptions
     public string Quantization { get; init; } = None;
 
     /// <summary>How searches compare the field's vectors (<see cref="Quantization"/> as the engine reads it).</summary>
-    public Search.VectorQuantization Compared() => Quantization switch
+    public VectorQuantization Compared() => Quantization switch
     {
-        Int8 => Search.VectorQuantization.Int8,
-        Binary => Search.VectorQuantization.Binary,
-        _ => Search.VectorQuantization.None,
+        Int8 => VectorQuantization.Int8,
+        Binary => VectorQuantization.Binary,
+        _ => VectorQuantization.None,
     };
 
     /// <summary>

@@ -167,18 +167,15 @@ public sealed record MoreLikeThisOptions
 /// <summary>How close two vectors are: cosine, the dot product, or 1 / (1 + Euclidean distance²) — always higher for closer.</summary>
 public enum VectorSimilarity { Cosine, DotProduct, Euclidean }
 
-/// <summary>How a search compares a field's vectors: as float32, as int8 copies (approximate), or as bits (one per dimension).</summary>
-public enum VectorQuantization { None, Int8, Binary }
-
 /// <summary>
 /// RavenDB's <c>vector.search</c>: the <see cref="K"/> entries whose <see cref="Field"/> vector is most similar to
 /// <see cref="Vector"/> (at least <see cref="MinimumSimilarity"/>), among the entries <see cref="Filter"/> matches; scored by the
-/// similarity. <see cref="VectorQuantization.Int8"/>: compared through the field's int8 copies (approximate);
-/// <see cref="VectorQuantization.Binary"/>: through their bits, scored as RavenDB scores binary vectors (1 − differing bits / bits).
+/// similarity. <see cref="Indexes.VectorQuantization.Int8"/>: compared through the field's int8 copies (approximate);
+/// <see cref="Indexes.VectorQuantization.Binary"/>: through their bits, scored as RavenDB scores binary vectors (1 − differing bits / bits).
 /// Cosine searches of float32 and int8 walk a nearest-neighbour graph where a segment has one (approximate); <see cref="Exact"/>
 /// compares every vector.
 /// </summary>
-public sealed record VectorSearchQuery(string Field, float[] Vector, float MinimumSimilarity, int K, VectorSimilarity Similarity, VectorQuantization Quantization, SearchQuery Filter) : SearchQuery
+public sealed record VectorSearchQuery(string Field, float[] Vector, float MinimumSimilarity, int K, VectorSimilarity Similarity, Indexes.VectorQuantization Quantization, SearchQuery Filter) : SearchQuery
 {
     public const int MaxK = 1_024;
 

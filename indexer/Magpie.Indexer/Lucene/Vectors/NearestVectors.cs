@@ -1,6 +1,7 @@
 using Lucene.Net.Index;
 using Lucene.Net.Search;
 using Lucene.Net.Util;
+using Magpie.Contracts.Indexes;
 using Magpie.Contracts.Search;
 using Query = Lucene.Net.Search.Query;
 

@@ -1,4 +1,5 @@
 using Lucene.Net.Index;
+using Magpie.Contracts.Indexes;
 using Magpie.Contracts.Search;
 
 namespace Magpie.Indexer.Lucene.Vectors;

@@ -105,7 +105,7 @@ internal sealed class VectorGraphs
     private void BuildPrepared(SegmentReader leaf, string field)
     {
         VectorColumn column;
-        try { column = VectorColumns.Read(leaf, field, Contracts.Search.VectorQuantization.None); }
+        try { column = VectorColumns.Read(leaf, field, Contracts.Indexes.VectorQuantization.None); }
         catch (Exception e)
         {
             _log.LogWarning("reading segment {Segment}'s vectors of {Field} for its graph failed ({Reason}); a search builds it", leaf.SegmentName, field, e.Message);
