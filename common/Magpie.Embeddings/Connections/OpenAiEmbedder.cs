@@ -1,6 +1,5 @@
 using System.ClientModel;
 using System.ClientModel.Primitives;
-using System.Threading.RateLimiting;
 using Magpie.Contracts;
 using Microsoft.Extensions.AI;
 using OpenAI;
@@ -17,7 +16,7 @@ public sealed class OpenAiEmbedder : ITextEmbedder, IDisposable
 {
     private readonly EmbeddingConnection _connection;
     private readonly IEmbeddingGenerator<string, Embedding<float>> _generator;
-    private readonly RateLimiter? _budget;
+    private readonly RequestPacer? _budget;
     private readonly RetryDelays _delays;
 
     public OpenAiEmbedder(string name, EmbeddingConnection connection, RetryDelays? delays = null)
@@ -33,12 +32,7 @@ public sealed class OpenAiEmbedder : ITextEmbedder, IDisposable
         });
         _generator = client.GetEmbeddingClient(connection.Model!).AsIEmbeddingGenerator(connection.Dimensions);
         // The budget spread evenly (one request every minute / budget, no burst): no minute ever holds more than the budget.
-        if (connection.RequestsPerMinute is { } perMinute)
-            _budget = new TokenBucketRateLimiter(new TokenBucketRateLimiterOptions
-            {
-                TokenLimit = 1, TokensPerPeriod = 1, ReplenishmentPeriod = TimeSpan.FromMinutes(1) / perMinute, AutoReplenishment = true,
-                QueueLimit = int.MaxValue, QueueProcessingOrder = QueueProcessingOrder.OldestFirst,
-            });
+        if (connection.RequestsPerMinute is { } perMinute) _budget = new RequestPacer(perMinute);
     }
 
     public string Model { get; }
@@ -60,7 +54,7 @@ public sealed class OpenAiEmbedder : ITextEmbedder, IDisposable
         var backoff = _delays.Start();
         for (var attempt = 0; ; attempt++)
         {
-            if (_budget is not null) using (await _budget.AcquireAsync(1, ct)) { }
+            if (_budget is not null) await _budget.WaitTurnAsync(ct);
             string failure;
             try
             {
@@ -97,7 +91,6 @@ public sealed class OpenAiEmbedder : ITextEmbedder, IDisposable
 
     public void Dispose()
     {
-        _budget?.Dispose();
         _generator.Dispose();
     }
 }
