@@ -25,14 +25,11 @@ public sealed class EmbeddingCache : IDisposable
 
     private EmbeddingCache(string root, string id, long budgetBytes)
     {
-        (Id, _folder, _budgetBytes) = (id, Path.Combine(root, id), budgetBytes);
+        (_folder, _budgetBytes) = (Path.Combine(root, id), budgetBytes);
         Directory.CreateDirectory(_folder);
         _older = Generation.Open(Path.Combine(_folder, "older.vectors"));
         _newer = Generation.Open(Path.Combine(_folder, "newer.vectors"));
     }
-
-    /// <summary>The cache's name: of its model, and of its folder under the root.</summary>
-    public string Id { get; }
 
     /// <summary>The id of a model's cache (<paramref name="model"/> names it with whatever changes its vectors: provider, address, dimensions).</summary>
     public static string IdOf(string model) => Convert.ToHexStringLower(SHA256.HashData(Encoding.UTF8.GetBytes(model)))[..16];

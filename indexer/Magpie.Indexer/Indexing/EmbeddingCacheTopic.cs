@@ -28,12 +28,9 @@ public sealed class EmbeddingCacheTopic(string bootstrapServers, int partitions,
     private readonly TaskCompletionSource _restored = new(TaskCreationOptions.RunContinuationsAsynchronously);
     private IProducer<string, byte[]>? _producer;
     private Thread? _reader;
-    private long _published, _absorbed;
+    private long _absorbed;
 
     public Task Restored => _restored.Task;
-
-    /// <summary>Vectors produced to the topic and taken from it (not held here before) since the start.</summary>
-    public (long Published, long Absorbed) Counts => (Interlocked.Read(ref _published), Interlocked.Read(ref _absorbed));
 
     public async Task StartAsync(CancellationToken ct)
     {
@@ -55,7 +52,6 @@ public sealed class EmbeddingCacheTopic(string bootstrapServers, int partitions,
         {
             producer.Produce(Topics.Embeddings, new Message<string, byte[]> { Key = KeyOf(cacheId, key), Value = MemoryMarshal.AsBytes(vector.AsSpan()).ToArray() },
                 report => { if (report.Error.IsError) log.LogWarning("a vector was not shared on magpie.embeddings: {Error}", report.Error.Reason); });
-            Interlocked.Increment(ref _published);
         }
         catch (ProduceException<string, byte[]> e)
         {

@@ -147,7 +147,7 @@ public sealed class QueryPlanner(IndexDefinition definition, IReadOnlyDictionary
     /// </summary>
     public async Task EmbedTextsAsync(RqlExpression? where, CancellationToken ct)
     {
-        foreach (var v in RqlConditionFields.Nodes(where).OfType<RqlVectorSearch>().Where(v => v.Embedding is not null && !v.ForDocument && Coordinated(v) is null))
+        foreach (var v in RqlConditionFields.Nodes(where).OfType<RqlVectorSearch>().Where(v => v.Embedding is not null && !v.ForDocument && parameters?.ContainsKey(v.Embedded) != true))
         {
             JsonElement text;
             try { text = JsonOf(v.Vector); }

@@ -75,9 +75,10 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions, Embedding
         // embedding.text(Field), one the embedding model makes of its text, in a field of its own (Field_embedding).
         var vectors = new SortedSet<string>(searches.Where(v => v.Embedding is null).Select(v => v.Field), StringComparer.Ordinal);
         var embedded = new SortedSet<string>(searches.Where(v => v.Embedding is not null).Select(v => v.EmbeddingField), StringComparer.Ordinal);
-        // Each embedded field's source field and connection, as the map reads them (the field's name is not parsed back: either may hold '_embedding').
-        var sources = searches.Where(v => v.Embedding is not null).GroupBy(v => v.EmbeddingField).ToDictionary(g => g.Key, g => (g.First().Field, g.First().Connection));
-        var quantizations = searches.Where(v => v.Embedding is not null).GroupBy(v => v.EmbeddingField).ToDictionary(g => g.Key, g => g.First().Quantization);
+        // Each embedded field's search: its source field, connection and quantization, as the map and the field read them (the field's name is
+        // not parsed back: either may hold '_embedding').
+        var embeddings = searches.Where(v => v.Embedding is not null).GroupBy(v => v.EmbeddingField).ToDictionary(g => g.Key, g => g.First());
+        var sources = embeddings.ToDictionary(e => e.Key, e => (e.Value.Field, e.Value.Connection));
         exact.ExceptWith(vectors);
         search.ExceptWith(vectors);
         if (exact.Concat(search).Concat(vectors).Concat(embedded).FirstOrDefault(f => !FieldPattern().IsMatch(f)) is { } bad)
@@ -98,7 +99,7 @@ public sealed partial class AutoIndexes(IIndexDefinitions definitions, Embedding
                 "_text" => new IndexFieldOptions
                 {
                     Indexing = IndexFieldOptions.No,
-                    Vector = new VectorFieldOptions { Quantization = quantizations[f.Field] },
+                    Vector = new VectorFieldOptions { Quantization = embeddings[f.Field].Quantization },
                 },
                 _ => new IndexFieldOptions { Indexing = IndexFieldOptions.No, Vector = new VectorFieldOptions() },
             }),
